@@ -1,0 +1,1 @@
+"""Running agents on tbmm tasks: sandbox backends, agents, results store."""

@@ -1,0 +1,3 @@
+"""TB-MathModel: agentic, verifiable mathematical-modeling benchmark."""
+
+__version__ = "0.1.0"

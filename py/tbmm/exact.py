@@ -1,0 +1,150 @@
+"""Exact numbers from JSON text.
+
+Every number that reaches a verdict enters as a `fractions.Fraction` built from its
+decimal text, never through a binary float: `0.1` is exactly 1/10. NaN / Infinity
+(which Python's json accepts but JSON does not) become `NonFinite` markers so that
+callers can reject them with a reason instead of crashing.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from fractions import Fraction
+from typing import Any
+
+# A JSON-number-ish literal: optional sign, digits, optional fraction, optional exponent.
+_DECIMAL_RE = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
+# Exponents beyond this are refused: 1e999999999 would otherwise allocate a huge integer.
+MAX_EXPONENT = 400
+
+
+class ExactError(ValueError):
+    """Raised when a text cannot be read as an exact number."""
+
+
+@dataclass(frozen=True)
+class NonFinite:
+    """A NaN or +/-Infinity that appeared in an artifact (not valid JSON, but common)."""
+
+    text: str
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
+class Num:
+    """A JSON number kept with its exact value and its original text."""
+
+    value: Fraction
+    text: str
+    is_int_literal: bool
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def parse_decimal(text: str) -> Fraction:
+    """Exact value of a decimal literal such as ``"2.00002"`` or ``"8.1e+18"``."""
+    t = text.strip()
+    if not _DECIMAL_RE.match(t):
+        raise ExactError(f"not a decimal number: {text!r}")
+    mant, _, exp = t.lower().partition("e")
+    if exp and abs(int(exp)) > MAX_EXPONENT:
+        raise ExactError(f"exponent out of range (|e| > {MAX_EXPONENT}): {text!r}")
+    try:
+        return Fraction(Decimal(t))
+    except (InvalidOperation, ValueError) as exc:  # pragma: no cover - regex guards this
+        raise ExactError(f"not a decimal number: {text!r}") from exc
+
+
+def _num(text: str) -> Num | NonFinite:
+    try:
+        return Num(
+            parse_decimal(text), text, is_int_literal=("." not in text and "e" not in text.lower())
+        )
+    except ExactError:
+        return NonFinite(text)
+
+
+def loads(text: str | bytes) -> Any:
+    """Parse JSON keeping every number exact (`Num`) and NaN/Infinity as `NonFinite`."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8")
+    return json.loads(
+        text,
+        parse_float=_num,
+        parse_int=_num,
+        parse_constant=NonFinite,
+    )
+
+
+def dumps(obj: Any, *, indent: int | None = 2) -> str:
+    """Serialise a `loads` tree (or plain data) to JSON with number literals unchanged."""
+    return _encode(obj, indent, 0)
+
+
+def _encode(obj: Any, indent: int | None, level: int) -> str:
+    nl = "" if indent is None else "\n"
+    pad = "" if indent is None else " " * (indent * (level + 1))
+    end = "" if indent is None else " " * (indent * level)
+    sep = ", " if indent is None else ","
+    if isinstance(obj, dict):
+        if not obj:
+            return "{}"
+        items = [
+            f"{pad}{json.dumps(str(k), ensure_ascii=False)}: {_encode(v, indent, level + 1)}"
+            for k, v in obj.items()
+        ]
+        return "{" + nl + (sep + nl).join(items) + nl + end + "}"
+    if isinstance(obj, list | tuple):
+        if not obj:
+            return "[]"
+        items = [f"{pad}{_encode(v, indent, level + 1)}" for v in obj]
+        return "[" + nl + (sep + nl).join(items) + nl + end + "]"
+    if isinstance(obj, Num):
+        return obj.text
+    if isinstance(obj, NonFinite):
+        return "null"
+    if isinstance(obj, Fraction):
+        return fraction_to_text(obj)
+    if isinstance(obj, Decimal):
+        return str(obj)
+    if isinstance(obj, bool) or obj is None:
+        return json.dumps(obj)
+    if isinstance(obj, int):
+        return str(obj)
+    if isinstance(obj, float):
+        return repr(obj)
+    return json.dumps(obj, ensure_ascii=False)
+
+
+def fraction_to_text(q: Fraction) -> str:
+    """Exact text for a rational: a terminating decimal when one exists, else ``p/q``."""
+    if q.denominator == 1:
+        return str(q.numerator)
+    d = q.denominator
+    twos = fives = 0
+    while d % 2 == 0:
+        d //= 2
+        twos += 1
+    while d % 5 == 0:
+        d //= 5
+        fives += 1
+    if d != 1:
+        return f"{q.numerator}/{q.denominator}"
+    digits = max(twos, fives)
+    scaled = abs(q.numerator) * (10**digits) // q.denominator
+    sign = "-" if q < 0 else ""
+    s = str(scaled).rjust(digits + 1, "0")
+    return f"{sign}{s[:-digits]}.{s[-digits:]}"
+
+
+def value_of(node: Any) -> Fraction | None:
+    """The exact value of a parsed leaf, or None when it is not a finite number."""
+    if isinstance(node, Num):
+        return node.value
+    return None
