@@ -1,0 +1,75 @@
+"""The six decidable gate forms as exact predicates (the reference the Lean layer mirrors).
+
+Each form is a pure function over `Fraction` values returning True when the invariant
+holds. Field lookup, wildcard expansion and verdicts live in `tbmm.gate`.
+
+1. interval   lo <= x <= hi (either bound optional)
+2. count      x is an integer, x >= 0, and x <= hi when hi is given
+3. sum_to     |sum(xs) - total| <= tol
+4. order      sum(lhs) <= sum(rhs) + slack   (or < when strict)
+5. threshold  x op c, op in >=, <=, >, <
+6. product    coef * prod(factors) op bound, op in <=, >=; bound a constant or a product of fields
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import StrEnum
+from fractions import Fraction
+
+
+class Form(StrEnum):
+    interval = "interval"
+    count = "count"
+    sum_to = "sum_to"
+    order = "order"
+    threshold = "threshold"
+    product = "product"
+
+
+OPS = (">=", "<=", ">", "<")
+
+
+def compare(x: Fraction, op: str, c: Fraction) -> bool:
+    if op == ">=":
+        return x >= c
+    if op == "<=":
+        return x <= c
+    if op == ">":
+        return x > c
+    if op == "<":
+        return x < c
+    raise ValueError(f"unknown comparison {op!r}")
+
+
+def interval(x: Fraction, lo: Fraction | None, hi: Fraction | None) -> bool:
+    return (lo is None or lo <= x) and (hi is None or x <= hi)
+
+
+def count(x: Fraction, hi: Fraction | None = None) -> bool:
+    return x.denominator == 1 and x >= 0 and (hi is None or x <= hi)
+
+
+def sum_to(xs: Sequence[Fraction], total: Fraction, tol: Fraction) -> bool:
+    return abs(sum(xs, Fraction(0)) - total) <= tol
+
+
+def order(lhs: Sequence[Fraction], rhs: Sequence[Fraction], strict: bool, slack: Fraction) -> bool:
+    a, b = sum(lhs, Fraction(0)), sum(rhs, Fraction(0)) + slack
+    return a < b if strict else a <= b
+
+
+def threshold(x: Fraction, op: str, c: Fraction) -> bool:
+    return compare(x, op, c)
+
+
+def prod(xs: Sequence[Fraction]) -> Fraction:
+    p = Fraction(1)
+    for x in xs:
+        p *= x
+    return p
+
+
+def product(factors: Sequence[Fraction], coef: Fraction, op: str, bound: Fraction) -> bool:
+    """coef * prod(factors) op bound (bound already evaluated: a constant or a field product)."""
+    return compare(coef * prod(factors), op, bound)

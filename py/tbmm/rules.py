@@ -1,0 +1,139 @@
+"""The scoring rules as pure exact functions (the single reference the Lean layer mirrors).
+
+Per-metric reward, with O the anchor, x the reported value and b the band (the distance
+at which the reward reaches 0):
+
+* degenerate band: if b < 2% of |O| the band cannot discriminate and is widened to
+  b' = 5% of |O|; otherwise b' = b.
+* ``higher_is_better``: 1 if x >= O, else max(0, 1 - (O - x)/b').   (one-sided)
+* ``lower_is_better``:  1 if x <= O, else max(0, 1 - (x - O)/b').   (one-sided)
+* ``target_value``:     max(0, 1 - |x - O|/b').                      (symmetric)
+* ``exact_value``:      1 if x == O else 0.
+
+A value outside the metric's domain (probability outside [0,1], correlation outside
+[-1,1], a negative or fractional count, ...) scores 0, as does a missing or non-numeric
+value. Task level: R = sum(w r)/sum(w); O-Eval = clamp(R/O, 0, 1); Robust BO-Eval =
+clip((R-F)/(O-F), -1, 1) when O-F > 1/10, else clip(R-F, -1, 1). Multi-BO cell for a
+task = 1 + clip((o-f)/(1-f), -1, 1) when 1-f >= 1/10, else 1 + clip(o-f, -1/10, 1/10).
+All arithmetic is on `Fraction`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from enum import StrEnum
+from fractions import Fraction
+
+ZERO = Fraction(0)
+ONE = Fraction(1)
+DEGENERATE_BELOW = Fraction(2, 100)
+WIDENED_TO = Fraction(5, 100)
+GAP_MIN = Fraction(1, 10)
+
+
+class Direction(StrEnum):
+    higher_is_better = "higher_is_better"
+    lower_is_better = "lower_is_better"
+    target_value = "target_value"
+    exact_value = "exact_value"
+
+
+class Domain(StrEnum):
+    """Value domains a metric may declare; outside the domain the reward is 0."""
+
+    any = "any"
+    probability = "probability"  # [0, 1]
+    share = "share"  # [0, 1]
+    correlation = "correlation"  # [-1, 1]
+    percent = "percent"  # [0, 100]
+    nonneg = "nonneg"  # [0, inf)
+    count = "count"  # integer >= 0
+
+
+DOMAIN_BOUNDS: dict[Domain, tuple[Fraction | None, Fraction | None, bool]] = {
+    # domain: (lo, hi, must_be_integer)
+    Domain.any: (None, None, False),
+    Domain.probability: (ZERO, ONE, False),
+    Domain.share: (ZERO, ONE, False),
+    Domain.correlation: (-ONE, ONE, False),
+    Domain.percent: (ZERO, Fraction(100), False),
+    Domain.nonneg: (ZERO, None, False),
+    Domain.count: (ZERO, None, True),
+}
+
+
+def clamp(x: Fraction, lo: Fraction, hi: Fraction) -> Fraction:
+    return lo if x < lo else hi if x > hi else x
+
+
+def effective_band(anchor: Fraction, band: Fraction) -> tuple[Fraction, bool]:
+    """The band actually used, and whether the degenerate-band rule widened it."""
+    mag = abs(anchor)
+    if band < DEGENERATE_BELOW * mag:
+        return WIDENED_TO * mag, True
+    return band, False
+
+
+def in_domain(x: Fraction, domain: Domain) -> bool:
+    lo, hi, integral = DOMAIN_BOUNDS[domain]
+    if lo is not None and x < lo:
+        return False
+    if hi is not None and x > hi:
+        return False
+    return not (integral and x.denominator != 1)
+
+
+def decay(distance: Fraction, band: Fraction) -> Fraction:
+    """Linear decay: 1 at distance 0, 0 at distance >= band (band > 0)."""
+    return max(ZERO, ONE - distance / band)
+
+
+def reward(direction: Direction, x: Fraction, anchor: Fraction, band: Fraction) -> Fraction:
+    """Per-metric reward of a finite in-domain value (see module docstring)."""
+    if direction is Direction.exact_value:
+        return ONE if x == anchor else ZERO
+    b, _ = effective_band(anchor, band)
+    if b <= 0:
+        # Only possible when band == 0 and anchor == 0: nothing but the anchor itself counts.
+        return ONE if x == anchor else ZERO
+    if direction is Direction.higher_is_better:
+        return ONE if x >= anchor else decay(anchor - x, b)
+    if direction is Direction.lower_is_better:
+        return ONE if x <= anchor else decay(x - anchor, b)
+    return decay(abs(x - anchor), b)
+
+
+def weighted_mean(pairs: Iterable[tuple[Fraction, Fraction]]) -> Fraction | None:
+    """sum(w r)/sum(w) over (weight, reward) pairs; None when there is no weight."""
+    num = den = ZERO
+    for w, r in pairs:
+        num += w * r
+        den += w
+    return None if den == 0 else num / den
+
+
+def o_eval(raw: Fraction, oracle_raw: Fraction) -> Fraction:
+    """O-Eval = clamp(R/O, 0, 1); an oracle raw score of 0 gives 0 (nothing to normalise by)."""
+    if oracle_raw <= 0:
+        return ZERO
+    return clamp(raw / oracle_raw, ZERO, ONE)
+
+
+def robust_bo(raw: Fraction, oracle_raw: Fraction, baseline_raw: Fraction) -> Fraction:
+    """Robust BO-Eval against the baseline F (gap-compensated when O-F > 1/10)."""
+    gap = oracle_raw - baseline_raw
+    if gap > GAP_MIN:
+        return clamp((raw - baseline_raw) / gap, -ONE, ONE)
+    return clamp(raw - baseline_raw, -ONE, ONE)
+
+
+def multi_bo_cell(o: Fraction, f: Fraction) -> Fraction:
+    """Eq. (2) for one task: 1 + clip((o-f)/(1-f), -1, 1), or the +/-0.10 fallback."""
+    margin = ONE - f
+    if margin >= GAP_MIN:
+        return ONE + clamp((o - f) / margin, -ONE, ONE)
+    return ONE + clamp(o - f, -GAP_MIN, GAP_MIN)
+
+
+def mean(xs: Sequence[Fraction]) -> Fraction | None:
+    return None if not xs else sum(xs, ZERO) / len(xs)
