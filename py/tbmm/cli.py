@@ -1,13 +1,278 @@
-"""The `tbmm` command line."""
+"""The `tbmm` command line: tasks, score, gate, verify, lean, run, leaderboard, report."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.table import Table
 
-app = typer.Typer(no_args_is_help=True, help="TB-MathModel benchmark CLI.")
+from tbmm.tasks import TASKS_ROOT, Task, TaskFormatError, find_task, load_suite
+
+app = typer.Typer(no_args_is_help=True, add_completion=False, help="TB-MathModel: agentic, verifiable mathematical-modeling benchmark.")
+tasks_app = typer.Typer(no_args_is_help=True, add_completion=False, help="Inspect, build and validate the 18-task suite.")
+app.add_typer(tasks_app, name="tasks")
+
+console = Console()
+err = Console(stderr=True)
+
+TasksRoot = Annotated[Path, typer.Option("--tasks-root", help="Folder holding CUMCM/ and MCM/ task folders.")]
+JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
+
+
+def _fail(msg: str, code: int = 2) -> typer.Exit:
+    err.print(f"[red]error:[/red] {msg}", highlight=False, soft_wrap=True)
+    return typer.Exit(code)
+
+
+def _task(slug: str, root: Path) -> Task:
+    try:
+        return find_task(slug, root)
+    except (KeyError, TaskFormatError) as exc:
+        raise _fail(str(exc).strip("'\"")) from exc
+
+
+@tasks_app.command("list")
+def tasks_list(tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag = False) -> None:
+    """A table of the suite: suite, year, problem, slug, metrics, figures, attachments."""
+    try:
+        tasks = load_suite(tasks_root)
+    except TaskFormatError as exc:
+        raise _fail(str(exc)) from exc
+    rows = []
+    for t in tasks:
+        m = t.manifest
+        rows.append({
+            "suite": m.suite, "year": m.year, "problem": m.problem, "slug": m.slug,
+            "metrics": len(t.scoring.metric), "figures": len(m.figures),
+            "attachments": sum(a.present for a in m.attachments),
+            "missing": sum(not a.present for a in m.attachments),
+            "checks": len(t.gate.check),
+        })
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    table = Table(title=f"TB-MathModel tasks ({len(rows)})")
+    for col in ("suite", "year", "problem", "slug", "metrics", "figures", "attachments", "checks"):
+        table.add_column(col, justify="right" if col in ("year", "metrics", "figures", "attachments", "checks") else "left")
+    for r in rows:
+        att = f"{r['attachments']}" + (f" (+{r['missing']} missing)" if r["missing"] else "")
+        table.add_row(r["suite"], str(r["year"]), r["problem"], r["slug"], str(r["metrics"]), str(r["figures"]), att, str(r["checks"]))
+    console.print(table)
+    console.print(f"{sum(r['metrics'] for r in rows)} metrics, {sum(r['figures'] for r in rows)} figures, {sum(r['checks'] for r in rows)} gate checks")
+
+
+@tasks_app.command("show")
+def tasks_show(slug: str, tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag = False) -> None:
+    """One task in full: provenance, attachments, figures, metric panel, gate, panel papers."""
+    t = _task(slug, tasks_root)
+    try:
+        metrics = t.metrics
+        doc = {
+            "manifest": t.manifest.model_dump(mode="json"),
+            "metrics": [{**m.spec.model_dump(mode="json"), "anchor": m.anchor_text} for m in metrics],
+            "gate": t.gate.model_dump(mode="json", exclude_none=True),
+            "panel": t.panel.model_dump(mode="json"),
+            "baseline": t.baseline.model_dump(mode="json"),
+            "schema": t.schema,
+        }
+    except TaskFormatError as exc:
+        raise _fail(str(exc)) from exc
+    if as_json:
+        print(json.dumps(doc, indent=2, ensure_ascii=False))
+        return
+    m = t.manifest
+    console.rule(f"{m.slug} — {m.suite} {m.year} {m.problem}: {m.title}")
+    p = m.provenance
+    console.print(f"anchor paper: {p.paper_id} — {p.paper_title}\n  pdf: {p.paper_pdf}\n  ocr: {p.paper_ocr}\n  scope: {p.reproduction_scope}\n  source: {p.anchor_source} (sha256 {p.anchor_sha256[:12]}…)", highlight=False)
+    at = Table(title="attachments")
+    for c in ("path", "bytes", "sha256", "present"):
+        at.add_column(c)
+    for a in m.attachments:
+        at.add_row(a.path.removeprefix("environment/data/attachments/"), str(a.bytes or "?"), (a.sha256 or "unknown")[:12], "yes" if a.present else "[red]MISSING[/red]")
+    console.print(at)
+    if m.figures:
+        ft = Table(title="figures")
+        for c in ("id", "page", "bbox", "caption"):
+            ft.add_column(c)
+        for f in m.figures:
+            ft.add_row(f.id, str(f.page), ", ".join(f"{v:.0f}" for v in f.bbox), f.caption)
+        console.print(ft)
+    mt = Table(title="metric panel")
+    for c in ("id", "path", "direction", "anchor", "band", "weight", "unit", "rationale"):
+        mt.add_column(c, overflow="fold")
+    for x in metrics:
+        s = x.spec
+        mt.add_row(s.id + (" [dim](excluded)[/dim]" if s.exclude else ""), s.path, s.direction.value, x.anchor_text, s.band, s.weight, s.unit, s.rationale)
+    console.print(mt)
+    gt = Table(title=f"gate (anchor feasible: {t.gate.anchor.feasible})")
+    for c in ("id", "form", "paths", "justification"):
+        gt.add_column(c, overflow="fold")
+    for c in t.gate.check:
+        gt.add_row(c.id, c.form.value, ", ".join(c.paths()), c.justification)
+    console.print(gt)
+    if not t.gate.anchor.feasible:
+        console.print(f"[yellow]anchor infeasible:[/yellow] {t.gate.anchor.evidence}")
+
+
+@tasks_app.command("validate")
+def tasks_validate(tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag = False) -> None:
+    """Exit 0 only if every task is consistent (paths, checksums, figures, panel, gate, schema)."""
+    from tbmm.validate import validate_all
+
+    n, problems = validate_all(tasks_root)
+    if as_json:
+        print(json.dumps({"ok": not problems, "tasks": n, "problems": [p.to_json() for p in problems]}, indent=2, ensure_ascii=False))
+    else:
+        for p in problems:
+            console.print(f"[red]✗[/red] {p.task} [{p.check}] {p.message}", highlight=False)
+        if problems:
+            console.print(f"[red]{len(problems)} problem(s) in {n} tasks[/red]")
+        else:
+            console.print(f"[green]✓ {n} tasks validate[/green]")
+    raise typer.Exit(1 if problems else 0)
+
+
+@tasks_app.command("build")
+def tasks_build(
+    source: Annotated[Path, typer.Option(help="The source release (../shared/tbmm-source).")] = Path("../shared/tbmm-source"),
+    tasks_root: TasksRoot = TASKS_ROOT,
+    only: Annotated[str, typer.Option(help="Comma-separated slugs to rebuild (default: all).")] = "",
+) -> None:
+    """Regenerate every task's generated files from the source release and the curated inputs."""
+    from rich.progress import Progress
+
+    from tbmm.build import BuildError, build_all, source_task_dirs
+
+    try:
+        total = len(source_task_dirs(source)) if not only else len(only.split(","))
+        with Progress(console=err, transient=True) as progress:
+            bar = progress.add_task("building", total=total)
+
+            def step(slug: str) -> None:
+                progress.update(bar, advance=1, description=slug)
+
+            results = build_all(source, tasks_root, set(only.split(",")) if only else None, step)
+    except (BuildError, TaskFormatError, FileNotFoundError) as exc:
+        raise _fail(str(exc), 1) from exc
+    for r in results:
+        console.print(f"built {r.slug}: {r.fields} fields, {r.attachments} attachments" + (f" (+{r.missing} missing upstream)" if r.missing else "") + f", {r.figures} figures")
+    console.print(f"[green]{len(results)} tasks built[/green]")
+
+
+@tasks_app.command("fetch-assets")
+def tasks_fetch_assets(tasks_root: TasksRoot = TASKS_ROOT, timeout: float = 20.0) -> None:
+    """Download attachments absent from the source release; say clearly which are still missing."""
+    from tbmm.fetch import fetch_task
+
+    missing = 0
+    for t in load_suite(tasks_root):
+        for r in fetch_task(t, timeout):
+            style = {"fetched": "green", "present": "green", "missing": "red"}[r.status]
+            console.print(f"[{style}]{r.status}[/{style}] {r.task}: {r.path.removeprefix('environment/data/attachments/')} — {r.detail}", highlight=False)
+            missing += r.status == "missing"
+    if missing:
+        console.print(f"[red]{missing} attachment(s) still missing[/red] (no network here? the tasks remain usable; agents see what is present)")
+    raise typer.Exit(1 if missing else 0)
+
+
+def _read_artifact_file(path: Path) -> dict:
+    from tbmm.scoring import ArtifactError, read_artifact
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise _fail(f"cannot read {path}: {exc.strerror or exc}") from exc
+    try:
+        return read_artifact(data)
+    except ArtifactError as exc:
+        raise _fail(f"{path}: {exc}") from exc
 
 
 @app.command()
-def version() -> None:
-    """Print the tbmm version."""
-    from tbmm import __version__
+def score(
+    artifact: Annotated[Path, typer.Argument(help="The agent's JSON artifact.")],
+    task: Annotated[str, typer.Option("--task", help="Task slug.")],
+    tasks_root: TasksRoot = TASKS_ROOT,
+    as_json: JsonFlag = False,
+    gate_failed: Annotated[bool, typer.Option("--gate-failed", help="Score as if the feasibility gate failed (0 / -1).")] = False,
+) -> None:
+    """Score one artifact: per-metric rewards with reasons, O-Eval, Robust BO-Eval. Exit 0 when scored."""
+    from tbmm.scoring import score_task
 
-    typer.echo(__version__)
+    t = _task(task, tasks_root)
+    doc = _read_artifact_file(artifact)
+    try:
+        result = score_task(t, doc, gate_failed=gate_failed)
+    except TaskFormatError as exc:
+        raise _fail(str(exc)) from exc
+    if as_json:
+        print(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
+        return
+    print_score(result)
+
+
+def print_score(result) -> None:  # noqa: ANN001 - TaskScore, imported lazily
+    from tbmm.exact import fraction_to_text
+
+    table = Table(title=f"{result.task} — metrics")
+    for c in ("id", "path", "direction", "anchor", "value", "reward", "reason"):
+        table.add_column(c, overflow="fold")
+    for m in result.metrics:
+        reward = "excluded" if m.reward is None else f"{float(m.reward):.4f}"
+        table.add_row(m.id, m.path, m.direction, m.anchor_text, m.value_text or "—", reward, m.reason)
+    console.print(table)
+    console.print(
+        f"status {result.status} | raw R = {fraction_to_text(result.raw)} | O-Eval (panel) = {float(result.o_eval):.4f} "
+        f"[{fraction_to_text(result.o_eval)}] | O-Eval (anchor) = {float(result.o_eval_anchor):.4f} | Robust BO-Eval = {float(result.robust_bo):.4f}",
+        highlight=False,
+    )
+    for n in result.notes:
+        console.print(f"note: {n}", highlight=False)
+
+
+@app.command()
+def gate(
+    artifact: Annotated[Path, typer.Argument(help="The agent's JSON artifact.")],
+    task: Annotated[str, typer.Option("--task", help="Task slug.")],
+    tasks_root: TasksRoot = TASKS_ROOT,
+    as_json: JsonFlag = False,
+) -> None:
+    """Feasibility gate: exit 0 pass or warning, 1 hard fail, 2 unreadable input."""
+    from tbmm.gate import run_gate
+
+    t = _task(task, tasks_root)
+    doc = _read_artifact_file(artifact)
+    try:
+        report = run_gate(t, doc)
+    except TaskFormatError as exc:
+        raise _fail(str(exc)) from exc
+    if as_json:
+        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+    else:
+        print_gate(report)
+    raise typer.Exit(1 if report.verdict == "fail" else 0)
+
+
+def print_gate(report) -> None:  # noqa: ANN001 - GateReport, imported lazily
+    style = {"pass": "green", "warn": "yellow", "fail": "red"}[report.verdict]
+    console.print(f"gate [{style}]{report.verdict.upper()}[/{style}] for {report.task}: {len(report.instances)} instance(s)")
+    for i in report.instances:
+        mark = {"pass": "[green]✓[/green]", "fail": "[red]✗[/red]", "bad": "[red]✗[/red]", "missing": "[yellow]?[/yellow]"}[i.status]
+        console.print(f" {mark} {i.name} ({i.check.form.value}) {i.message}", highlight=False)
+    for w in report.warnings:
+        console.print(f" [yellow]warning:[/yellow] {w}", highlight=False)
+    for r in report.replay:
+        console.print(f" [dim]replay-only (whole-task penalty, not field-checkable): {r['id']}: {r['description']}[/dim]")
+
+
+def main() -> None:  # pragma: no cover - console entry
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

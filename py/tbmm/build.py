@@ -1,0 +1,401 @@
+"""`tbmm tasks build`: regenerate the generated files of every task from the source release.
+
+Curated files (artifact_map.toml, scoring.toml, gate.toml, panel.json, baseline.json,
+figures.toml) are inputs and are never written here. Everything else in a task folder is
+derived from ../shared/tbmm-source plus those inputs, deterministically, so a rebuild on
+a clean clone reproduces the committed tree byte for byte.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+import tomllib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tbmm import exact
+from tbmm.models import ArtifactMap, Attachment, Figure, Manifest, Provenance
+from tbmm.paths import PathError, resolve, set_path
+from tbmm.stack import PYTHON_IMAGE, requirement_lines
+from tbmm.tasks import REPO_ROOT, TASKS_ROOT, TaskFormatError, load_model
+
+DEFAULT_SOURCE = REPO_ROOT.parent / "shared" / "tbmm-source"
+CONTAINER_DATA = "/root/data"
+CURATED = ("artifact_map.toml", "scoring.toml", "gate.toml", "panel.json", "baseline.json", "figures.toml")
+
+# Upstream files absent from the source release (each >= 4 MiB upstream). Their size and
+# checksum were never published with the release, so they are declared unknown (null) and
+# `tbmm tasks fetch-assets` records what it downloads; see the README.
+MISSING_ATTACHMENTS: dict[str, list[dict[str, str]]] = {
+    "cumcm-2023-c-vegetable-pricing": [
+        {
+            "path": "附件2.xlsx",
+            "upstream": "CUMCM 2023 problem package (cumcm2023problems), C题/附件2.xlsx",
+            "url": "https://www.mcm.edu.cn/upload_cn/node/692/cumcm2023problems.zip",
+            "member": "C题/附件2.xlsx",
+        }
+    ],
+    "mcm-2025-c-olympic-medals": [
+        {
+            "path": "2025_MCM_Problem_C.pdf",
+            "upstream": "COMAP MCM 2025 Problem C statement PDF",
+            "url": "https://www.contest.comap.com/undergraduate/contests/mcm/contests/2025/problems/2025_MCM_Problem_C.pdf",
+            "member": "",
+        },
+        {
+            "path": "summerOly_athletes.csv",
+            "upstream": "COMAP MCM 2025 Problem C data (2025_Problem_C_Data.zip), summerOly_athletes.csv",
+            "url": "https://www.contest.comap.com/undergraduate/contests/mcm/contests/2025/problems/2025_Problem_C_Data.zip",
+            "member": "2025_Problem_C_Data/summerOly_athletes.csv",
+        },
+    ],
+}
+
+
+class BuildError(RuntimeError):
+    """The source or a curated input cannot produce a valid task; the message says which."""
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    slug: str
+    attachments: int
+    missing: int
+    figures: int
+    fields: int
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists() and path.read_text(encoding="utf-8") == text:
+        return
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    tmp.replace(path)
+
+
+def _common_dir(files: list[Path]) -> Path:
+    parts = [f.parent.parts for f in files]
+    common: list[str] = []
+    for group in zip(*parts, strict=False):
+        if len(set(group)) != 1:
+            break
+        common.append(group[0])
+    return Path(*common)
+
+
+def _slug_parts(slug: str) -> tuple[str, int, str]:
+    contest, year, problem, *_ = slug.split("-")
+    return contest.upper(), int(year), problem.upper()
+
+
+def _statement(source_instruction: str) -> str:
+    """The verbatim statement: the source instruction up to its old artifact block."""
+    head, sep, _ = source_instruction.partition("# Required Benchmark Artifact")
+    if not sep:
+        raise BuildError("source instruction.md has no '# Required Benchmark Artifact' block")
+    return head.rstrip() + "\n"
+
+
+def artifact_block(slug: str, schema: dict[str, Any], output_path: str, has_figures: bool, timeout_sec: int) -> str:
+    """The fixed block appended to every instruction (same wording for all 18 tasks)."""
+    figs = (
+        f"- Figures of the statement, cropped from the official PDF: `{CONTAINER_DATA}/figures/` "
+        "(each is shown inline above where the statement refers to it).\n"
+        if has_figures
+        else ""
+    )
+    return (
+        "\n# Required Benchmark Artifact\n\n"
+        "Solve the contest problem above in this terminal. You have no internet access.\n\n"
+        f"- Official attachments: `{CONTAINER_DATA}/attachments/`\n"
+        f"{figs}"
+        f"- Artifact schema (field names and types): `{CONTAINER_DATA}/artifact_schema.json`\n"
+        "- Scratch space: `/root/work`\n\n"
+        "Write your final answer as ONE JSON object to:\n\n"
+        f"```text\n{output_path}\n```\n\n"
+        "It must be valid JSON (no NaN or Infinity) and follow this schema: every field is a number "
+        "you computed for the final question's numeric core, in the unit stated in the schema's "
+        "description. Extra fields are allowed and ignored; missing fields score zero.\n\n"
+        f"```json\n{json.dumps(schema, indent=2, ensure_ascii=False)}\n```\n\n"
+        "Only this JSON file is scored. It is checked against answers of human Outstanding-award "
+        "papers and against the problem's physical constraints. You may write supporting CSV, XLSX "
+        f"or PNG files under `/root/results`. Time limit: {timeout_sec} seconds.\n"
+    )
+
+
+def schema_from_map(amap: ArtifactMap) -> dict[str, Any]:
+    """Field names -> types (plus unit/description text that is generic, never anchor-specific)."""
+    schema: dict[str, Any] = {}
+    for f in amap.field:
+        desc = f"{f.type}" + (f" [{f.unit}]" if f.unit else "") + f" — {f.description}"
+        set_path(schema, f.path, desc)
+    return schema
+
+
+def anchor_artifact(amap: ArtifactMap, source_doc: Any, where: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for f in amap.field:
+        try:
+            node = resolve(source_doc, f.source)
+        except PathError as exc:
+            raise BuildError(f"{where}: field {f.path}: source {f.source}: {exc}") from exc
+        if f.type == "list[number]":
+            if not isinstance(node, list) or not all(isinstance(x, exact.Num) for x in node):
+                raise BuildError(f"{where}: field {f.path}: source {f.source} is not a list of finite numbers")
+        elif not isinstance(node, exact.Num):
+            raise BuildError(f"{where}: field {f.path}: source {f.source} is not a finite number ({node!r})")
+        elif f.type == "integer" and node.value.denominator != 1:
+            raise BuildError(f"{where}: field {f.path}: source value {node.text} is not an integer")
+        set_path(out, f.path, node)
+    return out
+
+
+def provenance(source_doc: dict[str, Any], rel_source: str, sha: str) -> Provenance:
+    def pick(*keys: str) -> str:
+        for k in keys:
+            v = source_doc.get(k)
+            if isinstance(v, str) and v:
+                return v
+        return "unspecified"
+
+    return Provenance(
+        paper_id=pick("paper_id"),
+        paper_title=pick("paper_title"),
+        paper_pdf=pick("paper_source_pdf", "paper_pdf"),
+        paper_ocr=pick("paper_source_ocr", "paper_ocr"),
+        reproduction_level=pick("reproduction_level"),
+        reproduction_scope=pick("reproduction_scope"),
+        anchor_source=rel_source,
+        anchor_sha256=sha,
+    )
+
+
+def task_toml(slug: str, suite: str, year: int, problem: str, title: str, output_path: str) -> str:
+    """Harbor / Terminal-Bench task config (schema 1.x) with tbmm's limits."""
+    return f"""# Generated by `tbmm tasks build`; do not edit.
+schema_version = "1.3"
+artifacts = ["{output_path}"]
+
+[task]
+name = "tbmm/{slug}"
+description = "{suite} {year} {problem}: {title}"
+keywords = ["math-modeling", "{suite.lower()}", "{year}", "problem-{problem.lower()}", "tb-mathmodel"]
+
+[metadata]
+author_name = "TB-MathModel"
+difficulty = "hard"
+category = "math-modeling"
+tags = ["math-modeling", "{suite.lower()}", "{year}", "problem-{problem.lower()}"]
+suite = "{suite}"
+year = {year}
+problem = "{problem}"
+
+[verifier]
+timeout_sec = 300.0
+environment_mode = "separate"
+
+[agent]
+timeout_sec = 14400.0
+
+[environment]
+build_timeout_sec = 900.0
+allow_internet = false
+cpus = 2
+memory_mb = 8192
+storage_mb = 20480
+gpus = 0
+"""
+
+
+def dockerfile() -> str:
+    pins = " \\\n        ".join(requirement_lines())
+    return f"""# Generated by `tbmm tasks build`; do not edit.
+FROM {PYTHON_IMAGE}
+RUN pip install --no-cache-dir \\
+        {pins}
+WORKDIR /root
+COPY data /root/data
+RUN mkdir -p /root/results /root/work
+"""
+
+
+def solve_sh(output_path: str, artifact_text: str) -> str:
+    return (
+        "#!/usr/bin/env bash\n"
+        "# Generated by `tbmm tasks build`: the oracle writes the anchor reproduction's artifact.\n"
+        "set -euo pipefail\n"
+        f"mkdir -p {Path(output_path).parent}\n"
+        f"cat > {output_path} <<'TBMM_ANCHOR_EOF'\n{artifact_text}TBMM_ANCHOR_EOF\n"
+    )
+
+
+def test_sh(slug: str, output_path: str) -> str:
+    return (
+        "#!/usr/bin/env bash\n"
+        "# Generated by `tbmm tasks build`: Harbor verifier entry point.\n"
+        "# Needs `tbmm` in the verifier environment and the task folder at $TBMM_TASK_DIR\n"
+        "# (anchors, panels and gates are never in the agent's container).\n"
+        "set -uo pipefail\n"
+        "mkdir -p /logs/verifier\n"
+        f'tbmm verify {output_path} --task {slug} --tasks-root "${{TBMM_TASKS_ROOT:-/tbmm/tasks}}" --json '
+        "> /logs/verifier/report.json\n"
+        'python3 -c \'import json,sys; print(json.load(open("/logs/verifier/report.json"))["o_eval"])\' '
+        "> /logs/verifier/reward.txt\n"
+    )
+
+
+def build_task(src: Path, source_root: Path, out_root: Path) -> BuildResult:
+    slug = src.name
+    suite, year, problem = _slug_parts(slug)
+    dst = out_root / suite / slug
+    if not (dst / "artifact_map.toml").is_file():
+        raise BuildError(f"{dst}: curated artifact_map.toml is missing (see tasks/FORMAT.md)")
+    amap = load_model(dst / "artifact_map.toml", ArtifactMap)
+    output_path = f"/root/results/{slug}_result.json"
+    src_toml = tomllib.loads((src / "task.toml").read_text(encoding="utf-8"))
+    title = src_toml["task"]["description"].split(":", 1)[-1].strip()
+
+    # Attachments: every file under the source's data/repo, relative to their common folder.
+    repo = src / "environment" / "data" / "repo"
+    files = sorted(p for p in repo.rglob("*") if p.is_file())
+    if not files and slug not in MISSING_ATTACHMENTS:
+        raise BuildError(f"{src}: no attachments")
+    base = _common_dir(files) if len(files) > 1 else files[0].parent
+    att_dir = dst / "environment" / "data" / "attachments"
+    if att_dir.exists():
+        shutil.rmtree(att_dir)
+    attachments: list[Attachment] = []
+    for f in files:
+        rel = f.relative_to(base)
+        target = att_dir / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(f, target)
+        attachments.append(
+            Attachment(
+                path=str(target.relative_to(dst)),
+                bytes=f.stat().st_size,
+                sha256=sha256_file(f),
+                upstream=str(f.relative_to(source_root)),
+                present=True,
+            )
+        )
+    for m in MISSING_ATTACHMENTS.get(slug, []):
+        attachments.append(
+            Attachment(
+                path=f"environment/data/attachments/{m['path']}",
+                bytes=None,
+                sha256=None,
+                upstream=f"{m['upstream']} <{m['url']}>" + (f" member {m['member']}" if m["member"] else ""),
+                present=False,
+                note="absent from the source release (>= 4 MiB upstream); size and sha256 unpublished; "
+                "`tbmm tasks fetch-assets` downloads it where a network exists",
+            )
+        )
+
+    # Figures.
+    figures: list[Figure] = []
+    statement = _statement((src / "instruction.md").read_text(encoding="utf-8"))
+    fig_dir = dst / "environment" / "data" / "figures"
+    if fig_dir.exists():
+        shutil.rmtree(fig_dir)
+    if (dst / "figures.toml").is_file():
+        from tbmm import figures as figmod
+
+        specs = figmod.load_figure_specs(dst)
+        if specs is not None and specs.figures:
+            pdf = repo / specs.pdf
+            if not pdf.is_file():
+                raise BuildError(f"{dst / 'figures.toml'}: field pdf: {pdf} does not exist")
+            crops = figmod.crop_figures(pdf, specs.figures, fig_dir)
+            for c in crops:
+                figures.append(
+                    Figure(
+                        id=c.id,
+                        path=str(Path(c.path).relative_to(dst)),
+                        container_path=f"{CONTAINER_DATA}/figures/{c.id}.png",
+                        page=c.page,
+                        bbox=tuple(float(v) for v in c.bbox),  # type: ignore[arg-type]
+                        caption=next(s.caption for s in specs.figures if s.id == c.id),
+                        sha256=c.sha256,
+                        width=c.width,
+                        height=c.height,
+                    )
+                )
+            statement = figmod.inline_figures(statement, specs.figures, f"{CONTAINER_DATA}/figures")
+
+    # Schema, anchor, provenance.
+    schema = schema_from_map(amap)
+    src_expected = src / "tests" / "expected_result.json"
+    source_doc = exact.loads(src_expected.read_text(encoding="utf-8"))
+    artifact = anchor_artifact(amap, source_doc, str(dst / "artifact_map.toml"))
+    prov = provenance(source_doc, str(src_expected.relative_to(source_root)), sha256_file(src_expected))
+    manifest = Manifest(
+        slug=slug,
+        suite=suite,  # type: ignore[arg-type]
+        year=year,
+        problem=problem,  # type: ignore[arg-type]
+        title=title,
+        output_path=output_path,
+        attachments=attachments,
+        figures=figures,
+        provenance=prov,
+    )
+    schema_text = json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
+    artifact_text = exact.dumps(artifact) + "\n"
+    _write(dst / "artifact_schema.json", schema_text)
+    _write(dst / "environment" / "data" / "artifact_schema.json", schema_text)
+    _write(
+        dst / "anchor.json",
+        exact.dumps({"provenance": prov.model_dump(mode="json"), "artifact": artifact}) + "\n",
+    )
+    _write(dst / "manifest.json", json.dumps(manifest.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
+    _write(dst / "task.toml", task_toml(slug, suite, year, problem, title, output_path))
+    _write(
+        dst / "instruction.md",
+        statement + artifact_block(slug, schema, output_path, bool(figures), 14400),
+    )
+    _write(dst / "environment" / "Dockerfile", dockerfile())
+    _write(dst / "solution" / "solve.sh", solve_sh(output_path, artifact_text))
+    _write(dst / "tests" / "test.sh", test_sh(slug, output_path))
+    for sh in (dst / "solution" / "solve.sh", dst / "tests" / "test.sh"):
+        sh.chmod(0o755)
+    return BuildResult(slug, sum(a.present for a in attachments), sum(not a.present for a in attachments), len(figures), len(amap.field))
+
+
+def source_task_dirs(source_root: Path) -> list[Path]:
+    tasks = source_root / "tasks"
+    if not tasks.is_dir():
+        raise BuildError(f"{source_root}: not a tbmm source release (no tasks/ folder)")
+    return sorted(p for suite in ("CUMCM", "MCM") for p in (tasks / suite).glob("*") if p.is_dir())
+
+
+def build_all(
+    source_root: Path = DEFAULT_SOURCE,
+    out_root: Path = TASKS_ROOT,
+    only: set[str] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> list[BuildResult]:
+    results = []
+    for src in source_task_dirs(source_root):
+        if only and src.name not in only:
+            continue
+        if progress:
+            progress(src.name)
+        try:
+            results.append(build_task(src, source_root, out_root))
+        except TaskFormatError as exc:
+            raise BuildError(str(exc)) from exc
+    return results

@@ -1,0 +1,306 @@
+"""Pydantic data models of a task (strict: a malformed file fails loudly, naming the field).
+
+Numbers that reach verdicts are stored as exact decimal *strings* and converted with
+`tbmm.exact.parse_decimal`; nothing here holds a float that a score depends on.
+"""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from tbmm.exact import ExactError, parse_decimal
+from tbmm.forms import OPS, Form
+from tbmm.rules import Direction, Domain
+
+SLUG_RE = r"^(cumcm|mcm)-20\d\d-[abc]-[a-z0-9-]+$"
+PATH_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[(\d+|\*)\])*(\.[A-Za-z_][A-Za-z0-9_]*(\[(\d+|\*)\])*)*$")
+EXCLUSION_REASONS = (
+    "number_only_in_figure",
+    "figure_only",
+    "figure_only_logistic_prior",
+    "no_numeric_estimate",
+    "different_unit_of_analysis",
+)
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+
+
+def _decimal(v: str) -> str:
+    try:
+        parse_decimal(v)
+    except ExactError as exc:
+        raise ValueError(str(exc)) from exc
+    return v
+
+
+DecimalStr = Annotated[str, Field(min_length=1)]
+
+
+def _path(v: str) -> str:
+    if not PATH_RE.match(v):
+        raise ValueError(f"not an artifact path (dotted keys with [i] or [*] indexes): {v!r}")
+    return v
+
+
+class Attachment(Strict):
+    """An official attachment: where it lives in the task, its size and checksum, where it came from."""
+
+    path: str  # relative to the task folder, under environment/data/attachments/
+    bytes: int | None = Field(default=None, ge=0)
+    sha256: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    upstream: str
+    present: bool
+    note: str = ""
+
+    @model_validator(mode="after")
+    def _present_needs_checksum(self) -> Attachment:
+        if self.present and (self.bytes is None or self.sha256 is None):
+            raise ValueError("a present attachment needs bytes and sha256")
+        return self
+
+
+class Figure(Strict):
+    """A figure cropped from the official PDF (artwork + caption)."""
+
+    id: str = Field(pattern=r"^fig-\d+$")
+    path: str
+    container_path: str
+    page: int = Field(ge=1)
+    bbox: tuple[float, float, float, float]
+    caption: str
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    width: int = Field(gt=0)
+    height: int = Field(gt=0)
+
+
+class Provenance(Strict):
+    """Where the anchor came from, so it can be re-derived."""
+
+    paper_id: str
+    paper_title: str
+    paper_pdf: str
+    paper_ocr: str
+    reproduction_level: str
+    reproduction_scope: str
+    anchor_source: str  # path of the source expected_result.json, relative to the source root
+    anchor_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+class Manifest(Strict):
+    """Generated facts about a task: identity, attachments, figures, provenance."""
+
+    slug: str = Field(pattern=SLUG_RE)
+    suite: Literal["CUMCM", "MCM"]
+    year: int = Field(ge=2023, le=2025)
+    problem: Literal["A", "B", "C"]
+    title: str
+    output_path: str
+    attachments: list[Attachment]
+    figures: list[Figure]
+    provenance: Provenance
+
+
+class ArtifactField(Strict):
+    path: str
+    type: Literal["number", "integer", "list[number]"]
+    unit: str
+    source: str
+    description: str
+
+    _check_path = field_validator("path")(classmethod(lambda cls, v: _path(v)))
+
+
+class ArtifactMap(Strict):
+    final_question: str
+    field: list[ArtifactField] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique(self) -> ArtifactMap:
+        seen = [f.path for f in self.field]
+        dup = {p for p in seen if seen.count(p) > 1}
+        if dup:
+            raise ValueError(f"duplicate field paths: {sorted(dup)}")
+        return self
+
+
+class MetricSpec(Strict):
+    """One scored metric as written in scoring.toml (anchor comes from anchor.json)."""
+
+    id: str = Field(pattern=r"^[a-z0-9_]+$")
+    path: str
+    direction: Direction
+    weight: DecimalStr
+    band: DecimalStr
+    unit: str
+    domain: Domain = Domain.any
+    rationale: str = Field(min_length=10)
+    exclude: str = ""
+
+    _check_path = field_validator("path")(classmethod(lambda cls, v: _path(v)))
+    _check_dec = field_validator("weight", "band")(classmethod(lambda cls, v: _decimal(v)))
+
+    @model_validator(mode="after")
+    def _positive(self) -> MetricSpec:
+        if parse_decimal(self.weight) <= 0:
+            raise ValueError("weight must be > 0")
+        if parse_decimal(self.band) < 0:
+            raise ValueError("band must be >= 0")
+        return self
+
+    @property
+    def weight_q(self) -> Fraction:
+        return parse_decimal(self.weight)
+
+    @property
+    def band_q(self) -> Fraction:
+        return parse_decimal(self.band)
+
+
+class ScoringSpec(Strict):
+    metric: list[MetricSpec] = Field(min_length=2, max_length=6)
+
+    @model_validator(mode="after")
+    def _unique(self) -> ScoringSpec:
+        ids = [m.id for m in self.metric]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"duplicate metric ids: {ids}")
+        if sum(1 for m in self.metric if not m.exclude) < 1:
+            raise ValueError("every metric is excluded")
+        return self
+
+
+class GateCheck(Strict):
+    """One invariant instance template; `[*]` paths expand per list entry."""
+
+    id: str = Field(pattern=r"^[a-z0-9_]+$")
+    form: Form
+    unit: str = ""
+    justification: str = Field(min_length=10)
+    field: str | None = None
+    fields: list[str] | None = None
+    lhs: list[str] | None = None
+    rhs: list[str] | None = None
+    factors: list[str] | None = None
+    bound_factors: list[str] | None = None
+    lo: DecimalStr | None = None
+    hi: DecimalStr | None = None
+    total: DecimalStr | None = None
+    tol: DecimalStr | None = None
+    op: str | None = None
+    bound: DecimalStr | None = None
+    coef: DecimalStr | None = None
+    slack: DecimalStr | None = None
+
+    @model_validator(mode="after")
+    def _shape(self) -> GateCheck:
+        for name in ("lo", "hi", "total", "tol", "bound", "coef", "slack"):
+            v = getattr(self, name)
+            if v is not None:
+                _decimal(v)
+        for p in self.paths():
+            _path(p)
+        f = self.form
+        need: dict[Form, tuple[str, ...]] = {
+            Form.interval: ("field",),
+            Form.count: ("field",),
+            Form.sum_to: ("fields", "total", "tol"),
+            Form.order: ("lhs", "rhs"),
+            Form.threshold: ("field", "op", "bound"),
+            Form.product: ("factors", "op"),
+        }
+        missing = [n for n in need[f] if getattr(self, n) is None]
+        if missing:
+            raise ValueError(f"form {f.value} needs {missing}")
+        if f is Form.interval and self.lo is None and self.hi is None:
+            raise ValueError("interval needs lo and/or hi")
+        if f is Form.product and (self.bound is None) == (self.bound_factors is None):
+            raise ValueError("product needs exactly one of bound / bound_factors")
+        if self.op is not None:
+            allowed = ("<=", "<") if f is Form.order else ("<=", ">=") if f is Form.product else OPS
+            if self.op not in allowed:
+                raise ValueError(f"op {self.op!r} not allowed for {f.value}; use one of {allowed}")
+        return self
+
+    def paths(self) -> list[str]:
+        out: list[str] = []
+        if self.field:
+            out.append(self.field)
+        for group in (self.fields, self.lhs, self.rhs, self.factors, self.bound_factors):
+            out.extend(group or [])
+        return out
+
+
+class ReplayPenalty(Strict):
+    id: str
+    description: str = Field(min_length=10)
+
+
+class AnchorFeasibility(Strict):
+    feasible: bool
+    evidence: str = ""
+
+    @model_validator(mode="after")
+    def _evidence(self) -> AnchorFeasibility:
+        if not self.feasible and not self.evidence.strip():
+            raise ValueError("an infeasible anchor needs evidence")
+        return self
+
+
+class GateSpec(Strict):
+    anchor: AnchorFeasibility
+    check: list[GateCheck] = Field(min_length=1)
+    replay: list[ReplayPenalty] = []
+
+    @model_validator(mode="after")
+    def _unique(self) -> GateSpec:
+        ids = [c.id for c in self.check]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"duplicate check ids: {ids}")
+        return self
+
+
+class PanelPaper(Strict):
+    paper_id: str
+    title: str
+    source: str
+    role: str = "panel"
+    values: dict[str, str] = {}
+    exclusion_reason: str | None = None
+
+    @model_validator(mode="after")
+    def _values(self) -> PanelPaper:
+        for k, v in self.values.items():
+            try:
+                parse_decimal(v)
+            except ExactError as exc:
+                raise ValueError(f"values[{k}]: {exc}") from exc
+        if self.exclusion_reason is not None and self.exclusion_reason not in EXCLUSION_REASONS:
+            raise ValueError(f"exclusion_reason must be one of {EXCLUSION_REASONS}")
+        if not self.values and self.exclusion_reason is None:
+            raise ValueError("a paper with no scored values needs an exclusion_reason")
+        return self
+
+
+class Panel(Strict):
+    papers: list[PanelPaper]
+    literature_split: bool = False
+    literature_split_note: str = ""
+
+
+class BaselineValue(Strict):
+    value: DecimalStr
+    source: str
+
+    _check_dec = field_validator("value")(classmethod(lambda cls, v: _decimal(v)))
+
+
+class Baseline(Strict):
+    default_pipeline: str
+    pipelines: dict[str, dict[str, BaselineValue]]
+    unmapped: dict[str, dict[str, str]] = {}

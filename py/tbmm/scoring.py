@@ -1,0 +1,277 @@
+"""Score an artifact against a task's metric panel: exact, direction-aware, one-sided.
+
+The per-metric formula and the task-level formulas are in `tbmm.rules` (its docstring is
+the specification). This module does the plumbing around them: reading the artifact
+exactly, finding each metric's value, applying the edge rules with a recorded reason for
+each, and aggregating over the single anchor and over the multi-reference panel (eq. 1).
+
+Edge rules (each leaves a reason string on the metric):
+* missing field -> 0; wrong type (string, bool, object, list) -> 0; NaN / Infinity / an
+  out-of-range exponent -> 0; value outside the metric's domain -> 0;
+* degenerate band (< 2% of |anchor|) -> widened to 5%, noted;
+* a metric with `exclude` set is left out for every entry (and the oracle), noted;
+* list entries beyond those the panel scores are excluded, not counted (noted per list).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from tbmm import exact, rules
+from tbmm.exact import fraction_to_text
+from tbmm.paths import PathError, resolve
+from tbmm.rules import Direction
+from tbmm.tasks import Metric, Task
+
+ROUND = 6
+
+
+class ArtifactError(ValueError):
+    """The artifact is not a JSON object (unreadable input: CLI exit code 2)."""
+
+
+def read_artifact(data: bytes | str) -> dict[str, Any]:
+    """Parse an artifact exactly; raise ArtifactError with a one-line reason if unusable."""
+    try:
+        doc = exact.loads(data)
+    except UnicodeDecodeError as exc:
+        raise ArtifactError(f"artifact is not UTF-8 text: {exc}") from exc
+    except ValueError as exc:
+        raise ArtifactError(f"artifact is not valid JSON: {exc}") from exc
+    except RecursionError as exc:
+        raise ArtifactError("artifact is nested too deeply") from exc
+    if not isinstance(doc, dict):
+        raise ArtifactError(f"artifact must be a JSON object, got {type(doc).__name__}")
+    return doc
+
+
+@dataclass(frozen=True)
+class Value:
+    """A metric's value as found in an artifact: exact number, or None with the reason."""
+
+    q: Fraction | None
+    text: str | None
+    reason: str
+
+
+def lookup(doc: dict[str, Any], path: str) -> Value:
+    try:
+        node = resolve(doc, path)
+    except PathError as exc:
+        return Value(None, None, f"missing field ({exc})")
+    if isinstance(node, exact.Num):
+        return Value(node.value, node.text, "")
+    if isinstance(node, exact.NonFinite):
+        what = "NaN/Infinity" if node.text.lower().lstrip("+-") in ("nan", "infinity", "inf") else "out-of-range number"
+        return Value(None, node.text, f"not a finite number ({what}: {node.text[:40]})")
+    kind = {bool: "boolean", str: "string", dict: "object", list: "list", type(None): "null"}.get(type(node), type(node).__name__)
+    return Value(None, None, f"wrong type ({kind}, expected number)")
+
+
+@dataclass
+class MetricScore:
+    id: str
+    path: str
+    direction: str
+    unit: str
+    weight: Fraction
+    anchor: Fraction
+    anchor_text: str
+    band: Fraction
+    band_effective: Fraction
+    value_text: str | None
+    reward: Fraction | None  # None = excluded
+    reason: str
+    excluded: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "path": self.path,
+            "direction": self.direction,
+            "unit": self.unit,
+            "weight": fraction_to_text(self.weight),
+            "anchor": self.anchor_text,
+            "band": fraction_to_text(self.band),
+            "band_effective": fraction_to_text(self.band_effective),
+            "value": self.value_text,
+            "excluded": self.excluded,
+            "reward": None if self.reward is None else round(float(self.reward), ROUND),
+            "reward_exact": None if self.reward is None else fraction_to_text(self.reward),
+            "reason": self.reason,
+        }
+
+
+def score_metric(metric: Metric, doc: dict[str, Any] | None, anchor: Fraction | None = None, anchor_text: str | None = None) -> MetricScore:
+    """Reward of one metric; `anchor` overrides the task anchor (a panel paper's value)."""
+    spec = metric.spec
+    o = metric.anchor if anchor is None else anchor
+    o_text = metric.anchor_text if anchor_text is None else anchor_text
+    band_eff, widened = rules.effective_band(o, spec.band_q)
+    base = dict(
+        id=spec.id, path=spec.path, direction=spec.direction.value, unit=spec.unit, weight=spec.weight_q,
+        anchor=o, anchor_text=o_text, band=spec.band_q, band_effective=band_eff,
+    )
+    if spec.exclude:
+        return MetricScore(**base, value_text=None, reward=None, reason=f"excluded by config: {spec.exclude}", excluded=True)
+    if doc is None:
+        return MetricScore(**base, value_text=None, reward=rules.ZERO, reason="missing artifact")
+    v = lookup(doc, spec.path)
+    if v.q is None:
+        return MetricScore(**base, value_text=v.text, reward=rules.ZERO, reason=v.reason)
+    if not rules.in_domain(v.q, spec.domain):
+        return MetricScore(**base, value_text=v.text, reward=rules.ZERO, reason=f"out of domain ({spec.domain.value})")
+    r = rules.reward(spec.direction, v.q, o, spec.band_q)
+    notes = []
+    if widened and spec.direction is not Direction.exact_value:
+        notes.append(f"degenerate band {fraction_to_text(spec.band_q)} < 2% of |anchor|: widened to 5% = {fraction_to_text(band_eff)}")
+    if spec.direction in (Direction.higher_is_better, Direction.lower_is_better) and r == 1 and v.q != o:
+        notes.append("beyond the anchor in the good direction")
+    return MetricScore(**base, value_text=v.text, reward=r, reason="; ".join(notes))
+
+
+def raw_score(scores: list[MetricScore]) -> Fraction | None:
+    return rules.weighted_mean((s.weight, s.reward) for s in scores if not s.excluded and s.reward is not None)
+
+
+@dataclass
+class PaperScore:
+    paper_id: str
+    fields: list[str]
+    score: Fraction
+
+    def to_json(self) -> dict[str, Any]:
+        return {"paper_id": self.paper_id, "fields": self.fields, "score": round(float(self.score), ROUND), "score_exact": fraction_to_text(self.score)}
+
+
+def panel_scores(task: Task, doc: dict[str, Any] | None) -> list[PaperScore]:
+    """R(m, S_p) for every panel paper p with a non-empty scored field set S_p (eq. 1)."""
+    by_id = {m.id: m for m in task.metrics if not m.spec.exclude}
+    out = []
+    for paper in task.panel.papers:
+        fields = [k for k in paper.values if k in by_id]
+        if not fields:
+            continue
+        scores = [score_metric(by_id[k], doc, exact.parse_decimal(paper.values[k]), paper.values[k]) for k in fields]
+        r = raw_score(scores)
+        if r is not None:
+            out.append(PaperScore(paper.paper_id, fields, r))
+    return out
+
+
+def extra_entry_notes(task: Task, doc: dict[str, Any]) -> list[str]:
+    """Lists longer than the anchor's: their extra entries are excluded from scoring."""
+    notes: list[str] = []
+
+    def walk(a: Any, b: Any, path: str) -> None:
+        if isinstance(a, dict) and isinstance(b, dict):
+            for k, v in a.items():
+                if k in b:
+                    walk(v, b[k], f"{path}.{k}" if path else k)
+        elif isinstance(a, list) and isinstance(b, list):
+            if len(b) > len(a):
+                notes.append(f"{path}: {len(b) - len(a)} extra entr{'y' if len(b) - len(a) == 1 else 'ies'} excluded (anchor has {len(a)})")
+            for i, (x, y) in enumerate(zip(a, b, strict=False)):
+                walk(x, y, f"{path}[{i}]")
+
+    walk(task.anchor_artifact, doc, "")
+    return notes
+
+
+@dataclass
+class TaskScore:
+    task: str
+    status: str  # scored | missing_artifact | gate_failed
+    metrics: list[MetricScore]
+    raw: Fraction
+    oracle_raw: Fraction
+    o_eval_anchor: Fraction
+    o_eval: Fraction
+    panel: list[PaperScore]
+    baseline_raw: Fraction | None
+    robust_bo: Fraction
+    literature_split: bool
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        r = lambda q: round(float(q), ROUND)  # noqa: E731 - display rounding only
+        return {
+            "task": self.task,
+            "status": self.status,
+            "o_eval": r(self.o_eval),
+            "o_eval_exact": fraction_to_text(self.o_eval),
+            "o_eval_anchor": r(self.o_eval_anchor),
+            "o_eval_anchor_exact": fraction_to_text(self.o_eval_anchor),
+            "raw": r(self.raw),
+            "raw_exact": fraction_to_text(self.raw),
+            "oracle_raw_exact": fraction_to_text(self.oracle_raw),
+            "baseline_raw_exact": None if self.baseline_raw is None else fraction_to_text(self.baseline_raw),
+            "robust_bo_eval": r(self.robust_bo),
+            "robust_bo_eval_exact": fraction_to_text(self.robust_bo),
+            "literature_split": self.literature_split,
+            "panel": [p.to_json() for p in self.panel],
+            "metrics": [m.to_json() for m in self.metrics],
+            "notes": self.notes,
+        }
+
+
+def baseline_artifact(task: Task, pipeline: str | None = None) -> dict[str, Any]:
+    """The baseline entry F as an artifact: mapped metric values at their paths; the rest missing."""
+    from tbmm.paths import set_path
+
+    bl = task.baseline
+    name = pipeline or bl.default_pipeline
+    values = bl.pipelines.get(name, {})
+    doc: dict[str, Any] = {}
+    by_id = {m.id: m for m in task.metrics}
+    for mid, bv in values.items():
+        if mid in by_id:
+            set_path(doc, by_id[mid].path, exact.Num(exact.parse_decimal(bv.value), bv.value, False))
+    return doc
+
+
+def _raw_of(task: Task, doc: dict[str, Any] | None) -> Fraction:
+    r = raw_score([score_metric(m, doc) for m in task.metrics])
+    return rules.ZERO if r is None else r
+
+
+def baseline_raw(task: Task) -> Fraction:
+    """F: the baseline entry's raw score (unmapped metrics count as missing, i.e. 0)."""
+    return _raw_of(task, baseline_artifact(task))
+
+
+def panel_o_eval(task: Task, doc: dict[str, Any] | None, o_eval_anchor: Fraction, panel: list[PaperScore]) -> Fraction:
+    """Eq. (1): mean over papers with S_p != {} of R(m, S_p); empty panel -> the single anchor."""
+    if not panel:
+        return o_eval_anchor
+    return rules.clamp(sum((p.score for p in panel), rules.ZERO) / len(panel), rules.ZERO, rules.ONE)
+
+
+def score_task(task: Task, doc: dict[str, Any] | None, *, gate_failed: bool = False) -> TaskScore:
+    """All task-level scores for one artifact (`doc` None = missing artifact)."""
+    metrics = [score_metric(m, doc) for m in task.metrics]
+    oracle_raw = _raw_of(task, task.anchor_artifact)
+    raw = raw_score(metrics) or rules.ZERO
+    f = baseline_raw(task)
+    notes: list[str] = []
+    if doc is None:
+        status = "missing_artifact"
+    elif gate_failed:
+        status = "gate_failed"
+    else:
+        status = "scored"
+        notes = extra_entry_notes(task, doc)
+    panel = panel_scores(task, doc)
+    if status != "scored":
+        o_anchor = o_eval = rules.ZERO
+        robust = -rules.ONE
+        notes.append("missing artifact: O-Eval 0, Robust BO-Eval -1" if doc is None else "feasibility gate failed: O-Eval 0, Robust BO-Eval -1")
+    else:
+        o_anchor = rules.o_eval(raw, oracle_raw)
+        o_eval = panel_o_eval(task, doc, o_anchor, panel)
+        robust = rules.robust_bo(raw, oracle_raw, f)
+    if task.panel.literature_split:
+        notes.append(f"literature-split task: kept in per-task tables, left out of headline means ({task.panel.literature_split_note})")
+    return TaskScore(task.slug, status, metrics, raw, oracle_raw, o_anchor, o_eval, panel, f, robust, task.panel.literature_split, notes)

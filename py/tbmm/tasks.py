@@ -1,0 +1,205 @@
+"""Load task folders into `Task` objects, with errors that name the file, field and problem."""
+
+from __future__ import annotations
+
+import json
+import tomllib
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import cached_property
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from tbmm import exact
+from tbmm.models import (
+    ArtifactMap,
+    Baseline,
+    GateSpec,
+    Manifest,
+    MetricSpec,
+    Panel,
+    ScoringSpec,
+)
+from tbmm.paths import PathError, resolve
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+TASKS_ROOT = REPO_ROOT / "tasks"
+SUITES = ("CUMCM", "MCM")
+
+M = TypeVar("M", bound=BaseModel)
+
+
+class TaskFormatError(ValueError):
+    """A task file is missing or malformed; the message names file, field and problem."""
+
+
+def _read_data(path: Path) -> Any:
+    if not path.is_file():
+        raise TaskFormatError(f"{path}: file is missing")
+    try:
+        if path.suffix == ".toml":
+            return tomllib.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise TaskFormatError(f"{path}: cannot parse: {exc}") from exc
+
+
+def load_model(path: Path, model: type[M]) -> M:
+    """Validate one task file against its pydantic model."""
+    data = _read_data(path)
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"field {'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}" for err in exc.errors()
+        )
+        raise TaskFormatError(f"{path}: {problems}") from exc
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A scored metric with its anchor resolved from anchor.json (exact)."""
+
+    spec: MetricSpec
+    anchor_text: str
+    anchor: Fraction
+
+    @property
+    def id(self) -> str:
+        return self.spec.id
+
+    @property
+    def path(self) -> str:
+        return self.spec.path
+
+
+@dataclass
+class Task:
+    """One task folder. Verifier-only files (anchor, scoring, gate, panel) are read lazily."""
+
+    dir: Path
+    manifest: Manifest
+    _cache: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def slug(self) -> str:
+        return self.manifest.slug
+
+    @property
+    def suite(self) -> str:
+        return self.manifest.suite
+
+    @property
+    def data_dir(self) -> Path:
+        return self.dir / "environment" / "data"
+
+    @property
+    def output_path(self) -> str:
+        return self.manifest.output_path
+
+    @cached_property
+    def harbor(self) -> dict[str, Any]:
+        return _read_data(self.dir / "task.toml")
+
+    @property
+    def agent_timeout_sec(self) -> float:
+        return float(self.harbor["agent"]["timeout_sec"])
+
+    @property
+    def cpus(self) -> int:
+        return int(self.harbor["environment"]["cpus"])
+
+    @property
+    def memory_mb(self) -> int:
+        return int(self.harbor["environment"]["memory_mb"])
+
+    @cached_property
+    def instruction(self) -> str:
+        return (self.dir / "instruction.md").read_text(encoding="utf-8")
+
+    @cached_property
+    def artifact_map(self) -> ArtifactMap:
+        return load_model(self.dir / "artifact_map.toml", ArtifactMap)
+
+    @cached_property
+    def scoring(self) -> ScoringSpec:
+        return load_model(self.dir / "scoring.toml", ScoringSpec)
+
+    @cached_property
+    def gate(self) -> GateSpec:
+        return load_model(self.dir / "gate.toml", GateSpec)
+
+    @cached_property
+    def panel(self) -> Panel:
+        return load_model(self.dir / "panel.json", Panel)
+
+    @cached_property
+    def baseline(self) -> Baseline:
+        return load_model(self.dir / "baseline.json", Baseline)
+
+    @cached_property
+    def schema(self) -> dict[str, Any]:
+        return _read_data(self.dir / "artifact_schema.json")
+
+    @cached_property
+    def anchor_doc(self) -> Any:
+        path = self.dir / "anchor.json"
+        if not path.is_file():
+            raise TaskFormatError(f"{path}: file is missing")
+        try:
+            doc = exact.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise TaskFormatError(f"{path}: cannot parse: {exc}") from exc
+        if not isinstance(doc, dict) or not isinstance(doc.get("artifact"), dict):
+            raise TaskFormatError(f"{path}: field artifact: must be an object")
+        return doc
+
+    @property
+    def anchor_artifact(self) -> dict[str, Any]:
+        """The anchor's artifact as an exact tree (numbers are `exact.Num`)."""
+        return self.anchor_doc["artifact"]
+
+    def anchor_artifact_bytes(self) -> bytes:
+        return (exact.dumps(self.anchor_artifact) + "\n").encode("utf-8")
+
+    @cached_property
+    def metrics(self) -> list[Metric]:
+        out: list[Metric] = []
+        for spec in self.scoring.metric:
+            try:
+                leaf = resolve(self.anchor_artifact, spec.path)
+            except PathError as exc:
+                raise TaskFormatError(
+                    f"{self.dir / 'scoring.toml'}: metric {spec.id}: path {spec.path} not in anchor.json: {exc}"
+                ) from exc
+            if not isinstance(leaf, exact.Num):
+                raise TaskFormatError(
+                    f"{self.dir / 'scoring.toml'}: metric {spec.id}: anchor at {spec.path} is not a finite number"
+                )
+            out.append(Metric(spec, leaf.text, leaf.value))
+        return out
+
+
+def load_task(task_dir: Path) -> Task:
+    """Load a task folder (manifest eagerly, everything else on first use)."""
+    task_dir = Path(task_dir)
+    return Task(task_dir, load_model(task_dir / "manifest.json", Manifest))
+
+
+def task_dirs(root: Path = TASKS_ROOT) -> list[Path]:
+    return sorted(p for s in SUITES for p in (root / s).glob("*") if p.is_dir())
+
+
+def load_suite(root: Path = TASKS_ROOT) -> list[Task]:
+    return [load_task(d) for d in task_dirs(root)]
+
+
+def find_task(slug: str, root: Path = TASKS_ROOT) -> Task:
+    """The task with this slug; raises KeyError with the known slugs otherwise."""
+    for d in task_dirs(root):
+        if d.name == slug:
+            return load_task(d)
+    known = ", ".join(d.name for d in task_dirs(root))
+    raise KeyError(f"unknown task {slug!r}; known: {known}")

@@ -1,0 +1,225 @@
+"""`tbmm tasks validate`: every invariant a task folder must satisfy, each a named check.
+
+A task is consistent when its files load, its checksums match, its figures exist, its
+panel has 2-6 valid metrics whose paths resolve in the anchor and the schema, its schema
+carries no anchor-specific strings, its gate passes on the anchor (or the anchor is
+recorded infeasible and really fails), and its Harbor config has the required fields.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tbmm import exact
+from tbmm.build import schema_from_map, sha256_file
+from tbmm.paths import PathError, resolve
+from tbmm.stack import requirement_lines
+from tbmm.tasks import SUITES, TaskFormatError, load_task, task_dirs
+
+BOOKKEEPING = re.compile(r"(^|[._\[])(rows|.*_rows|row_count|search_rows|sample_rows|grid_size|n_cells|simulations|particles|iterations|generations|sample_size)($|[._\]])")
+HARBOR_REQUIRED: dict[str, tuple[str, ...]] = {
+    "": ("schema_version",),
+    "task": ("name", "description"),
+    "metadata": ("author_name", "difficulty", "category", "tags"),
+    "verifier": ("timeout_sec",),
+    "agent": ("timeout_sec",),
+    "environment": ("build_timeout_sec", "cpus", "memory_mb", "storage_mb", "allow_internet", "gpus"),
+}
+
+
+@dataclass(frozen=True)
+class Problem:
+    task: str
+    check: str
+    message: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"task": self.task, "check": self.check, "message": self.message}
+
+
+def harbor_problems(cfg: dict[str, Any]) -> list[str]:
+    """Fields a Harbor task.toml needs, plus tbmm's fixed limits."""
+    out = []
+    for table, keys in HARBOR_REQUIRED.items():
+        section = cfg if not table else cfg.get(table)
+        if not isinstance(section, dict):
+            out.append(f"missing table [{table}]")
+            continue
+        out.extend(f"missing {table + '.' if table else ''}{k}" for k in keys if k not in section)
+    env = cfg.get("environment", {})
+    if env.get("allow_internet") is not False:
+        out.append("environment.allow_internet must be false")
+    if env.get("cpus") != 2 or env.get("memory_mb") != 8192 or env.get("gpus") != 0:
+        out.append("environment must be 2 cpus, 8192 MB, 0 gpus")
+    if cfg.get("agent", {}).get("timeout_sec") != 14400.0:
+        out.append("agent.timeout_sec must be 14400 (4 h)")
+    if cfg.get("verifier", {}).get("environment_mode") != "separate":
+        out.append("verifier.environment_mode must be 'separate'")
+    return out
+
+
+def validate_task(task_dir: Path) -> list[Problem]:
+    slug = task_dir.name
+    problems: list[Problem] = []
+
+    def bad(check: str, msg: str) -> None:
+        problems.append(Problem(slug, check, msg))
+
+    try:
+        task = load_task(task_dir)
+    except TaskFormatError as exc:
+        return [Problem(slug, "manifest", str(exc))]
+    m = task.manifest
+    if m.slug != slug or task_dir.parent.name != m.suite or m.suite not in SUITES:
+        bad("identity", f"folder {task_dir.parent.name}/{slug} does not match manifest {m.suite}/{m.slug}")
+
+    # Harbor config.
+    try:
+        for p in harbor_problems(task.harbor):
+            bad("harbor", p)
+    except TaskFormatError as exc:
+        bad("harbor", str(exc))
+    for rel in ("environment/Dockerfile", "tests/test.sh", "solution/solve.sh", "instruction.md"):
+        if not (task_dir / rel).is_file():
+            bad("files", f"{rel} is missing")
+    dockerfile = task_dir / "environment" / "Dockerfile"
+    if dockerfile.is_file():
+        text = dockerfile.read_text(encoding="utf-8")
+        for pin in requirement_lines():
+            if pin not in text:
+                bad("dockerfile", f"pin {pin} missing from environment/Dockerfile")
+
+    # Attachments and figures.
+    for a in m.attachments:
+        f = task_dir / a.path
+        if not a.path.startswith("environment/data/attachments/"):
+            bad("attachments", f"{a.path}: attachments must live under environment/data/attachments/")
+        if a.present:
+            if not f.is_file():
+                bad("attachments", f"{a.path}: declared present but missing")
+            elif f.stat().st_size != a.bytes or sha256_file(f) != a.sha256:
+                bad("attachments", f"{a.path}: size/sha256 mismatch")
+        elif f.is_file() and a.sha256 is not None and sha256_file(f) != a.sha256:
+            bad("attachments", f"{a.path}: fetched file does not match the declared sha256")
+    instruction = (task_dir / "instruction.md").read_text(encoding="utf-8") if (task_dir / "instruction.md").is_file() else ""
+    if m.output_path not in instruction:
+        bad("instruction", f"output path {m.output_path} not in instruction.md")
+    for fig in m.figures:
+        f = task_dir / fig.path
+        if not f.is_file():
+            bad("figures", f"{fig.path} is missing")
+        elif sha256_file(f) != fig.sha256:
+            bad("figures", f"{fig.path}: sha256 mismatch")
+        if fig.container_path not in instruction:
+            bad("figures", f"{fig.id} not referenced inline in instruction.md")
+
+    # Schema, anchor, metrics.
+    try:
+        amap = task.artifact_map
+        schema = task.schema
+        anchor = task.anchor_artifact
+    except TaskFormatError as exc:
+        bad("files", str(exc))
+        return problems
+    if schema != schema_from_map(amap):
+        bad("schema", "artifact_schema.json is stale: rerun `tbmm tasks build`")
+    schema_text = json.dumps(schema, ensure_ascii=False)
+    prov = m.provenance
+    for key in ("paper_id", "paper_title"):
+        if key in schema_text:
+            bad("schema", f"schema asks for anchor-specific field {key}")
+    for value in (prov.paper_id, prov.paper_title):
+        if value != "unspecified" and len(value) >= 4 and value in schema_text:
+            bad("schema", f"schema contains the anchor paper's string {value!r}")
+    field_paths = {f.path for f in amap.field}
+    for f in amap.field:
+        try:
+            leaf = resolve(anchor, f.path)
+        except PathError as exc:
+            bad("anchor", f"field {f.path} not in anchor.json: {exc}")
+            continue
+        if f.type != "list[number]" and not isinstance(leaf, exact.Num):
+            bad("anchor", f"field {f.path}: anchor value is not a finite number")
+        if BOOKKEEPING.search(f.path):
+            bad("schema", f"field {f.path} looks like a bookkeeping count")
+    try:
+        metrics = task.metrics
+        spec = task.scoring
+    except TaskFormatError as exc:
+        bad("scoring", str(exc))
+        return problems
+    if not 2 <= len(spec.metric) <= 6:
+        bad("scoring", f"{len(spec.metric)} metrics; a panel has 2-6")
+    for mt in metrics:
+        if mt.path not in field_paths:
+            bad("scoring", f"metric {mt.id}: path {mt.path} is not a schema field")
+        if BOOKKEEPING.search(mt.path):
+            bad("scoring", f"metric {mt.id}: {mt.path} is a bookkeeping count and must not be scored")
+        if mt.spec.band_q == 0 and mt.anchor == 0 and mt.spec.direction.value != "exact_value":
+            bad("scoring", f"metric {mt.id}: band 0 with anchor 0 cannot discriminate")
+
+    # Gate.
+    from tbmm.gate import run_gate
+
+    try:
+        gate = task.gate
+    except TaskFormatError as exc:
+        bad("gate", str(exc))
+        return problems
+    for c in gate.check:
+        for p in c.paths():
+            base = p.replace("[*]", "[0]")
+            if p not in field_paths and not any(base == fp or fp.startswith(p.split("[*]")[0]) for fp in field_paths):
+                bad("gate", f"check {c.id}: path {p} is not a schema field")
+    report = run_gate(task, anchor)
+    if gate.anchor.feasible and report.verdict == "fail":
+        bad("gate", "anchor fails its own gate: " + "; ".join(f"{i.name}: {i.message}" for i in report.failed))
+    if not gate.anchor.feasible and report.verdict != "fail":
+        bad("gate", "anchor recorded infeasible but passes every check (evidence not reproduced)")
+
+    # Panel and baseline.
+    try:
+        panel = task.panel
+        baseline = task.baseline
+    except TaskFormatError as exc:
+        bad("panel", str(exc))
+        return problems
+    ids = {mt.id: mt for mt in metrics}
+    for paper in panel.papers:
+        for k in paper.values:
+            if k not in ids:
+                bad("panel", f"paper {paper.paper_id}: unknown metric id {k}")
+        if paper.role == "anchor":
+            for k, v in paper.values.items():
+                if k in ids and exact.parse_decimal(v) != ids[k].anchor:
+                    bad("panel", f"anchor paper value {k}={v} differs from anchor.json {ids[k].anchor_text}")
+    if baseline.default_pipeline not in baseline.pipelines:
+        bad("baseline", f"default pipeline {baseline.default_pipeline} not in pipelines")
+    for name, vals in baseline.pipelines.items():
+        for k in vals:
+            if k not in ids:
+                bad("baseline", f"pipeline {name}: unknown metric id {k}")
+        recorded = set(vals) | set(baseline.unmapped.get(name, {}))
+        for k in ids:
+            if k not in recorded and name == baseline.default_pipeline:
+                bad("baseline", f"pipeline {name}: metric {k} neither mapped nor recorded unmapped")
+
+    # Oracle script writes exactly the anchor.
+    solve = task_dir / "solution" / "solve.sh"
+    if solve.is_file() and exact.dumps(anchor) not in solve.read_text(encoding="utf-8"):
+        bad("files", "solution/solve.sh does not write the anchor artifact: rerun `tbmm tasks build`")
+    return problems
+
+
+def validate_all(root: Path | None = None) -> tuple[int, list[Problem]]:
+    dirs = task_dirs(root) if root else task_dirs()
+    problems: list[Problem] = []
+    for d in dirs:
+        problems.extend(validate_task(d))
+    if len(dirs) != 18:
+        problems.append(Problem("<suite>", "count", f"{len(dirs)} task folders; the suite has 18"))
+    return len(dirs), problems
