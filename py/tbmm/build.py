@@ -25,7 +25,14 @@ from tbmm.tasks import REPO_ROOT, TASKS_ROOT, TaskFormatError, load_model
 
 DEFAULT_SOURCE = REPO_ROOT.parent / "shared" / "tbmm-source"
 CONTAINER_DATA = "/root/data"
-CURATED = ("artifact_map.toml", "scoring.toml", "gate.toml", "panel.json", "baseline.json", "figures.toml")
+CURATED = (
+    "artifact_map.toml",
+    "scoring.toml",
+    "gate.toml",
+    "panel.json",
+    "baseline.json",
+    "figures.toml",
+)
 
 # Upstream files absent from the source release (each >= 4 MiB upstream). Their size and
 # checksum were never published with the release, so they are declared unknown (null) and
@@ -109,7 +116,9 @@ def _statement(source_instruction: str) -> str:
     return head.rstrip() + "\n"
 
 
-def artifact_block(slug: str, schema: dict[str, Any], output_path: str, has_figures: bool, timeout_sec: int) -> str:
+def artifact_block(
+    slug: str, schema: dict[str, Any], output_path: str, has_figures: bool, timeout_sec: int
+) -> str:
     """The fixed block appended to every instruction (same wording for all 18 tasks)."""
     figs = (
         f"- Figures of the statement, cropped from the official PDF: `{CONTAINER_DATA}/figures/` "
@@ -154,9 +163,13 @@ def anchor_artifact(amap: ArtifactMap, source_doc: Any, where: str) -> dict[str,
             raise BuildError(f"{where}: field {f.path}: source {f.source}: {exc}") from exc
         if f.type == "list[number]":
             if not isinstance(node, list) or not all(isinstance(x, exact.Num) for x in node):
-                raise BuildError(f"{where}: field {f.path}: source {f.source} is not a list of finite numbers")
+                raise BuildError(
+                    f"{where}: field {f.path}: source {f.source} is not a list of finite numbers"
+                )
         elif not isinstance(node, exact.Num):
-            raise BuildError(f"{where}: field {f.path}: source {f.source} is not a finite number ({node!r})")
+            raise BuildError(
+                f"{where}: field {f.path}: source {f.source} is not a finite number ({node!r})"
+            )
         elif f.type == "integer" and node.value.denominator != 1:
             raise BuildError(f"{where}: field {f.path}: source value {node.text} is not an integer")
         set_path(out, f.path, node)
@@ -298,7 +311,8 @@ def build_task(src: Path, source_root: Path, out_root: Path) -> BuildResult:
                 path=f"environment/data/attachments/{m['path']}",
                 bytes=None,
                 sha256=None,
-                upstream=f"{m['upstream']} <{m['url']}>" + (f" member {m['member']}" if m["member"] else ""),
+                upstream=f"{m['upstream']} <{m['url']}>"
+                + (f" member {m['member']}" if m["member"] else ""),
                 present=False,
                 note="absent from the source release (>= 4 MiB upstream); size and sha256 unpublished; "
                 "`tbmm tasks fetch-assets` downloads it where a network exists",
@@ -341,7 +355,9 @@ def build_task(src: Path, source_root: Path, out_root: Path) -> BuildResult:
     src_expected = src / "tests" / "expected_result.json"
     source_doc = exact.loads(src_expected.read_text(encoding="utf-8"))
     artifact = anchor_artifact(amap, source_doc, str(dst / "artifact_map.toml"))
-    prov = provenance(source_doc, str(src_expected.relative_to(source_root)), sha256_file(src_expected))
+    prov = provenance(
+        source_doc, str(src_expected.relative_to(source_root)), sha256_file(src_expected)
+    )
     manifest = Manifest(
         slug=slug,
         suite=suite,  # type: ignore[arg-type]
@@ -361,7 +377,10 @@ def build_task(src: Path, source_root: Path, out_root: Path) -> BuildResult:
         dst / "anchor.json",
         exact.dumps({"provenance": prov.model_dump(mode="json"), "artifact": artifact}) + "\n",
     )
-    _write(dst / "manifest.json", json.dumps(manifest.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n")
+    _write(
+        dst / "manifest.json",
+        json.dumps(manifest.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n",
+    )
     _write(dst / "task.toml", task_toml(slug, suite, year, problem, title, output_path))
     _write(
         dst / "instruction.md",
@@ -372,7 +391,13 @@ def build_task(src: Path, source_root: Path, out_root: Path) -> BuildResult:
     _write(dst / "tests" / "test.sh", test_sh(slug, output_path))
     for sh in (dst / "solution" / "solve.sh", dst / "tests" / "test.sh"):
         sh.chmod(0o755)
-    return BuildResult(slug, sum(a.present for a in attachments), sum(not a.present for a in attachments), len(figures), len(amap.field))
+    return BuildResult(
+        slug,
+        sum(a.present for a in attachments),
+        sum(not a.present for a in attachments),
+        len(figures),
+        len(amap.field),
+    )
 
 
 def source_task_dirs(source_root: Path) -> list[Path]:

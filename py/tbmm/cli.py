@@ -13,14 +13,24 @@ from rich.table import Table
 
 from tbmm.tasks import TASKS_ROOT, Task, TaskFormatError, find_task, load_suite
 
-app = typer.Typer(no_args_is_help=True, add_completion=False, help="TB-MathModel: agentic, verifiable mathematical-modeling benchmark.")
-tasks_app = typer.Typer(no_args_is_help=True, add_completion=False, help="Inspect, build and validate the 18-task suite.")
+app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    help="TB-MathModel: agentic, verifiable mathematical-modeling benchmark.",
+)
+tasks_app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    help="Inspect, build and validate the 18-task suite.",
+)
 app.add_typer(tasks_app, name="tasks")
 
 console = Console()
 err = Console(stderr=True)
 
-TasksRoot = Annotated[Path, typer.Option("--tasks-root", help="Folder holding CUMCM/ and MCM/ task folders.")]
+TasksRoot = Annotated[
+    Path, typer.Option("--tasks-root", help="Folder holding CUMCM/ and MCM/ task folders.")
+]
 JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
 
 
@@ -46,24 +56,46 @@ def tasks_list(tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag = False) ->
     rows = []
     for t in tasks:
         m = t.manifest
-        rows.append({
-            "suite": m.suite, "year": m.year, "problem": m.problem, "slug": m.slug,
-            "metrics": len(t.scoring.metric), "figures": len(m.figures),
-            "attachments": sum(a.present for a in m.attachments),
-            "missing": sum(not a.present for a in m.attachments),
-            "checks": len(t.gate.check),
-        })
+        rows.append(
+            {
+                "suite": m.suite,
+                "year": m.year,
+                "problem": m.problem,
+                "slug": m.slug,
+                "metrics": len(t.scoring.metric),
+                "figures": len(m.figures),
+                "attachments": sum(a.present for a in m.attachments),
+                "missing": sum(not a.present for a in m.attachments),
+                "checks": len(t.gate.check),
+            }
+        )
     if as_json:
         print(json.dumps(rows, indent=2))
         return
     table = Table(title=f"TB-MathModel tasks ({len(rows)})")
     for col in ("suite", "year", "problem", "slug", "metrics", "figures", "attachments", "checks"):
-        table.add_column(col, justify="right" if col in ("year", "metrics", "figures", "attachments", "checks") else "left")
+        table.add_column(
+            col,
+            justify="right"
+            if col in ("year", "metrics", "figures", "attachments", "checks")
+            else "left",
+        )
     for r in rows:
         att = f"{r['attachments']}" + (f" (+{r['missing']} missing)" if r["missing"] else "")
-        table.add_row(r["suite"], str(r["year"]), r["problem"], r["slug"], str(r["metrics"]), str(r["figures"]), att, str(r["checks"]))
+        table.add_row(
+            r["suite"],
+            str(r["year"]),
+            r["problem"],
+            r["slug"],
+            str(r["metrics"]),
+            str(r["figures"]),
+            att,
+            str(r["checks"]),
+        )
     console.print(table)
-    console.print(f"{sum(r['metrics'] for r in rows)} metrics, {sum(r['figures'] for r in rows)} figures, {sum(r['checks'] for r in rows)} gate checks")
+    console.print(
+        f"{sum(r['metrics'] for r in rows)} metrics, {sum(r['figures'] for r in rows)} figures, {sum(r['checks'] for r in rows)} gate checks"
+    )
 
 
 @tasks_app.command("show")
@@ -74,7 +106,9 @@ def tasks_show(slug: str, tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag 
         metrics = t.metrics
         doc = {
             "manifest": t.manifest.model_dump(mode="json"),
-            "metrics": [{**m.spec.model_dump(mode="json"), "anchor": m.anchor_text} for m in metrics],
+            "metrics": [
+                {**m.spec.model_dump(mode="json"), "anchor": m.anchor_text} for m in metrics
+            ],
             "gate": t.gate.model_dump(mode="json", exclude_none=True),
             "panel": t.panel.model_dump(mode="json"),
             "baseline": t.baseline.model_dump(mode="json"),
@@ -88,12 +122,20 @@ def tasks_show(slug: str, tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag 
     m = t.manifest
     console.rule(f"{m.slug} — {m.suite} {m.year} {m.problem}: {m.title}")
     p = m.provenance
-    console.print(f"anchor paper: {p.paper_id} — {p.paper_title}\n  pdf: {p.paper_pdf}\n  ocr: {p.paper_ocr}\n  scope: {p.reproduction_scope}\n  source: {p.anchor_source} (sha256 {p.anchor_sha256[:12]}…)", highlight=False)
+    console.print(
+        f"anchor paper: {p.paper_id} — {p.paper_title}\n  pdf: {p.paper_pdf}\n  ocr: {p.paper_ocr}\n  scope: {p.reproduction_scope}\n  source: {p.anchor_source} (sha256 {p.anchor_sha256[:12]}…)",
+        highlight=False,
+    )
     at = Table(title="attachments")
     for c in ("path", "bytes", "sha256", "present"):
         at.add_column(c)
     for a in m.attachments:
-        at.add_row(a.path.removeprefix("environment/data/attachments/"), str(a.bytes or "?"), (a.sha256 or "unknown")[:12], "yes" if a.present else "[red]MISSING[/red]")
+        at.add_row(
+            a.path.removeprefix("environment/data/attachments/"),
+            str(a.bytes or "?"),
+            (a.sha256 or "unknown")[:12],
+            "yes" if a.present else "[red]MISSING[/red]",
+        )
     console.print(at)
     if m.figures:
         ft = Table(title="figures")
@@ -107,7 +149,16 @@ def tasks_show(slug: str, tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag 
         mt.add_column(c, overflow="fold")
     for x in metrics:
         s = x.spec
-        mt.add_row(s.id + (" [dim](excluded)[/dim]" if s.exclude else ""), s.path, s.direction.value, x.anchor_text, s.band, s.weight, s.unit, s.rationale)
+        mt.add_row(
+            s.id + (" [dim](excluded)[/dim]" if s.exclude else ""),
+            s.path,
+            s.direction.value,
+            x.anchor_text,
+            s.band,
+            s.weight,
+            s.unit,
+            s.rationale,
+        )
     console.print(mt)
     gt = Table(title=f"gate (anchor feasible: {t.gate.anchor.feasible})")
     for c in ("id", "form", "paths", "justification"):
@@ -126,7 +177,13 @@ def tasks_validate(tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag = False
 
     n, problems = validate_all(tasks_root)
     if as_json:
-        print(json.dumps({"ok": not problems, "tasks": n, "problems": [p.to_json() for p in problems]}, indent=2, ensure_ascii=False))
+        print(
+            json.dumps(
+                {"ok": not problems, "tasks": n, "problems": [p.to_json() for p in problems]},
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
     else:
         for p in problems:
             console.print(f"[red]✗[/red] {p.task} [{p.check}] {p.message}", highlight=False)
@@ -139,9 +196,13 @@ def tasks_validate(tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag = False
 
 @tasks_app.command("build")
 def tasks_build(
-    source: Annotated[Path, typer.Option(help="The source release (../shared/tbmm-source).")] = Path("../shared/tbmm-source"),
+    source: Annotated[
+        Path, typer.Option(help="The source release (../shared/tbmm-source).")
+    ] = Path("../shared/tbmm-source"),
     tasks_root: TasksRoot = TASKS_ROOT,
-    only: Annotated[str, typer.Option(help="Comma-separated slugs to rebuild (default: all).")] = "",
+    only: Annotated[
+        str, typer.Option(help="Comma-separated slugs to rebuild (default: all).")
+    ] = "",
 ) -> None:
     """Regenerate every task's generated files from the source release and the curated inputs."""
     from rich.progress import Progress
@@ -160,7 +221,11 @@ def tasks_build(
     except (BuildError, TaskFormatError, FileNotFoundError) as exc:
         raise _fail(str(exc), 1) from exc
     for r in results:
-        console.print(f"built {r.slug}: {r.fields} fields, {r.attachments} attachments" + (f" (+{r.missing} missing upstream)" if r.missing else "") + f", {r.figures} figures")
+        console.print(
+            f"built {r.slug}: {r.fields} fields, {r.attachments} attachments"
+            + (f" (+{r.missing} missing upstream)" if r.missing else "")
+            + f", {r.figures} figures"
+        )
     console.print(f"[green]{len(results)} tasks built[/green]")
 
 
@@ -173,10 +238,15 @@ def tasks_fetch_assets(tasks_root: TasksRoot = TASKS_ROOT, timeout: float = 20.0
     for t in load_suite(tasks_root):
         for r in fetch_task(t, timeout):
             style = {"fetched": "green", "present": "green", "missing": "red"}[r.status]
-            console.print(f"[{style}]{r.status}[/{style}] {r.task}: {r.path.removeprefix('environment/data/attachments/')} — {r.detail}", highlight=False)
+            console.print(
+                f"[{style}]{r.status}[/{style}] {r.task}: {r.path.removeprefix('environment/data/attachments/')} — {r.detail}",
+                highlight=False,
+            )
             missing += r.status == "missing"
     if missing:
-        console.print(f"[red]{missing} attachment(s) still missing[/red] (no network here? the tasks remain usable; agents see what is present)")
+        console.print(
+            f"[red]{missing} attachment(s) still missing[/red] (no network here? the tasks remain usable; agents see what is present)"
+        )
     raise typer.Exit(1 if missing else 0)
 
 
@@ -199,7 +269,10 @@ def score(
     task: Annotated[str, typer.Option("--task", help="Task slug.")],
     tasks_root: TasksRoot = TASKS_ROOT,
     as_json: JsonFlag = False,
-    gate_failed: Annotated[bool, typer.Option("--gate-failed", help="Score as if the feasibility gate failed (0 / -1).")] = False,
+    gate_failed: Annotated[
+        bool,
+        typer.Option("--gate-failed", help="Score as if the feasibility gate failed (0 / -1)."),
+    ] = False,
 ) -> None:
     """Score one artifact: per-metric rewards with reasons, O-Eval, Robust BO-Eval. Exit 0 when scored."""
     from tbmm.scoring import score_task
@@ -224,7 +297,9 @@ def print_score(result) -> None:  # noqa: ANN001 - TaskScore, imported lazily
         table.add_column(c, overflow="fold")
     for m in result.metrics:
         reward = "excluded" if m.reward is None else f"{float(m.reward):.4f}"
-        table.add_row(m.id, m.path, m.direction, m.anchor_text, m.value_text or "—", reward, m.reason)
+        table.add_row(
+            m.id, m.path, m.direction, m.anchor_text, m.value_text or "—", reward, m.reason
+        )
     console.print(table)
     console.print(
         f"status {result.status} | raw R = {fraction_to_text(result.raw)} | O-Eval (panel) = {float(result.o_eval):.4f} "
@@ -260,14 +335,23 @@ def gate(
 
 def print_gate(report) -> None:  # noqa: ANN001 - GateReport, imported lazily
     style = {"pass": "green", "warn": "yellow", "fail": "red"}[report.verdict]
-    console.print(f"gate [{style}]{report.verdict.upper()}[/{style}] for {report.task}: {len(report.instances)} instance(s)")
+    console.print(
+        f"gate [{style}]{report.verdict.upper()}[/{style}] for {report.task}: {len(report.instances)} instance(s)"
+    )
     for i in report.instances:
-        mark = {"pass": "[green]✓[/green]", "fail": "[red]✗[/red]", "bad": "[red]✗[/red]", "missing": "[yellow]?[/yellow]"}[i.status]
+        mark = {
+            "pass": "[green]✓[/green]",
+            "fail": "[red]✗[/red]",
+            "bad": "[red]✗[/red]",
+            "missing": "[yellow]?[/yellow]",
+        }[i.status]
         console.print(f" {mark} {i.name} ({i.check.form.value}) {i.message}", highlight=False)
     for w in report.warnings:
         console.print(f" [yellow]warning:[/yellow] {w}", highlight=False)
     for r in report.replay:
-        console.print(f" [dim]replay-only (whole-task penalty, not field-checkable): {r['id']}: {r['description']}[/dim]")
+        console.print(
+            f" [dim]replay-only (whole-task penalty, not field-checkable): {r['id']}: {r['description']}[/dim]"
+        )
 
 
 def main() -> None:  # pragma: no cover - console entry

@@ -45,7 +45,14 @@ def fetch_task(task: Task, timeout: float = 20.0) -> list[FetchResult]:
         target = task.dir / att.path
         rel = att.path.removeprefix("environment/data/attachments/")
         if target.is_file():
-            out.append(FetchResult(task.slug, att.path, "present", f"sha256 {hashlib.sha256(target.read_bytes()).hexdigest()}"))
+            out.append(
+                FetchResult(
+                    task.slug,
+                    att.path,
+                    "present",
+                    f"sha256 {hashlib.sha256(target.read_bytes()).hexdigest()}",
+                )
+            )
             continue
         spec = specs.get(rel)
         if spec is None:
@@ -57,19 +64,42 @@ def fetch_task(task: Task, timeout: float = 20.0) -> list[FetchResult]:
                 with zipfile.ZipFile(io.BytesIO(blob)) as zf:
                     blob = zf.read(spec["member"])
         except (urllib.error.URLError, OSError, zipfile.BadZipFile, KeyError) as exc:
-            out.append(FetchResult(task.slug, att.path, "missing", f"download failed ({exc.__class__.__name__}: {exc}); upstream: {att.upstream}"))
+            out.append(
+                FetchResult(
+                    task.slug,
+                    att.path,
+                    "missing",
+                    f"download failed ({exc.__class__.__name__}: {exc}); upstream: {att.upstream}",
+                )
+            )
             continue
         digest = hashlib.sha256(blob).hexdigest()
         if att.sha256 is not None and digest != att.sha256:
-            out.append(FetchResult(task.slug, att.path, "missing", f"sha256 mismatch: got {digest}, declared {att.sha256}"))
+            out.append(
+                FetchResult(
+                    task.slug,
+                    att.path,
+                    "missing",
+                    f"sha256 mismatch: got {digest}, declared {att.sha256}",
+                )
+            )
             continue
         magic = MAGIC.get(Path(rel).suffix.lower())
         if att.sha256 is None and magic is not None and not blob.startswith(magic):
-            out.append(FetchResult(task.slug, att.path, "missing", "downloaded bytes are not a file of the expected type"))
+            out.append(
+                FetchResult(
+                    task.slug,
+                    att.path,
+                    "missing",
+                    "downloaded bytes are not a file of the expected type",
+                )
+            )
             continue
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(target.name + ".part")
         tmp.write_bytes(blob)
         tmp.replace(target)
-        out.append(FetchResult(task.slug, att.path, "fetched", f"{len(blob)} bytes, sha256 {digest}"))
+        out.append(
+            FetchResult(task.slug, att.path, "fetched", f"{len(blob)} bytes, sha256 {digest}")
+        )
     return out

@@ -35,7 +35,9 @@ class Instance:
 
     check: GateCheck
     index: int | None  # the list index substituted for [*], if any
-    paths: dict[str, list[str]]  # role -> concrete paths (role: field/fields/lhs/rhs/factors/bound_factors)
+    paths: dict[
+        str, list[str]
+    ]  # role -> concrete paths (role: field/fields/lhs/rhs/factors/bound_factors)
     values: dict[str, Fraction] = field(default_factory=dict)
     status: str = "pending"  # pass | fail | missing | bad
     message: str = ""
@@ -72,9 +74,14 @@ def instances(check: GateCheck, doc: dict[str, Any]) -> tuple[list[Instance], st
     """Expand a check over `doc`; the second value is a warning when a wildcard list is absent."""
     roles = _role_paths(check)
     if check.form is Form.sum_to:
-        concrete = {r: [q for p in ps for q in (expand(doc, p) if "[*]" in p else [p])] for r, ps in roles.items()}
+        concrete = {
+            r: [q for p in ps for q in (expand(doc, p) if "[*]" in p else [p])]
+            for r, ps in roles.items()
+        }
         wild_missing = [p for ps in roles.values() for p in ps if "[*]" in p and not expand(doc, p)]
-        return [Instance(check, None, concrete)], (f"list for {wild_missing[0]} missing or empty" if wild_missing else "")
+        return [Instance(check, None, concrete)], (
+            f"list for {wild_missing[0]} missing or empty" if wild_missing else ""
+        )
     wild = [p for ps in roles.values() for p in ps if "[*]" in p]
     if not wild:
         return [Instance(check, None, roles)], ""
@@ -116,13 +123,17 @@ def evaluate(inst: Instance, doc: dict[str, Any]) -> Instance:
     one = vals.get("field", [Fraction(0)])[0] if "field" in vals else None
     if c.form is Form.interval:
         ok = forms.interval(one, _const(c.lo), _const(c.hi))  # type: ignore[arg-type]
-        want = f"in [{c.lo if c.lo is not None else '-inf'}, {c.hi if c.hi is not None else '+inf'}]"
+        want = (
+            f"in [{c.lo if c.lo is not None else '-inf'}, {c.hi if c.hi is not None else '+inf'}]"
+        )
     elif c.form is Form.count:
         ok = forms.count(one, _const(c.hi))  # type: ignore[arg-type]
         want = "a non-negative integer" + (f" <= {c.hi}" if c.hi else "")
     elif c.form is Form.sum_to:
         ok = forms.sum_to(vals["fields"], parse_decimal(c.total), parse_decimal(c.tol))  # type: ignore[arg-type]
-        want = f"sum = {c.total} ± {c.tol} (got {fraction_to_text(sum(vals['fields'], Fraction(0)))})"
+        want = (
+            f"sum = {c.total} ± {c.tol} (got {fraction_to_text(sum(vals['fields'], Fraction(0)))})"
+        )
     elif c.form is Form.order:
         strict = c.op == "<"
         ok = forms.order(vals["lhs"], vals["rhs"], strict, _const(c.slack, Fraction(0)))  # type: ignore[arg-type]
@@ -170,7 +181,9 @@ def run_gate(task: Task, doc: dict[str, Any] | None) -> GateReport:
     """Evaluate every check of the task on `doc` (None or {} = empty artifact: warning)."""
     replay = [{"id": r.id, "description": r.description} for r in task.gate.replay]
     if not doc:
-        return GateReport(task.slug, "warn", [], ["empty or missing artifact: nothing to check"], replay)
+        return GateReport(
+            task.slug, "warn", [], ["empty or missing artifact: nothing to check"], replay
+        )
     insts: list[Instance] = []
     warnings: list[str] = []
     for check in task.gate.check:

@@ -11,13 +11,16 @@ from fractions import Fraction
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import Strict as StrictMode
 
 from tbmm.exact import ExactError, parse_decimal
 from tbmm.forms import OPS, Form
 from tbmm.rules import Direction, Domain
 
 SLUG_RE = r"^(cumcm|mcm)-20\d\d-[abc]-[a-z0-9-]+$"
-PATH_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[(\d+|\*)\])*(\.[A-Za-z_][A-Za-z0-9_]*(\[(\d+|\*)\])*)*$")
+PATH_RE = re.compile(
+    r"^[A-Za-z_][A-Za-z0-9_]*(\[(\d+|\*)\])*(\.[A-Za-z_][A-Za-z0-9_]*(\[(\d+|\*)\])*)*$"
+)
 EXCLUSION_REASONS = (
     "number_only_in_figure",
     "figure_only",
@@ -40,6 +43,11 @@ def _decimal(v: str) -> str:
 
 
 DecimalStr = Annotated[str, Field(min_length=1)]
+# Enums and tuples arrive from TOML/JSON as str/list: validate them leniently, all else strictly.
+DirectionT = Annotated[Direction, StrictMode(False)]
+DomainT = Annotated[Domain, StrictMode(False)]
+FormT = Annotated[Form, StrictMode(False)]
+BBox = Annotated[tuple[float, float, float, float], StrictMode(False)]
 
 
 def _path(v: str) -> str:
@@ -72,7 +80,7 @@ class Figure(Strict):
     path: str
     container_path: str
     page: int = Field(ge=1)
-    bbox: tuple[float, float, float, float]
+    bbox: BBox
     caption: str
     sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
     width: int = Field(gt=0)
@@ -134,11 +142,11 @@ class MetricSpec(Strict):
 
     id: str = Field(pattern=r"^[a-z0-9_]+$")
     path: str
-    direction: Direction
+    direction: DirectionT
     weight: DecimalStr
     band: DecimalStr
     unit: str
-    domain: Domain = Domain.any
+    domain: DomainT = Domain.any
     rationale: str = Field(min_length=10)
     exclude: str = ""
 
@@ -179,7 +187,7 @@ class GateCheck(Strict):
     """One invariant instance template; `[*]` paths expand per list entry."""
 
     id: str = Field(pattern=r"^[a-z0-9_]+$")
-    form: Form
+    form: FormT
     unit: str = ""
     justification: str = Field(min_length=10)
     field: str | None = None

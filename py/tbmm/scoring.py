@@ -64,9 +64,15 @@ def lookup(doc: dict[str, Any], path: str) -> Value:
     if isinstance(node, exact.Num):
         return Value(node.value, node.text, "")
     if isinstance(node, exact.NonFinite):
-        what = "NaN/Infinity" if node.text.lower().lstrip("+-") in ("nan", "infinity", "inf") else "out-of-range number"
+        what = (
+            "NaN/Infinity"
+            if node.text.lower().lstrip("+-") in ("nan", "infinity", "inf")
+            else "out-of-range number"
+        )
         return Value(None, node.text, f"not a finite number ({what}: {node.text[:40]})")
-    kind = {bool: "boolean", str: "string", dict: "object", list: "list", type(None): "null"}.get(type(node), type(node).__name__)
+    kind = {bool: "boolean", str: "string", dict: "object", list: "list", type(None): "null"}.get(
+        type(node), type(node).__name__
+    )
     return Value(None, None, f"wrong type ({kind}, expected number)")
 
 
@@ -104,36 +110,67 @@ class MetricScore:
         }
 
 
-def score_metric(metric: Metric, doc: dict[str, Any] | None, anchor: Fraction | None = None, anchor_text: str | None = None) -> MetricScore:
+def score_metric(
+    metric: Metric,
+    doc: dict[str, Any] | None,
+    anchor: Fraction | None = None,
+    anchor_text: str | None = None,
+) -> MetricScore:
     """Reward of one metric; `anchor` overrides the task anchor (a panel paper's value)."""
     spec = metric.spec
     o = metric.anchor if anchor is None else anchor
     o_text = metric.anchor_text if anchor_text is None else anchor_text
     band_eff, widened = rules.effective_band(o, spec.band_q)
     base = dict(
-        id=spec.id, path=spec.path, direction=spec.direction.value, unit=spec.unit, weight=spec.weight_q,
-        anchor=o, anchor_text=o_text, band=spec.band_q, band_effective=band_eff,
+        id=spec.id,
+        path=spec.path,
+        direction=spec.direction.value,
+        unit=spec.unit,
+        weight=spec.weight_q,
+        anchor=o,
+        anchor_text=o_text,
+        band=spec.band_q,
+        band_effective=band_eff,
     )
     if spec.exclude:
-        return MetricScore(**base, value_text=None, reward=None, reason=f"excluded by config: {spec.exclude}", excluded=True)
+        return MetricScore(
+            **base,
+            value_text=None,
+            reward=None,
+            reason=f"excluded by config: {spec.exclude}",
+            excluded=True,
+        )
     if doc is None:
         return MetricScore(**base, value_text=None, reward=rules.ZERO, reason="missing artifact")
     v = lookup(doc, spec.path)
     if v.q is None:
         return MetricScore(**base, value_text=v.text, reward=rules.ZERO, reason=v.reason)
     if not rules.in_domain(v.q, spec.domain):
-        return MetricScore(**base, value_text=v.text, reward=rules.ZERO, reason=f"out of domain ({spec.domain.value})")
+        return MetricScore(
+            **base,
+            value_text=v.text,
+            reward=rules.ZERO,
+            reason=f"out of domain ({spec.domain.value})",
+        )
     r = rules.reward(spec.direction, v.q, o, spec.band_q)
     notes = []
     if widened and spec.direction is not Direction.exact_value:
-        notes.append(f"degenerate band {fraction_to_text(spec.band_q)} < 2% of |anchor|: widened to 5% = {fraction_to_text(band_eff)}")
-    if spec.direction in (Direction.higher_is_better, Direction.lower_is_better) and r == 1 and v.q != o:
+        notes.append(
+            f"degenerate band {fraction_to_text(spec.band_q)} < 2% of |anchor|: widened to 5% = {fraction_to_text(band_eff)}"
+        )
+    if (
+        spec.direction in (Direction.higher_is_better, Direction.lower_is_better)
+        and r == 1
+        and v.q != o
+    ):
         notes.append("beyond the anchor in the good direction")
     return MetricScore(**base, value_text=v.text, reward=r, reason="; ".join(notes))
 
 
 def raw_score(scores: list[MetricScore]) -> Fraction | None:
-    return rules.weighted_mean((s.weight, s.reward) for s in scores if not s.excluded and s.reward is not None)
+    return rules.weighted_mean(
+        (s.weight, s.reward) for s in scores if not s.excluded and s.reward is not None
+    )
 
 
 @dataclass
@@ -143,7 +180,12 @@ class PaperScore:
     score: Fraction
 
     def to_json(self) -> dict[str, Any]:
-        return {"paper_id": self.paper_id, "fields": self.fields, "score": round(float(self.score), ROUND), "score_exact": fraction_to_text(self.score)}
+        return {
+            "paper_id": self.paper_id,
+            "fields": self.fields,
+            "score": round(float(self.score), ROUND),
+            "score_exact": fraction_to_text(self.score),
+        }
 
 
 def panel_scores(task: Task, doc: dict[str, Any] | None) -> list[PaperScore]:
@@ -154,7 +196,10 @@ def panel_scores(task: Task, doc: dict[str, Any] | None) -> list[PaperScore]:
         fields = [k for k in paper.values if k in by_id]
         if not fields:
             continue
-        scores = [score_metric(by_id[k], doc, exact.parse_decimal(paper.values[k]), paper.values[k]) for k in fields]
+        scores = [
+            score_metric(by_id[k], doc, exact.parse_decimal(paper.values[k]), paper.values[k])
+            for k in fields
+        ]
         r = raw_score(scores)
         if r is not None:
             out.append(PaperScore(paper.paper_id, fields, r))
@@ -172,7 +217,9 @@ def extra_entry_notes(task: Task, doc: dict[str, Any]) -> list[str]:
                     walk(v, b[k], f"{path}.{k}" if path else k)
         elif isinstance(a, list) and isinstance(b, list):
             if len(b) > len(a):
-                notes.append(f"{path}: {len(b) - len(a)} extra entr{'y' if len(b) - len(a) == 1 else 'ies'} excluded (anchor has {len(a)})")
+                notes.append(
+                    f"{path}: {len(b) - len(a)} extra entr{'y' if len(b) - len(a) == 1 else 'ies'} excluded (anchor has {len(a)})"
+                )
             for i, (x, y) in enumerate(zip(a, b, strict=False)):
                 walk(x, y, f"{path}[{i}]")
 
@@ -207,7 +254,9 @@ class TaskScore:
             "raw": r(self.raw),
             "raw_exact": fraction_to_text(self.raw),
             "oracle_raw_exact": fraction_to_text(self.oracle_raw),
-            "baseline_raw_exact": None if self.baseline_raw is None else fraction_to_text(self.baseline_raw),
+            "baseline_raw_exact": None
+            if self.baseline_raw is None
+            else fraction_to_text(self.baseline_raw),
             "robust_bo_eval": r(self.robust_bo),
             "robust_bo_eval_exact": fraction_to_text(self.robust_bo),
             "literature_split": self.literature_split,
@@ -228,7 +277,9 @@ def baseline_artifact(task: Task, pipeline: str | None = None) -> dict[str, Any]
     by_id = {m.id: m for m in task.metrics}
     for mid, bv in values.items():
         if mid in by_id:
-            set_path(doc, by_id[mid].path, exact.Num(exact.parse_decimal(bv.value), bv.value, False))
+            set_path(
+                doc, by_id[mid].path, exact.Num(exact.parse_decimal(bv.value), bv.value, False)
+            )
     return doc
 
 
@@ -242,11 +293,15 @@ def baseline_raw(task: Task) -> Fraction:
     return _raw_of(task, baseline_artifact(task))
 
 
-def panel_o_eval(task: Task, doc: dict[str, Any] | None, o_eval_anchor: Fraction, panel: list[PaperScore]) -> Fraction:
+def panel_o_eval(
+    task: Task, doc: dict[str, Any] | None, o_eval_anchor: Fraction, panel: list[PaperScore]
+) -> Fraction:
     """Eq. (1): mean over papers with S_p != {} of R(m, S_p); empty panel -> the single anchor."""
     if not panel:
         return o_eval_anchor
-    return rules.clamp(sum((p.score for p in panel), rules.ZERO) / len(panel), rules.ZERO, rules.ONE)
+    return rules.clamp(
+        sum((p.score for p in panel), rules.ZERO) / len(panel), rules.ZERO, rules.ONE
+    )
 
 
 def score_task(task: Task, doc: dict[str, Any] | None, *, gate_failed: bool = False) -> TaskScore:
@@ -267,11 +322,30 @@ def score_task(task: Task, doc: dict[str, Any] | None, *, gate_failed: bool = Fa
     if status != "scored":
         o_anchor = o_eval = rules.ZERO
         robust = -rules.ONE
-        notes.append("missing artifact: O-Eval 0, Robust BO-Eval -1" if doc is None else "feasibility gate failed: O-Eval 0, Robust BO-Eval -1")
+        notes.append(
+            "missing artifact: O-Eval 0, Robust BO-Eval -1"
+            if doc is None
+            else "feasibility gate failed: O-Eval 0, Robust BO-Eval -1"
+        )
     else:
         o_anchor = rules.o_eval(raw, oracle_raw)
         o_eval = panel_o_eval(task, doc, o_anchor, panel)
         robust = rules.robust_bo(raw, oracle_raw, f)
     if task.panel.literature_split:
-        notes.append(f"literature-split task: kept in per-task tables, left out of headline means ({task.panel.literature_split_note})")
-    return TaskScore(task.slug, status, metrics, raw, oracle_raw, o_anchor, o_eval, panel, f, robust, task.panel.literature_split, notes)
+        notes.append(
+            f"literature-split task: kept in per-task tables, left out of headline means ({task.panel.literature_split_note})"
+        )
+    return TaskScore(
+        task.slug,
+        status,
+        metrics,
+        raw,
+        oracle_raw,
+        o_anchor,
+        o_eval,
+        panel,
+        f,
+        robust,
+        task.panel.literature_split,
+        notes,
+    )

@@ -53,7 +53,8 @@ def load_model(path: Path, model: type[M]) -> M:
         return model.model_validate(data)
     except ValidationError as exc:
         problems = "; ".join(
-            f"field {'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}" for err in exc.errors()
+            f"field {'.'.join(str(p) for p in err['loc']) or '<root>'}: {err['msg']}"
+            for err in exc.errors()
         )
         raise TaskFormatError(f"{path}: {problems}") from exc
 

