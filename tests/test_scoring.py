@@ -153,7 +153,7 @@ def test_multi_bo_cell() -> None:
 
 
 def test_multi_reference_panel_eq1(tmp_path) -> None:  # noqa: ANN001
-    from tests.conftest import make_task
+    from .conftest import make_task
 
     panel = {
         "papers": [

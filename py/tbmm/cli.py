@@ -360,3 +360,21 @@ def main() -> None:  # pragma: no cover - console entry
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
+
+
+@app.command()
+def bench(
+    task: Annotated[
+        str, typer.Option("--task", help="Task slug (a typical one by default).")
+    ] = "mcm-2025-b-juneau-tourism",
+    seconds: Annotated[float, typer.Option(help="Seconds per measurement.")] = 2.0,
+    tasks_root: TasksRoot = TASKS_ROOT,
+) -> None:
+    """Measure scoring throughput (artifacts/s) and gate throughput (checks/s) on one core."""
+    from tbmm.bench import bench_gate, bench_scoring
+
+    t = _task(task, tasks_root)
+    for r in (bench_scoring(t, seconds), bench_gate(t, seconds)):
+        console.print(
+            f"{r.name:12s} {r.task}: {r.count} in {r.seconds:.2f} s = [bold]{r.rate:,.0f}/s[/bold]"
+        )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 
@@ -52,13 +52,24 @@ def parse_decimal(text: str) -> Fraction:
     t = text.strip()
     if not _DECIMAL_RE.match(t):
         raise ExactError(f"not a decimal number: {text!r}")
-    mant, _, exp = t.lower().partition("e")
-    if exp and abs(int(exp)) > MAX_EXPONENT:
+    mant, _, exp_text = t.lower().partition("e")
+    exp = int(exp_text) if exp_text else 0
+    if abs(exp) > MAX_EXPONENT:
         raise ExactError(f"exponent out of range (|e| > {MAX_EXPONENT}): {text!r}")
-    try:
-        return Fraction(Decimal(t))
-    except (InvalidOperation, ValueError) as exc:  # pragma: no cover - regex guards this
-        raise ExactError(f"not a decimal number: {text!r}") from exc
+    whole, _, frac = mant.partition(".")
+    sign = -1 if whole.startswith("-") else 1
+    digits = int((whole.lstrip("+-") or "0") + frac) if (whole.lstrip("+-") or frac) else 0
+    exp -= len(frac)
+    if exp >= 0:
+        return Fraction(sign * digits * 10**exp)
+    return Fraction(sign * digits, 10**-exp)
+
+
+def _int(text: str) -> Num | NonFinite:
+    # JSON integers are plain digit strings; beyond MAX_EXPONENT digits they are refused.
+    if len(text) > MAX_EXPONENT:
+        return NonFinite(text)
+    return Num(Fraction(int(text)), text, True)
 
 
 def _num(text: str) -> Num | NonFinite:
@@ -77,7 +88,7 @@ def loads(text: str | bytes) -> Any:
     return json.loads(
         text,
         parse_float=_num,
-        parse_int=_num,
+        parse_int=_int,
         parse_constant=NonFinite,
     )
 

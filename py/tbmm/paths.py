@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any
 
 _TOKEN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)|\[(\d+|\*)\]|\.")
@@ -15,7 +16,8 @@ class PathError(KeyError):
         return str(self.args[0]) if self.args else "path error"
 
 
-def tokens(path: str) -> list[str | int]:
+@lru_cache(maxsize=4096)
+def tokens(path: str) -> tuple[str | int, ...]:
     out: list[str | int] = []
     pos = 0
     while pos < len(path):
@@ -27,7 +29,7 @@ def tokens(path: str) -> list[str | int]:
         elif m.group(2):
             out.append(-1 if m.group(2) == "*" else int(m.group(2)))
         pos = m.end()
-    return out
+    return tuple(out)
 
 
 def resolve(doc: Any, path: str) -> Any:

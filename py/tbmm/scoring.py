@@ -76,7 +76,7 @@ def lookup(doc: dict[str, Any], path: str) -> Value:
     return Value(None, None, f"wrong type ({kind}, expected number)")
 
 
-@dataclass
+@dataclass(slots=True)
 class MetricScore:
     id: str
     path: str
@@ -120,16 +120,18 @@ def score_metric(
     spec = metric.spec
     o = metric.anchor if anchor is None else anchor
     o_text = metric.anchor_text if anchor_text is None else anchor_text
-    band_eff, widened = rules.effective_band(o, spec.band_q)
+    band_eff, widened = (
+        metric.band_effective if anchor is None else rules.effective_band(o, metric.band)
+    )
     base = dict(
         id=spec.id,
         path=spec.path,
         direction=spec.direction.value,
         unit=spec.unit,
-        weight=spec.weight_q,
+        weight=metric.weight,
         anchor=o,
         anchor_text=o_text,
-        band=spec.band_q,
+        band=metric.band,
         band_effective=band_eff,
     )
     if spec.exclude:
@@ -152,11 +154,11 @@ def score_metric(
             reward=rules.ZERO,
             reason=f"out of domain ({spec.domain.value})",
         )
-    r = rules.reward(spec.direction, v.q, o, spec.band_q)
+    r = rules.reward(spec.direction, v.q, o, metric.band)
     notes = []
     if widened and spec.direction is not Direction.exact_value:
         notes.append(
-            f"degenerate band {fraction_to_text(spec.band_q)} < 2% of |anchor|: widened to 5% = {fraction_to_text(band_eff)}"
+            f"degenerate band {fraction_to_text(metric.band)} < 2% of |anchor|: widened to 5% = {fraction_to_text(band_eff)}"
         )
     if (
         spec.direction in (Direction.higher_is_better, Direction.lower_is_better)
@@ -188,21 +190,31 @@ class PaperScore:
         }
 
 
-def panel_scores(task: Task, doc: dict[str, Any] | None) -> list[PaperScore]:
-    """R(m, S_p) for every panel paper p with a non-empty scored field set S_p (eq. 1)."""
-    by_id = {m.id: m for m in task.metrics if not m.spec.exclude}
+def panel_scores(
+    task: Task,
+    doc: dict[str, Any] | None,
+    own: dict[str, MetricScore] | None = None,
+    own_raw: Fraction | None = None,
+) -> list[PaperScore]:
+    """R(m, S_p) for every panel paper p with a non-empty scored field set S_p (eq. 1).
+
+    `own` are the scores against the task anchor (raw score `own_raw`), reused where a
+    paper's value is the anchor's: a paper that reports the anchor on every scored field
+    has R(m, S_p) = own_raw without recomputation.
+    """
+    own = own or {}
+    scored_ids = {k for k, s in own.items() if not s.excluded}
     out = []
-    for paper in task.panel.papers:
-        fields = [k for k in paper.values if k in by_id]
-        if not fields:
-            continue
+    for paper_id, fields in task.panel_anchors:
         scores = [
-            score_metric(by_id[k], doc, exact.parse_decimal(paper.values[k]), paper.values[k])
-            for k in fields
+            own[m.id] if m.id in own and q == m.anchor else score_metric(m, doc, q, text)
+            for m, q, text in fields
         ]
-        r = raw_score(scores)
+        ids = {m.id for m, _, _ in fields}
+        reused = all(own.get(m.id) is sc for (m, _, _), sc in zip(fields, scores, strict=True))
+        r = own_raw if own_raw is not None and reused and ids == scored_ids else raw_score(scores)
         if r is not None:
-            out.append(PaperScore(paper.paper_id, fields, r))
+            out.append(PaperScore(paper_id, [m.id for m, _, _ in fields], r))
     return out
 
 
@@ -289,8 +301,17 @@ def _raw_of(task: Task, doc: dict[str, Any] | None) -> Fraction:
 
 
 def baseline_raw(task: Task) -> Fraction:
-    """F: the baseline entry's raw score (unmapped metrics count as missing, i.e. 0)."""
-    return _raw_of(task, baseline_artifact(task))
+    """F: the baseline entry's raw score (unmapped metrics count as missing, i.e. 0); cached per task."""
+    if "baseline_raw" not in task._cache:
+        task._cache["baseline_raw"] = _raw_of(task, baseline_artifact(task))
+    return task._cache["baseline_raw"]
+
+
+def oracle_raw(task: Task) -> Fraction:
+    """O: the anchor reproduction's raw score (1 by construction; computed, not assumed)."""
+    if "oracle_raw" not in task._cache:
+        task._cache["oracle_raw"] = _raw_of(task, task.anchor_artifact)
+    return task._cache["oracle_raw"]
 
 
 def panel_o_eval(
@@ -307,7 +328,7 @@ def panel_o_eval(
 def score_task(task: Task, doc: dict[str, Any] | None, *, gate_failed: bool = False) -> TaskScore:
     """All task-level scores for one artifact (`doc` None = missing artifact)."""
     metrics = [score_metric(m, doc) for m in task.metrics]
-    oracle_raw = _raw_of(task, task.anchor_artifact)
+    o_raw = oracle_raw(task)
     raw = raw_score(metrics) or rules.ZERO
     f = baseline_raw(task)
     notes: list[str] = []
@@ -318,7 +339,7 @@ def score_task(task: Task, doc: dict[str, Any] | None, *, gate_failed: bool = Fa
     else:
         status = "scored"
         notes = extra_entry_notes(task, doc)
-    panel = panel_scores(task, doc)
+    panel = panel_scores(task, doc, {m.id: m for m in metrics}, raw)
     if status != "scored":
         o_anchor = o_eval = rules.ZERO
         robust = -rules.ONE
@@ -328,9 +349,9 @@ def score_task(task: Task, doc: dict[str, Any] | None, *, gate_failed: bool = Fa
             else "feasibility gate failed: O-Eval 0, Robust BO-Eval -1"
         )
     else:
-        o_anchor = rules.o_eval(raw, oracle_raw)
+        o_anchor = rules.o_eval(raw, o_raw)
         o_eval = panel_o_eval(task, doc, o_anchor, panel)
-        robust = rules.robust_bo(raw, oracle_raw, f)
+        robust = rules.robust_bo(raw, o_raw, f)
     if task.panel.literature_split:
         notes.append(
             f"literature-split task: kept in per-task tables, left out of headline means ({task.panel.literature_split_note})"

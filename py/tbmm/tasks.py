@@ -59,13 +59,21 @@ def load_model(path: Path, model: type[M]) -> M:
         raise TaskFormatError(f"{path}: {problems}") from exc
 
 
-@dataclass(frozen=True)
+@dataclass
 class Metric:
     """A scored metric with its anchor resolved from anchor.json (exact)."""
 
     spec: MetricSpec
     anchor_text: str
     anchor: Fraction
+    weight: Fraction
+    band: Fraction
+
+    @cached_property
+    def band_effective(self) -> tuple[Fraction, bool]:
+        from tbmm.rules import effective_band
+
+        return effective_band(self.anchor, self.band)
 
     @property
     def id(self) -> str:
@@ -166,6 +174,19 @@ class Task:
         return (exact.dumps(self.anchor_artifact) + "\n").encode("utf-8")
 
     @cached_property
+    def panel_anchors(self) -> list[tuple[str, list[tuple[Metric, Fraction, str]]]]:
+        """Per panel paper with scored values: (paper id, [(metric, its value as anchor, text)])."""
+        by_id = {m.id: m for m in self.metrics if not m.spec.exclude}
+        out = []
+        for paper in self.panel.papers:
+            fields = [
+                (by_id[k], exact.parse_decimal(v), v) for k, v in paper.values.items() if k in by_id
+            ]
+            if fields:
+                out.append((paper.paper_id, fields))
+        return out
+
+    @cached_property
     def metrics(self) -> list[Metric]:
         out: list[Metric] = []
         for spec in self.scoring.metric:
@@ -179,7 +200,7 @@ class Task:
                 raise TaskFormatError(
                     f"{self.dir / 'scoring.toml'}: metric {spec.id}: anchor at {spec.path} is not a finite number"
                 )
-            out.append(Metric(spec, leaf.text, leaf.value))
+            out.append(Metric(spec, leaf.text, leaf.value, spec.weight_q, spec.band_q))
         return out
 
 

@@ -1,0 +1,60 @@
+"""Throughput benchmarks (a script, not a timed test: absolute timings are noisy here).
+
+`tbmm bench` measures, on one core in this process:
+* scoring: artifacts parsed from JSON text and scored (all task-level scores) per second;
+* gate: gate check instances evaluated per second.
+Each variant of the anchor artifact is perturbed so that nothing is served from a cache.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from tbmm import exact
+from tbmm.gate import run_gate
+from tbmm.scoring import read_artifact, score_task
+from tbmm.tasks import Task
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    name: str
+    task: str
+    count: int
+    seconds: float
+
+    @property
+    def rate(self) -> float:
+        return self.count / self.seconds if self.seconds else float("inf")
+
+
+def _variants(task: Task, n: int) -> list[bytes]:
+    base = exact.dumps(task.anchor_artifact, indent=None)
+    m = task.metrics[0]
+    out = []
+    for i in range(n):
+        bumped = exact.fraction_to_text(m.anchor + exact.parse_decimal(f"0.{i:06d}"))
+        out.append(base.replace(m.anchor_text, bumped, 1).encode())
+    return out
+
+
+def bench_scoring(task: Task, seconds: float = 2.0) -> BenchResult:
+    blobs = _variants(task, 1000)
+    score_task(task, read_artifact(blobs[0]))  # warm caches of the task's own files
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for b in blobs:
+            score_task(task, read_artifact(b))
+        n += len(blobs)
+    return BenchResult("scoring", task.slug, n, time.perf_counter() - t0)
+
+
+def bench_gate(task: Task, seconds: float = 2.0) -> BenchResult:
+    docs = [read_artifact(b) for b in _variants(task, 200)]
+    run_gate(task, docs[0])
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for d in docs:
+            n += len(run_gate(task, d).instances)
+    return BenchResult("gate checks", task.slug, n, time.perf_counter() - t0)

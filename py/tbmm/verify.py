@@ -1,0 +1,118 @@
+"""`tbmm verify`: schema check + feasibility gate + score + Lean kernel check, one report.
+
+Exit codes: 0 feasible (the gate passed or only warned, and the Lean certificate of the
+artifact's invariants checked), 1 infeasible (names the failing obligation and field),
+2 unreadable input. A failed gate (either layer) zeroes the task: O-Eval 0, Robust
+BO-Eval -1.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from tbmm import exact
+from tbmm.gate import run_gate
+from tbmm.paths import PathError, resolve
+from tbmm.scoring import ArtifactError, read_artifact, score_task
+from tbmm.tasks import Task
+
+
+class VerifyReport(BaseModel):
+    """Everything known about one artifact of one task (JSON-serialisable, stored by the harness)."""
+
+    task: str
+    exit_code: int  # 0 feasible, 1 infeasible, 2 unreadable
+    readable: bool
+    error: str = ""
+    schema_issues: list[str] = []
+    gate: str = "skipped"  # pass | warn | fail | skipped
+    lean: str = "skipped"  # ok | fail | skipped
+    lean_detail: dict[str, Any] = {}
+    failing: list[str] = []  # failing obligations / checks, each naming the artifact field
+    o_eval: float = 0.0
+    o_eval_exact: str = "0"
+    raw_exact: str = "0"
+    robust_bo_eval: float = -1.0
+    robust_bo_eval_exact: str = "-1"
+    status: str = "unreadable"
+    score: dict[str, Any] = {}
+    gate_report: dict[str, Any] = {}
+
+
+def schema_issues(task: Task, doc: dict[str, Any]) -> list[str]:
+    """Fields of the schema that are missing or of the wrong type (informative, not fatal)."""
+    issues = []
+    for f in task.artifact_map.field:
+        try:
+            node = resolve(doc, f.path)
+        except PathError:
+            issues.append(f"{f.path}: missing")
+            continue
+        if f.type == "list[number]":
+            ok = isinstance(node, list) and all(isinstance(x, exact.Num) for x in node)
+        else:
+            ok = isinstance(node, exact.Num) and (
+                f.type != "integer" or node.value.denominator == 1
+            )
+        if not ok:
+            issues.append(f"{f.path}: expected {f.type}")
+    return issues
+
+
+def verify_artifact(task: Task, data: bytes | None, *, lean: bool = True) -> VerifyReport:
+    """Verify one artifact (None = the agent wrote nothing). Never raises on bad input."""
+    if data is None:
+        s = score_task(task, None)
+        return VerifyReport(
+            task=task.slug,
+            exit_code=2,
+            readable=False,
+            error="missing artifact",
+            status=s.status,
+            score=s.to_json(),
+        )
+    try:
+        doc = read_artifact(data)
+    except ArtifactError as exc:
+        s = score_task(task, None)
+        return VerifyReport(
+            task=task.slug,
+            exit_code=2,
+            readable=False,
+            error=str(exc),
+            status="unreadable",
+            score=s.to_json(),
+        )
+    g = run_gate(task, doc)
+    failing = [f"gate {i.name} ({i.check.form.value}): {i.message}" for i in g.failed]
+    lean_state, lean_detail = "skipped", {}
+    if lean:
+        from tbmm.lean.certify import check_artifact
+
+        lr = check_artifact(task, doc)
+        lean_state = "ok" if lr.ok else "fail"
+        lean_detail = lr.to_json()
+        failing += [f"lean {o}" for o in lr.failing]
+    infeasible = g.verdict == "fail" or lean_state == "fail"
+    s = score_task(task, doc, gate_failed=infeasible)
+    sj = s.to_json()
+    return VerifyReport(
+        task=task.slug,
+        exit_code=1 if infeasible else 0,
+        readable=True,
+        schema_issues=schema_issues(task, doc),
+        gate=g.verdict,
+        lean=lean_state,
+        lean_detail=lean_detail,
+        failing=failing,
+        o_eval=sj["o_eval"],
+        o_eval_exact=sj["o_eval_exact"],
+        raw_exact=sj["raw_exact"],
+        robust_bo_eval=sj["robust_bo_eval"],
+        robust_bo_eval_exact=sj["robust_bo_eval_exact"],
+        status=s.status,
+        score=sj,
+        gate_report=g.to_json(),
+    )

@@ -1,0 +1,198 @@
+"""The 18-task suite: validation, Harbor config, and one broken copy per validate invariant."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tbmm.tasks import TASKS_ROOT, Task
+from tbmm.validate import harbor_problems, validate_all, validate_task
+
+from .conftest import SOURCE
+
+
+def test_suite_validates(suite: list[Task]) -> None:
+    n, problems = validate_all(TASKS_ROOT)
+    assert n == 18
+    assert not problems, "\n".join(f"{p.task} [{p.check}] {p.message}" for p in problems)
+
+
+def test_suite_shape(suite: list[Task]) -> None:
+    assert sorted(t.suite for t in suite).count("CUMCM") == 9
+    assert {(t.manifest.year, t.manifest.problem) for t in suite if t.suite == "MCM"} == {
+        (y, p) for y in (2023, 2024, 2025) for p in "ABC"
+    }
+    total = sum(len(t.scoring.metric) for t in suite)
+    assert 36 <= total <= 108, total  # 2-6 per task
+
+
+def test_every_task_toml_has_harbor_fields(suite: list[Task]) -> None:
+    for t in suite:
+        assert harbor_problems(t.harbor) == [], t.slug
+        assert (t.dir / "tests" / "test.sh").stat().st_mode & 0o111
+        assert (t.dir / "environment" / "Dockerfile").read_text().startswith("# Generated")
+
+
+def test_schema_never_asks_for_anchor_strings(suite: list[Task]) -> None:
+    for t in suite:
+        text = json.dumps(t.schema, ensure_ascii=False)
+        assert "paper_id" not in text and "paper_title" not in text
+        assert t.manifest.provenance.paper_title not in text
+
+
+def test_missing_upstream_attachments_are_declared(suite: list[Task]) -> None:
+    missing = {(t.slug, a.path.rsplit("/", 1)[-1]) for t in suite for a in t.manifest.attachments if not a.present}
+    assert missing == {
+        ("cumcm-2023-c-vegetable-pricing", "附件2.xlsx"),
+        ("mcm-2025-c-olympic-medals", "2025_MCM_Problem_C.pdf"),
+        ("mcm-2025-c-olympic-medals", "summerOly_athletes.csv"),
+    }
+    for t in suite:
+        for a in t.manifest.attachments:
+            if not a.present:
+                assert a.upstream and "fetch-assets" in a.note
+
+
+# ---- broken copies: validate must reject each one --------------------------------------
+
+def _copy(task: Task, tmp_path: Path) -> Path:
+    dst = tmp_path / task.suite / task.slug
+    shutil.copytree(task.dir, dst)
+    return dst
+
+
+def _checks(d: Path) -> set[str]:
+    return {p.check for p in validate_task(d)}
+
+
+def _messages(d: Path) -> str:
+    return "\n".join(p.message for p in validate_task(d))
+
+
+@pytest.fixture
+def figured(suite: list[Task]) -> Task:
+    return next(t for t in suite if t.manifest.figures)
+
+
+def test_broken_metric_path(figured: Task, tmp_path: Path) -> None:
+    d = _copy(figured, tmp_path)
+    s = (d / "scoring.toml").read_text()
+    first = figured.scoring.metric[0].path
+    (d / "scoring.toml").write_text(s.replace(f'path = "{first}"', 'path = "no_such.field"', 1))
+    assert "scoring" in _checks(d)
+    assert "no_such.field" in _messages(d)
+
+
+def test_broken_checksum(figured: Task, tmp_path: Path) -> None:
+    d = _copy(figured, tmp_path)
+    att = next(a for a in figured.manifest.attachments if a.present)
+    (d / att.path).write_bytes((d / att.path).read_bytes() + b"tampered")
+    assert "attachments" in _checks(d)
+
+
+def test_broken_figure(figured: Task, tmp_path: Path) -> None:
+    d = _copy(figured, tmp_path)
+    (d / figured.manifest.figures[0].path).unlink()
+    assert "figures" in _checks(d)
+
+
+def test_figure_not_inline(figured: Task, tmp_path: Path) -> None:
+    d = _copy(figured, tmp_path)
+    fig = figured.manifest.figures[0]
+    (d / "instruction.md").write_text((d / "instruction.md").read_text().replace(fig.container_path, "/elsewhere.png"))
+    assert "figures" in _checks(d)
+
+
+def test_broken_metric_count(figured: Task, tmp_path: Path) -> None:
+    d = _copy(figured, tmp_path)
+    s = (d / "scoring.toml").read_text()
+    (d / "scoring.toml").write_text(s + s.replace('id = "', 'id = "dup_') * 2)
+    assert "scoring" in _checks(d)
+    assert "at most 6" in _messages(d) or "6 items" in _messages(d)
+
+
+def test_broken_direction(figured: Task, tmp_path: Path) -> None:
+    d = _copy(figured, tmp_path)
+    s = (d / "scoring.toml").read_text()
+    direction = figured.scoring.metric[0].direction.value
+    (d / "scoring.toml").write_text(s.replace(f'direction = "{direction}"', 'direction = "closeness_to_outstanding"', 1))
+    msg = _messages(d)
+    assert "direction" in msg and "scoring.toml" in msg
+
+
+def test_broken_schema_asks_for_paper_id(figured: Task, tmp_path: Path) -> None:
+    d = _copy(figured, tmp_path)
+    schema = json.loads((d / "artifact_schema.json").read_text())
+    schema["paper_id"] = "string"
+    (d / "artifact_schema.json").write_text(json.dumps(schema))
+    assert "schema" in _checks(d)
+    assert "paper_id" in _messages(d)
+
+
+def test_broken_bookkeeping_metric(figured: Task, tmp_path: Path) -> None:
+    d = _copy(figured, tmp_path)
+    amap = (d / "artifact_map.toml").read_text()
+    first = figured.scoring.metric[0].path
+    new = first.rsplit(".", 1)[0] + ".search_rows" if "." in first else "search_rows"
+    (d / "artifact_map.toml").write_text(amap.replace(f'path = "{first}"', f'path = "{new}"', 1))
+    (d / "scoring.toml").write_text((d / "scoring.toml").read_text().replace(f'path = "{first}"', f'path = "{new}"', 1))
+    assert "bookkeeping" in _messages(d)
+
+
+def test_broken_gate_on_anchor(figured: Task, tmp_path: Path) -> None:
+    d = _copy(figured, tmp_path)
+    field = figured.artifact_map.field[0].path
+    value = figured.metrics[0].anchor if figured.metrics[0].path == field else None
+    extra = f'\n[[check]]\nid = "impossible"\nform = "threshold"\nfield = "{field}"\nop = "<"\nbound = "-1e300"\njustification = "a deliberately impossible bound"\n'
+    del value
+    (d / "gate.toml").write_text((d / "gate.toml").read_text() + extra)
+    assert "gate" in _checks(d)
+    assert "impossible" in _messages(d)
+
+
+def test_broken_toml_names_file(figured: Task, tmp_path: Path) -> None:
+    d = _copy(figured, tmp_path)
+    (d / "gate.toml").write_text("[[check]\nbroken")
+    msg = _messages(d)
+    assert "gate.toml" in msg and "cannot parse" in msg
+
+
+def test_broken_harbor_config(figured: Task, tmp_path: Path) -> None:
+    d = _copy(figured, tmp_path)
+    (d / "task.toml").write_text((d / "task.toml").read_text().replace("allow_internet = false", "allow_internet = true"))
+    assert "harbor" in _checks(d)
+
+
+def test_broken_anchor_paper_value(figured: Task, tmp_path: Path) -> None:
+    d = _copy(figured, tmp_path)
+    panel = json.loads((d / "panel.json").read_text())
+    paper = next(p for p in panel["papers"] if p.get("role") == "anchor" and p["values"])
+    k = next(iter(paper["values"]))
+    paper["values"][k] = "123456789"
+    (d / "panel.json").write_text(json.dumps(panel))
+    assert "panel" in _checks(d)
+
+
+def test_build_is_reproducible(suite: list[Task], tmp_path: Path) -> None:
+    """Rebuilding from the source release reproduces the committed generated files exactly."""
+    if not SOURCE.is_dir():
+        pytest.skip(f"source release not found at {SOURCE}")
+    from tbmm.build import build_all
+
+    out = tmp_path / "tasks"
+    for t in suite:
+        dst = out / t.suite / t.slug
+        dst.mkdir(parents=True)
+        for name in ("artifact_map.toml", "scoring.toml", "gate.toml", "panel.json", "baseline.json", "figures.toml"):
+            if (t.dir / name).is_file():
+                shutil.copy(t.dir / name, dst / name)
+    build_all(SOURCE, out)
+    for t in suite:
+        for f in sorted(p for p in t.dir.rglob("*") if p.is_file()):
+            rel = f.relative_to(t.dir)
+            if rel.parts[-1].startswith(".") or "attachments" in rel.parts and not (out / t.suite / t.slug / rel).exists():
+                continue
+            assert (out / t.suite / t.slug / rel).read_bytes() == f.read_bytes(), f"{t.slug}/{rel} differs after rebuild"
