@@ -378,3 +378,58 @@ def bench(
         console.print(
             f"{r.name:12s} {r.task}: {r.count} in {r.seconds:.2f} s = [bold]{r.rate:,.0f}/s[/bold]"
         )
+
+
+@app.command()
+def verify(
+    artifact: Annotated[Path, typer.Argument(help="The agent's JSON artifact.")],
+    task: Annotated[str, typer.Option("--task", help="Task slug.")],
+    tasks_root: TasksRoot = TASKS_ROOT,
+    as_json: JsonFlag = False,
+    no_lean: Annotated[bool, typer.Option("--no-lean", help="Skip the Lean kernel check (gate and score only).")] = False,
+) -> None:
+    """Schema + gate + score + Lean kernel check. Exit 0 feasible, 1 infeasible, 2 unreadable."""
+    from tbmm.verify import verify_artifact
+
+    t = _task(task, tasks_root)
+    try:
+        data = artifact.read_bytes()
+    except OSError as exc:
+        raise _fail(f"cannot read {artifact}: {exc.strerror or exc}") from exc
+    try:
+        rep = verify_artifact(t, data, lean=not no_lean)
+    except TaskFormatError as exc:
+        raise _fail(str(exc)) from exc
+    if as_json:
+        print(json.dumps(rep.model_dump(mode="json"), indent=2, ensure_ascii=False))
+        raise typer.Exit(rep.exit_code)
+    if not rep.readable:
+        raise _fail(f"{artifact}: {rep.error}")
+    for issue in rep.schema_issues:
+        console.print(f"[yellow]schema:[/yellow] {issue}", highlight=False)
+    style = {0: "green", 1: "red"}[rep.exit_code]
+    verdict = "FEASIBLE" if rep.exit_code == 0 else "INFEASIBLE"
+    lean = rep.lean_detail
+    console.print(
+        f"[{style}]{verdict}[/{style}] {rep.task}: gate {rep.gate}, Lean {rep.lean}"
+        + (f" ({lean.get('obligations', 0)} obligations, {lean.get('seconds', 0)} s, {lean.get('toolchain', '')})" if lean else ""),
+        highlight=False,
+    )
+    for f in rep.failing:
+        console.print(f"  [red]✗[/red] {f}", highlight=False)
+    for g in lean.get("gaps", []) if lean else []:
+        console.print(f"  [yellow]gap (not claimed):[/yellow] {g}", highlight=False)
+    console.print(
+        f"O-Eval {rep.o_eval:.4f} [{rep.o_eval_exact}] | raw {rep.raw_exact} | Robust BO-Eval {rep.robust_bo_eval:.4f} | status {rep.status}",
+        highlight=False,
+    )
+    raise typer.Exit(rep.exit_code)
+
+
+def _mount_subapps() -> None:
+    from tbmm.lean.cli import lean_app
+
+    app.add_typer(lean_app, name="lean")
+
+
+_mount_subapps()

@@ -361,7 +361,7 @@ def score_task(task: Task, doc: dict[str, Any] | None, *, gate_failed: bool = Fa
         status,
         metrics,
         raw,
-        oracle_raw,
+        o_raw,
         o_anchor,
         o_eval,
         panel,
