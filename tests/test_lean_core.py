@@ -116,7 +116,7 @@ def test_false_obligation_fails_naming_the_theorem(project: Path, tmp_path: Path
 def test_build_stops_at_failing_certificate(project: Path, tmp_path: Path) -> None:
     root = copy_project(tmp_path / "p", project)
     cert = root / "TBMM" / "Cert" / "Broken.lean"
-    cert.parent.mkdir()
+    cert.parent.mkdir(exist_ok=True)
     cert.write_text(
         module(
             [

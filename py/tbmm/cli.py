@@ -386,7 +386,9 @@ def verify(
     task: Annotated[str, typer.Option("--task", help="Task slug.")],
     tasks_root: TasksRoot = TASKS_ROOT,
     as_json: JsonFlag = False,
-    no_lean: Annotated[bool, typer.Option("--no-lean", help="Skip the Lean kernel check (gate and score only).")] = False,
+    no_lean: Annotated[
+        bool, typer.Option("--no-lean", help="Skip the Lean kernel check (gate and score only).")
+    ] = False,
 ) -> None:
     """Schema + gate + score + Lean kernel check. Exit 0 feasible, 1 infeasible, 2 unreadable."""
     from tbmm.verify import verify_artifact
@@ -412,7 +414,11 @@ def verify(
     lean = rep.lean_detail
     console.print(
         f"[{style}]{verdict}[/{style}] {rep.task}: gate {rep.gate}, Lean {rep.lean}"
-        + (f" ({lean.get('obligations', 0)} obligations, {lean.get('seconds', 0)} s, {lean.get('toolchain', '')})" if lean else ""),
+        + (
+            f" ({lean.get('obligations', 0)} obligations, {lean.get('seconds', 0)} s, {lean.get('toolchain', '')})"
+            if lean
+            else ""
+        ),
         highlight=False,
     )
     for f in rep.failing:

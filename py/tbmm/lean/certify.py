@@ -102,7 +102,11 @@ def gate_statement(inst: Instance) -> str:
     if c.form is Form.threshold:
         return f"Forms.threshold {S.rat(vals('field')[0])} {S.cmp(c.op)} {S.rat(q(c.bound))}"
     coef = q(c.coef) if c.coef is not None else Fraction(1)
-    bound = f"(Rat.prod {S.rat_list(vals('bound_factors'), common_den=False)})" if c.bound is None else S.rat(q(c.bound))
+    bound = (
+        f"(Rat.prod {S.rat_list(vals('bound_factors'), common_den=False)})"
+        if c.bound is None
+        else S.rat(q(c.bound))
+    )
     return f"Forms.product {S.rat_list(vals('factors'), common_den=False)} {S.rat(coef)} {S.cmp(c.op)} {bound}"
 
 
@@ -121,11 +125,17 @@ def _score_expr(task_metric, value: Fraction | None, anchor: Fraction) -> str:  
 
 
 def _mean_expr(items: list[tuple[Fraction, str]]) -> str:
-    ws = "".join(f"(List.cons (Weighted.mk {S.rat(w)} ({e})) " for w, e in items) + "List.nil" + ")" * len(items)
+    ws = (
+        "".join(f"(List.cons (Weighted.mk {S.rat(w)} ({e})) " for w, e in items)
+        + "List.nil"
+        + ")" * len(items)
+    )
     return f"Rat.div (Reward.weightedSum {ws}) (Reward.totalWeight {ws})"
 
 
-def obligations_for(task: Task, doc: dict[str, Any], *, witness_failures: bool = False) -> tuple[list[Obligation], list[str]]:
+def obligations_for(
+    task: Task, doc: dict[str, Any], *, witness_failures: bool = False
+) -> tuple[list[Obligation], list[str]]:
     """Every obligation of `doc` for `task`, and the gaps (fields it does not give)."""
     obs: list[Obligation] = []
     gaps: list[str] = []
@@ -142,13 +152,29 @@ def obligations_for(task: Task, doc: dict[str, Any], *, witness_failures: bool =
                 continue
             if inst.status == "bad":
                 # Not a finite number: nothing to state in Lean; reported as a failing obligation.
-                obs.append(Obligation(name, "Bool.false", True, "gate", check.form.value, check.id, fields))
+                obs.append(
+                    Obligation(name, "Bool.false", True, "gate", check.form.value, check.id, fields)
+                )
                 continue
             holds = inst.status == "pass"
             if not holds and witness_failures:
-                obs.append(Obligation(name + "_violated", gate_statement(inst), False, "gate", check.form.value, check.id, fields))
+                obs.append(
+                    Obligation(
+                        name + "_violated",
+                        gate_statement(inst),
+                        False,
+                        "gate",
+                        check.form.value,
+                        check.id,
+                        fields,
+                    )
+                )
             else:
-                obs.append(Obligation(name, gate_statement(inst), True, "gate", check.form.value, check.id, fields))
+                obs.append(
+                    Obligation(
+                        name, gate_statement(inst), True, "gate", check.form.value, check.id, fields
+                    )
+                )
 
     scored: list[tuple[Any, Fraction | None, Fraction]] = []
     for m in task.metrics:
@@ -159,34 +185,217 @@ def obligations_for(task: Task, doc: dict[str, Any], *, witness_failures: bool =
             gaps.append(f"metric {m.id}: {v.reason}")
         else:
             ok = rules.in_domain(v.q, m.spec.domain)
-            obs.append(Obligation(_safe(f"domain_{m.id}"), f"Reward.inDomain {S.rat(v.q)} {S.domain(m.spec.domain.value)}", ok, "domain", "domain", m.id, (m.path,)))
+            obs.append(
+                Obligation(
+                    _safe(f"domain_{m.id}"),
+                    f"Reward.inDomain {S.rat(v.q)} {S.domain(m.spec.domain.value)}",
+                    ok,
+                    "domain",
+                    "domain",
+                    m.id,
+                    (m.path,),
+                )
+            )
         ms = score_metric(m, doc)
         assert ms.reward is not None
         scored.append((m, v.q, ms.reward))
-        obs.append(Obligation(_safe(f"score_{m.id}"), f"Rat.beq ({_score_expr(m, v.q, m.anchor)}) {S.rat(ms.reward)}", True, "score", m.spec.direction.value, m.id, (m.path,)))
+        obs.append(
+            Obligation(
+                _safe(f"score_{m.id}"),
+                f"Rat.beq ({_score_expr(m, v.q, m.anchor)}) {S.rat(ms.reward)}",
+                True,
+                "score",
+                m.spec.direction.value,
+                m.id,
+                (m.path,),
+            )
+        )
     if scored:
         raw = rules.weighted_mean((m.weight, r) for m, _, r in scored) or rules.ZERO
         raw_expr = _mean_expr([(m.weight, _score_expr(m, x, m.anchor)) for m, x, _ in scored])
         paths = tuple(m.path for m, _, _ in scored)
-        obs.append(Obligation("raw", f"Rat.beq ({raw_expr}) {S.rat(raw)}", True, "task", "raw", "raw", paths))
+        obs.append(
+            Obligation(
+                "raw", f"Rat.beq ({raw_expr}) {S.rat(raw)}", True, "task", "raw", "raw", paths
+            )
+        )
         from tbmm.scoring import baseline_raw, oracle_raw
 
         o_raw, f_raw = oracle_raw(task), baseline_raw(task)
-        obs.append(Obligation("oeval", f"Rat.beq (Reward.oEval {S.rat(raw)} {S.rat(o_raw)}) {S.rat(rules.o_eval(raw, o_raw))}", True, "task", "o_eval", "o_eval", paths))
-        obs.append(Obligation("robust_bo", f"Rat.beq (Reward.robustBo {S.rat(raw)} {S.rat(o_raw)} {S.rat(f_raw)}) {S.rat(rules.robust_bo(raw, o_raw, f_raw))}", True, "task", "robust_bo", "robust_bo", paths))
+        obs.append(
+            Obligation(
+                "oeval",
+                f"Rat.beq (Reward.oEval {S.rat(raw)} {S.rat(o_raw)}) {S.rat(rules.o_eval(raw, o_raw))}",
+                True,
+                "task",
+                "o_eval",
+                "o_eval",
+                paths,
+            )
+        )
+        obs.append(
+            Obligation(
+                "robust_bo",
+                f"Rat.beq (Reward.robustBo {S.rat(raw)} {S.rat(o_raw)} {S.rat(f_raw)}) {S.rat(rules.robust_bo(raw, o_raw, f_raw))}",
+                True,
+                "task",
+                "robust_bo",
+                "robust_bo",
+                paths,
+            )
+        )
         by_paper = {p.paper_id: p for p in panel_scores(task, doc)}
         for i, (paper_id, fields) in enumerate(task.panel_anchors):
             ps = by_paper.get(paper_id)
             if ps is None:
                 continue
-            expr = _mean_expr([(m.weight, _score_expr(m, lookup(doc, m.path).q, q)) for m, q, _ in fields])
-            obs.append(Obligation(f"panel_{i}", f"Rat.beq ({expr}) {S.rat(ps.score)}", True, "task", "panel", f"panel[{i}]", tuple(m.path for m, _, _ in fields)))
+            expr = _mean_expr(
+                [(m.weight, _score_expr(m, lookup(doc, m.path).q, q)) for m, q, _ in fields]
+            )
+            obs.append(
+                Obligation(
+                    f"panel_{i}",
+                    f"Rat.beq ({expr}) {S.rat(ps.score)}",
+                    True,
+                    "task",
+                    "panel",
+                    f"panel[{i}]",
+                    tuple(m.path for m, _, _ in fields),
+                )
+            )
     return obs, gaps
 
 
-def render(task: Task, doc: dict[str, Any], *, module: str | None = None, witness_failures: bool = False) -> Certificate:
+def contract_obligations(task: Task) -> list[Obligation]:
+    """The scoring contract of this task's panel, instantiated at each metric's anchor and band.
+
+    One-sidedness (a value a full band beyond the anchor in the good direction scores 1),
+    linear decay (half a band short scores 1/2; a target half a band off on either side
+    scores 1/2), and calibration (a full band short, or off, scores 0; an exact-value
+    metric scores 0 one unit away). Plus the baseline entry's raw score F from its values.
+    """
+    obs: list[Obligation] = []
+    half = Fraction(1, 2)
+    for m in task.metrics:
+        if m.spec.exclude:
+            continue
+        d = m.spec.direction.value
+        b, _ = m.band_effective
+        o = m.anchor
+        pts: list[tuple[str, Fraction, Fraction]] = []  # (suffix, x, expected)
+        if d == "exact_value" or b <= 0:
+            pts = [("equal", o, Fraction(1)), ("off", o + 1, Fraction(0))]
+        elif d == "higher_is_better":
+            pts = [
+                ("beyond", o + b, Fraction(1)),
+                ("half", o - b * half, half),
+                ("edge", o - b, Fraction(0)),
+            ]
+        elif d == "lower_is_better":
+            pts = [
+                ("beyond", o - b, Fraction(1)),
+                ("half", o + b * half, half),
+                ("edge", o + b, Fraction(0)),
+            ]
+        else:
+            pts = [
+                ("half_lo", o - b * half, half),
+                ("half_hi", o + b * half, half),
+                ("edge_lo", o - b, Fraction(0)),
+                ("edge_hi", o + b, Fraction(0)),
+            ]
+        for suffix, x, want in pts:
+            if not rules.in_domain(x, m.spec.domain):
+                continue  # the point lies outside the metric's domain: nothing to certify there
+            assert rules.reward(m.spec.direction, x, o, m.band) == want, (task.slug, m.id, suffix)
+            obs.append(
+                Obligation(
+                    _safe(f"contract_{m.id}_{suffix}"),
+                    f"Rat.beq ({_score_expr(m, x, o)}) {S.rat(want)}",
+                    True,
+                    "contract",
+                    d,
+                    m.id,
+                    (m.path,),
+                )
+            )
+    from tbmm.scoring import baseline_artifact, baseline_raw
+
+    bdoc = baseline_artifact(task)
+    items = [
+        (m.weight, _score_expr(m, lookup(bdoc, m.path).q, m.anchor))
+        for m in task.metrics
+        if not m.spec.exclude
+    ]
+    if items:
+        obs.append(
+            Obligation(
+                "baseline_raw",
+                f"Rat.beq ({_mean_expr(items)}) {S.rat(baseline_raw(task))}",
+                True,
+                "contract",
+                "baseline_raw",
+                "baseline",
+                (),
+            )
+        )
+    # Normalisation endpoints the leaderboard relies on (eqs. 1 and 2, Robust BO-Eval).
+    for i, (_, fields) in enumerate(task.panel_anchors):
+        expr = _mean_expr([(m.weight, _score_expr(m, q, q)) for m, q, _ in fields])
+        obs.append(
+            Obligation(
+                f"panel_self_{i}",
+                f"Rat.beq ({expr}) {S.rat(1)}",
+                True,
+                "contract",
+                "panel_self",
+                f"panel[{i}]",
+                (),
+            )
+        )
+    from tbmm.scoring import oracle_raw
+
+    o_raw, f_raw = oracle_raw(task), baseline_raw(task)
+    f_oeval = rules.o_eval(f_raw, o_raw)
+    endpoints = [
+        ("baseline_oeval", f"Reward.oEval {S.rat(f_raw)} {S.rat(o_raw)}", f_oeval),
+        (
+            "baseline_robust_bo",
+            f"Reward.robustBo {S.rat(f_raw)} {S.rat(o_raw)} {S.rat(f_raw)}",
+            rules.robust_bo(f_raw, o_raw, f_raw),
+        ),
+        (
+            "oracle_multibo",
+            f"Reward.multiBoCell {S.rat(1)} {S.rat(f_oeval)}",
+            rules.multi_bo_cell(Fraction(1), f_oeval),
+        ),
+        (
+            "baseline_multibo",
+            f"Reward.multiBoCell {S.rat(f_oeval)} {S.rat(f_oeval)}",
+            rules.multi_bo_cell(f_oeval, f_oeval),
+        ),
+    ]
+    for name, expr, want in endpoints:
+        obs.append(
+            Obligation(
+                name, f"Rat.beq ({expr}) {S.rat(want)}", True, "contract", name, "endpoints", ()
+            )
+        )
+    return obs
+
+
+def render(
+    task: Task,
+    doc: dict[str, Any],
+    *,
+    module: str | None = None,
+    witness_failures: bool = False,
+    contract: bool = False,
+) -> Certificate:
     module = module or module_name(task.slug)
     obs, gaps = obligations_for(task, doc, witness_failures=witness_failures)
+    if contract:
+        obs += contract_obligations(task)
     ns = module
     body = [
         f"/-! Certificate for task `{S.ident(_safe(task.slug))}`: generated by `tbmm lean certify`; do not edit. -/",
@@ -208,10 +417,14 @@ def write_anchor_certificates(tasks: list[Task], root: Path) -> list[Certificate
     cert_dir = root / CERT_DIR
     cert_dir.mkdir(parents=True, exist_ok=True)
     for t in tasks:
-        cert = render(t, t.anchor_artifact, witness_failures=not t.gate.anchor.feasible)
+        cert = render(
+            t, t.anchor_artifact, witness_failures=not t.gate.anchor.feasible, contract=True
+        )
         stem = cert.module.rsplit(".", 1)[-1]
         _write(cert_dir / f"{stem}.lean", cert.text)
-        _write(cert_dir / f"{stem}.json", json.dumps({"task": t.slug, "gaps": cert.gaps, "obligations": cert.sidecar()}, indent=1) + "\n")
+        if cert.gaps:
+            raise ValueError(f"{t.slug}: the anchor artifact leaves gaps: {cert.gaps}")
+        _write(cert_dir / f"{stem}.json", json.dumps(cert.sidecar(), indent=1) + "\n")
         out.append(cert)
     return out
 

@@ -156,3 +156,45 @@ def audit_cmd(root: RootOpt = None, as_json: JsonFlag = False) -> None:
         )
     if not res.ok:
         raise typer.Exit(1)
+
+
+@lean_app.command("certify")
+def certify_cmd(
+    root: RootOpt = None,
+    check: Annotated[
+        bool, typer.Option("--check", help="Only check the committed certificates are up to date.")
+    ] = False,
+) -> None:
+    """(Re)generate TBMM/Cert/<Task>.lean + .json from every task's anchor artifact."""
+    import tempfile
+
+    from tbmm.lean.certify import CERT_DIR, write_anchor_certificates
+    from tbmm.tasks import load_suite
+
+    r = _root(root)
+    tasks = load_suite()
+    if check:
+        with tempfile.TemporaryDirectory() as tmp:
+            certs = write_anchor_certificates(tasks, Path(tmp))
+            stale = [
+                f.name
+                for f in sorted((Path(tmp) / CERT_DIR).iterdir())
+                if not (r / CERT_DIR / f.name).is_file()
+                or (r / CERT_DIR / f.name).read_bytes() != f.read_bytes()
+            ]
+        if stale:
+            err.print(
+                f"[red]stale certificates:[/red] {', '.join(stale)} — run `tbmm lean certify`"
+            )
+            raise typer.Exit(1)
+        console.print(f"{len(certs)} certificates up to date")
+        return
+    certs = write_anchor_certificates(tasks, r)
+    total = sum(len(c.obligations) for c in certs)
+    for c in certs:
+        witnesses = sum(not o.expect for o in c.obligations if o.kind == "gate")
+        console.print(
+            f"{c.module}: {len(c.obligations)} obligations"
+            + (f" ([yellow]{witnesses} infeasibility witness(es)[/yellow])" if witnesses else "")
+        )
+    console.print(f"{len(certs)} certificates, {total} obligations written to {r / CERT_DIR}")
