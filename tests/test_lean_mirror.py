@@ -285,3 +285,82 @@ def test_a_disagreement_is_caught(project: Path, tmp_path: Path) -> None:
     res = check_module(f, project)
     assert not res.ok and res.failure is not None
     assert res.failure.decl == "wrong_reward"
+
+
+def test_differential_thousand_random_cases_in_one_module(project: Path, tmp_path: Path) -> None:
+    """>= 1,000 random cases: Python computes every result, one Lean module confirms them all.
+
+    Half are per-metric scores (random direction, domain, value or missing, anchor, band —
+    including degenerate bands and out-of-domain values), half gate-form verdicts over all
+    six forms; each rational result also gets a perturbed negative theorem.
+    """
+    rng = random.Random(424242)
+    c = Cases()
+
+    def num(scale: int = 10**6) -> F:
+        return F(rng.randint(-scale, scale), rng.choice([1, 2, 3, 10, 100, 1000, 10**6]))
+
+    for _ in range(600):
+        d = rng.choice(list(rules.Direction))
+        dom = rng.choice(list(rules.Domain))
+        anchor = num(1000)
+        band = abs(num(100)) * rng.choice([F(1), F(1, 100), F(1, 1000)])
+        x = None if rng.random() < 0.1 else anchor + num(100) * rng.choice([F(1), F(1, 100)])
+        if x is None or not rules.in_domain(x, dom):
+            expected = F(0)
+        else:
+            expected = rules.reward(d, x, anchor, band)
+        c.rat(
+            "score",
+            f"Reward.score {direction(d)} {domain(dom)} {opt_rat(x)} {rat(anchor)} {rat(band)}",
+            expected,
+        )
+    ops = list(forms.OPS)
+    for _ in range(500):
+        form = rng.choice(["interval", "count", "sum_to", "order", "threshold", "product"])
+        if form == "interval":
+            x, lo, hi = num(), rng.choice([None, num()]), rng.choice([None, num()])
+            c.bool(
+                "d_interval",
+                f"Forms.interval {rat(x)} {opt_rat(lo)} {opt_rat(hi)}",
+                forms.interval(x, lo, hi),
+            )
+        elif form == "count":
+            x = F(rng.randint(-5, 50), rng.choice([1, 1, 2]))
+            hi = rng.choice([None, F(rng.randint(0, 40))])
+            c.bool("d_count", f"Forms.count {rat(x)} {opt_rat(hi)}", forms.count(x, hi))
+        elif form == "sum_to":
+            xs = [num() for _ in range(rng.randint(1, 8))]
+            total = sum(xs, F(0)) + rng.choice([F(0), num(10) / 100])
+            tol = abs(num(10)) / 100
+            c.bool(
+                "d_sum_to",
+                f"Forms.sumTo {lst(xs)} {rat(total)} {rat(tol)}",
+                forms.sum_to(xs, total, tol),
+            )
+        elif form == "order":
+            lhs = [num() for _ in range(rng.randint(1, 3))]
+            rhs = [num() for _ in range(rng.randint(1, 3))]
+            strict, slack = rng.random() < 0.5, rng.choice([F(0), num(10)])
+            c.bool(
+                "d_order",
+                f"Forms.order {lst(lhs)} {lst(rhs)} {boolean(strict)} {rat(slack)}",
+                forms.order(lhs, rhs, strict, slack),
+            )
+        elif form == "threshold":
+            x, op, b = num(), rng.choice(ops), num()
+            c.bool(
+                "d_threshold",
+                f"Forms.threshold {rat(x)} {cmp(op)} {rat(b)}",
+                forms.threshold(x, op, b),
+            )
+        else:
+            fs = [num(1000) for _ in range(rng.randint(1, 3))]
+            coef, op, b = num(10), rng.choice(["<=", ">="]), num()
+            c.bool(
+                "d_product",
+                f"Forms.product {lst(fs)} {rat(coef)} {cmp(op)} {rat(b)}",
+                forms.product(fs, coef, op, b),
+            )
+    assert c.n >= 1000
+    c.check(project, tmp_path)

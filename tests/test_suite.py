@@ -44,7 +44,12 @@ def test_schema_never_asks_for_anchor_strings(suite: list[Task]) -> None:
 
 
 def test_missing_upstream_attachments_are_declared(suite: list[Task]) -> None:
-    missing = {(t.slug, a.path.rsplit("/", 1)[-1]) for t in suite for a in t.manifest.attachments if not a.present}
+    missing = {
+        (t.slug, a.path.rsplit("/", 1)[-1])
+        for t in suite
+        for a in t.manifest.attachments
+        if not a.present
+    }
     assert missing == {
         ("cumcm-2023-c-vegetable-pricing", "附件2.xlsx"),
         ("mcm-2025-c-olympic-medals", "2025_MCM_Problem_C.pdf"),
@@ -57,6 +62,7 @@ def test_missing_upstream_attachments_are_declared(suite: list[Task]) -> None:
 
 
 # ---- broken copies: validate must reject each one --------------------------------------
+
 
 def _copy(task: Task, tmp_path: Path) -> Path:
     dst = tmp_path / task.suite / task.slug
@@ -102,7 +108,9 @@ def test_broken_figure(figured: Task, tmp_path: Path) -> None:
 def test_figure_not_inline(figured: Task, tmp_path: Path) -> None:
     d = _copy(figured, tmp_path)
     fig = figured.manifest.figures[0]
-    (d / "instruction.md").write_text((d / "instruction.md").read_text().replace(fig.container_path, "/elsewhere.png"))
+    (d / "instruction.md").write_text(
+        (d / "instruction.md").read_text().replace(fig.container_path, "/elsewhere.png")
+    )
     assert "figures" in _checks(d)
 
 
@@ -118,7 +126,9 @@ def test_broken_direction(figured: Task, tmp_path: Path) -> None:
     d = _copy(figured, tmp_path)
     s = (d / "scoring.toml").read_text()
     direction = figured.scoring.metric[0].direction.value
-    (d / "scoring.toml").write_text(s.replace(f'direction = "{direction}"', 'direction = "closeness_to_outstanding"', 1))
+    (d / "scoring.toml").write_text(
+        s.replace(f'direction = "{direction}"', 'direction = "closeness_to_outstanding"', 1)
+    )
     msg = _messages(d)
     assert "direction" in msg and "scoring.toml" in msg
 
@@ -138,7 +148,9 @@ def test_broken_bookkeeping_metric(figured: Task, tmp_path: Path) -> None:
     first = figured.scoring.metric[0].path
     new = first.rsplit(".", 1)[0] + ".search_rows" if "." in first else "search_rows"
     (d / "artifact_map.toml").write_text(amap.replace(f'path = "{first}"', f'path = "{new}"', 1))
-    (d / "scoring.toml").write_text((d / "scoring.toml").read_text().replace(f'path = "{first}"', f'path = "{new}"', 1))
+    (d / "scoring.toml").write_text(
+        (d / "scoring.toml").read_text().replace(f'path = "{first}"', f'path = "{new}"', 1)
+    )
     assert "bookkeeping" in _messages(d)
 
 
@@ -162,7 +174,9 @@ def test_broken_toml_names_file(figured: Task, tmp_path: Path) -> None:
 
 def test_broken_harbor_config(figured: Task, tmp_path: Path) -> None:
     d = _copy(figured, tmp_path)
-    (d / "task.toml").write_text((d / "task.toml").read_text().replace("allow_internet = false", "allow_internet = true"))
+    (d / "task.toml").write_text(
+        (d / "task.toml").read_text().replace("allow_internet = false", "allow_internet = true")
+    )
     assert "harbor" in _checks(d)
 
 
@@ -186,13 +200,26 @@ def test_build_is_reproducible(suite: list[Task], tmp_path: Path) -> None:
     for t in suite:
         dst = out / t.suite / t.slug
         dst.mkdir(parents=True)
-        for name in ("artifact_map.toml", "scoring.toml", "gate.toml", "panel.json", "baseline.json", "figures.toml"):
+        for name in (
+            "artifact_map.toml",
+            "scoring.toml",
+            "gate.toml",
+            "panel.json",
+            "baseline.json",
+            "figures.toml",
+        ):
             if (t.dir / name).is_file():
                 shutil.copy(t.dir / name, dst / name)
     build_all(SOURCE, out)
     for t in suite:
         for f in sorted(p for p in t.dir.rglob("*") if p.is_file()):
             rel = f.relative_to(t.dir)
-            if rel.parts[-1].startswith(".") or "attachments" in rel.parts and not (out / t.suite / t.slug / rel).exists():
+            if (
+                rel.parts[-1].startswith(".")
+                or "attachments" in rel.parts
+                and not (out / t.suite / t.slug / rel).exists()
+            ):
                 continue
-            assert (out / t.suite / t.slug / rel).read_bytes() == f.read_bytes(), f"{t.slug}/{rel} differs after rebuild"
+            assert (out / t.suite / t.slug / rel).read_bytes() == f.read_bytes(), (
+                f"{t.slug}/{rel} differs after rebuild"
+            )

