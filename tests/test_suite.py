@@ -194,7 +194,7 @@ def test_build_is_reproducible(suite: list[Task], tmp_path: Path) -> None:
     """Rebuilding from the source release reproduces the committed generated files exactly."""
     if not SOURCE.is_dir():
         pytest.skip(f"source release not found at {SOURCE}")
-    from tbmm.build import build_all
+    from tbmm.build import CURATED, build_all
 
     out = tmp_path / "tasks"
     for t in suite:
