@@ -1,0 +1,132 @@
+"""`tbmm run`: mount with `app.command("run")(run_command)` or `app.add_typer(run_app, name="run")`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from harness.agents import TEMPLATES, Agent, CommandAgent, OracleAgent, ReplayAgent
+from harness.backends import choose_backend
+from harness.llm_agent import LLMAgent
+from harness.runner import DEFAULT_ARTIFACT_MAX_BYTES, run_sweep
+
+AGENTS = ("oracle", "replay", "llm", "command", *TEMPLATES)
+
+
+def build_agent(
+    name: str,
+    *,
+    replay_dir: Path | None = None,
+    agent_cmd: str | None = None,
+    base_url: str | None = None,
+    api_key_env: str = "OPENAI_API_KEY",
+    max_turns: int = 60,
+    temperature: float | None = None,
+    price: tuple[float, float] | None = None,
+) -> Agent:
+    """The agent behind an `--agent` name (see AGENTS)."""
+    if name == "oracle":
+        return OracleAgent()
+    if name == "replay":
+        if replay_dir is None:
+            raise typer.BadParameter("--agent replay needs --replay-dir")
+        return ReplayAgent(replay_dir)
+    if name == "llm":
+        return LLMAgent(
+            base_url=base_url,
+            api_key_env=api_key_env,
+            max_turns=max_turns,
+            temperature=temperature,
+            price_per_mtok=price,
+        )
+    if name == "command":
+        if not agent_cmd:
+            raise typer.BadParameter("--agent command needs --agent-cmd 'shell command'")
+        return CommandAgent.from_shell(agent_cmd)
+    if name in TEMPLATES:
+        return CommandAgent(name, price_per_mtok=price)
+    raise typer.BadParameter(f"unknown agent {name!r}; one of {', '.join(AGENTS)}")
+
+
+def select_tasks(spec: str, root: Path | None = None) -> list:
+    """`all` or comma-separated slugs, loaded with tbmm.tasks."""
+    from tbmm import tasks as tbmm_tasks
+
+    root = root or tbmm_tasks.TASKS_ROOT
+    if spec.strip() == "all":
+        found = tbmm_tasks.load_suite(root)
+        if not found:
+            raise typer.BadParameter(f"no tasks under {root}")
+        return found
+    return [tbmm_tasks.find_task(s.strip(), root) for s in spec.split(",") if s.strip()]
+
+
+def run_command(
+    agent: str = typer.Option(..., "--agent", help=f"one of: {', '.join(AGENTS)}"),
+    model: str | None = typer.Option(None, "--model", help="model name (llm / CLI agents)"),
+    tasks: str = typer.Option("all", "--tasks", help="all | SLUG[,SLUG...]"),
+    seeds: int = typer.Option(1, "--seeds", min=1, help="seeds 0..N-1 per task"),
+    backend: str = typer.Option(
+        "auto", "--backend", help="auto | docker | sandbox | bwrap | unshare"
+    ),
+    concurrency: int = typer.Option(1, "--concurrency", min=1),
+    db: Path = typer.Option(Path("runs/tbmm.sqlite"), "--db", help="SQLite results DB"),
+    resume: bool = typer.Option(False, "--resume", help="run only (entry, task, seed) missing"),
+    timeout: float | None = typer.Option(
+        None, "--timeout", help="override the task's agent timeout (s)"
+    ),
+    replay_dir: Path | None = typer.Option(
+        None, "--replay-dir", help="artifacts for --agent replay"
+    ),
+    agent_cmd: str | None = typer.Option(
+        None, "--agent-cmd", help="shell command for --agent command"
+    ),
+    base_url: str | None = typer.Option(
+        None, "--base-url", help="OpenAI-compatible base URL (llm)"
+    ),
+    api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env"),
+    max_turns: int = typer.Option(60, "--max-turns"),
+    temperature: float | None = typer.Option(None, "--temperature"),
+    price_in: float | None = typer.Option(None, "--price-in", help="USD per 1M input tokens"),
+    price_out: float | None = typer.Option(None, "--price-out", help="USD per 1M output tokens"),
+    artifact_max_bytes: int = typer.Option(DEFAULT_ARTIFACT_MAX_BYTES, "--artifact-max-bytes"),
+    tasks_root: Path | None = typer.Option(None, "--tasks-root"),
+) -> None:
+    """Run an agent on tasks x seeds, verify each artifact, store everything."""
+    console = Console(stderr=True)
+    price = (price_in, price_out) if price_in is not None and price_out is not None else None
+    the_agent = build_agent(
+        agent,
+        replay_dir=replay_dir,
+        agent_cmd=agent_cmd,
+        base_url=base_url,
+        api_key_env=api_key_env,
+        max_turns=max_turns,
+        temperature=temperature,
+        price=price,
+    )
+    chosen, why = choose_backend(backend)
+    console.print(why)
+    summary = run_sweep(
+        the_agent,
+        model,
+        select_tasks(tasks, tasks_root),
+        seeds,
+        chosen,
+        concurrency,
+        db,
+        resume,
+        timeout=timeout,
+        artifact_max_bytes=artifact_max_bytes,
+        console=console,
+    )
+    console.print(
+        f"{summary.entry_id}: ran {summary.done} (failed {summary.failed}), "
+        f"skipped {summary.skipped} already stored, {summary.wall_s:.1f}s -> {db}"
+    )
+
+
+run_app = typer.Typer(help="Run agents on tasks.", invoke_without_command=True)
+run_app.callback(invoke_without_command=True)(run_command)

@@ -1,0 +1,224 @@
+"""Docker backend: the task's own image, no network, 2 CPUs / 8 GB, data (ro) + results (rw).
+
+The container configuration is a pure function (`docker_run_kwargs`) so that tests can
+check it on machines without a Docker engine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import posixpath
+import tarfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.sandbox import DATA, RESULTS, WORK, Bind, ExecResult, Limits, MiB
+
+IMAGE_PREFIX = "tbmm-task"
+
+
+def docker_client(timeout: int = 5) -> Any:
+    """A client whose engine answered a ping, else raise with the reason."""
+    import docker
+
+    client = docker.from_env(timeout=timeout)
+    client.ping()
+    return client
+
+
+def docker_available() -> tuple[bool, str]:
+    try:
+        docker_client(timeout=3)
+    except Exception as exc:  # any failure means: no usable engine
+        return False, f"no Docker engine answered ({type(exc).__name__}: {exc})"
+    return True, "Docker engine answered"
+
+
+def image_tag(slug: str, env_dir: Path) -> str:
+    """Tag derived from the Dockerfile's bytes, so an edited Dockerfile means a rebuild."""
+    dockerfile = env_dir / "Dockerfile"
+    digest = (
+        hashlib.sha256(dockerfile.read_bytes()).hexdigest()[:12] if dockerfile.exists() else "none"
+    )
+    return f"{IMAGE_PREFIX}/{slug}:{digest}"
+
+
+def container_env(limits: Limits, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    threads = str(max(limits.cpus, 1))
+    env = {
+        "HOME": "/root",
+        "LANG": "C.UTF-8",
+        "MPLBACKEND": "Agg",
+        "OMP_NUM_THREADS": threads,
+        "OPENBLAS_NUM_THREADS": threads,
+        "TBMM_DATA": DATA,
+        "TBMM_RESULTS": RESULTS,
+    }
+    env.update(extra or {})
+    return env
+
+
+def docker_run_kwargs(
+    *,
+    image: str,
+    data_dir: Path,
+    results_dir: Path,
+    limits: Limits,
+    name: str,
+    extra: Sequence[Bind] = (),
+    env: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Exactly the keyword arguments given to `client.containers.run` (pure)."""
+    volumes: dict[str, dict[str, str]] = {
+        str(Path(data_dir).resolve()): {"bind": DATA, "mode": "ro"},
+        str(Path(results_dir).resolve()): {"bind": RESULTS, "mode": "rw"},
+    }
+    for b in extra:
+        volumes[str(b.src)] = {"bind": b.dest, "mode": "rw" if b.rw else "ro"}
+    mem = f"{limits.memory_mb or 8192}m"
+    return {
+        "image": image,
+        "command": ["sleep", "infinity"],
+        "name": name,
+        "detach": True,
+        "init": True,
+        "network_disabled": True,
+        "network_mode": "none",
+        "nano_cpus": int(limits.cpus * 1_000_000_000),
+        "mem_limit": mem,
+        "memswap_limit": mem,
+        "pids_limit": 4096,
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges"],
+        "volumes": volumes,
+        "working_dir": "/root",
+        "environment": container_env(limits, env),
+        "labels": {"tbmm": "trial"},
+    }
+
+
+@dataclass
+class DockerSession:
+    """One running container per trial; commands run through `exec` with a kill timeout."""
+
+    container: Any
+    limits: Limits
+    results_dir: Path
+    env: dict[str, str] = field(default_factory=dict)
+    _n: int = 0
+
+    def exec(
+        self,
+        argv: Sequence[str],
+        *,
+        timeout: float,
+        stdin: bytes | None = None,
+        env: Mapping[str, str] | None = None,
+        stdout_path: Path | None = None,
+        stderr_path: Path | None = None,
+        capture_limit: int = MiB,
+        limit_memory: bool = True,
+    ) -> ExecResult:
+        argv = list(argv)
+        if stdin is not None:
+            self._n += 1
+            tmp = f"/tmp/.tbmm-stdin-{self._n}"
+            self._put(tmp, stdin)
+            argv = ["/bin/sh", "-c", f'exec "$@" < {tmp}', "sh", *argv]
+        secs = max(int(timeout + 0.999), 1)
+        cmd = ["timeout", "-s", "KILL", str(secs), *argv]
+        start = time.monotonic()
+        res = self.container.exec_run(
+            cmd, workdir=WORK, environment={**self.env, **(env or {})}, demux=True
+        )
+        duration = time.monotonic() - start
+        out, err = res.output if res.output else (b"", b"")
+        out, err = out or b"", err or b""
+        if stdout_path is not None:
+            stdout_path.write_bytes(out)
+        if stderr_path is not None:
+            stderr_path.write_bytes(err)
+        timed_out = res.exit_code == 137 and duration >= secs - 0.5
+        return ExecResult(
+            exit_code=None if timed_out else res.exit_code,
+            stdout=out[:capture_limit],
+            stderr=err[:capture_limit],
+            duration_s=duration,
+            timed_out=timed_out,
+            stdout_truncated=len(out) > capture_limit,
+            stderr_truncated=len(err) > capture_limit,
+        )
+
+    def _put(self, dest: str, data: bytes) -> None:
+        buf = io.BytesIO()
+        with tarfile.open(fileobj=buf, mode="w") as tar:
+            info = tarfile.TarInfo(posixpath.basename(dest))
+            info.size = len(data)
+            info.mtime = int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+        self.container.put_archive(posixpath.dirname(dest), buf.getvalue())
+
+    def write_file(self, dest: str, data: bytes, *, timeout: float = 60.0) -> ExecResult:
+        return self.exec(
+            ["/bin/sh", "-c", 'mkdir -p "$(dirname "$1")" && cat > "$1"', "sh", dest],
+            stdin=data,
+            timeout=timeout,
+        )
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.container.remove(force=True)
+
+
+class DockerBackend:
+    """Builds the task's image from `environment/` (cached by Dockerfile hash) and runs it."""
+
+    name = "docker"
+
+    def __init__(self, client: Any | None = None) -> None:
+        self.client = client or docker_client()
+
+    def describe(self) -> str:
+        return "docker"
+
+    def ensure_image(self, slug: str, env_dir: Path) -> str:
+        tag = image_tag(slug, env_dir)
+        try:
+            self.client.images.get(tag)
+        except Exception:
+            self.client.images.build(path=str(env_dir), tag=tag, rm=True, network_mode="default")
+        return tag
+
+    def open(
+        self,
+        *,
+        data_dir: Path,
+        trial_dir: Path,
+        limits: Limits,
+        extra: Sequence[Bind] = (),
+        env: Mapping[str, str] | None = None,
+        task: Any = None,
+    ) -> DockerSession:
+        if task is None:
+            raise ValueError("docker backend needs the task (to build its image)")
+        results = trial_dir / "results"
+        results.mkdir(parents=True, exist_ok=True)
+        image = self.ensure_image(task.slug, Path(task.dir) / "environment")
+        name = f"tbmm-{task.slug}-{trial_dir.name}"[:63]
+        kwargs = docker_run_kwargs(
+            image=image,
+            data_dir=data_dir,
+            results_dir=results,
+            limits=limits,
+            name=name,
+            extra=extra,
+            env=env,
+        )
+        container = self.client.containers.run(**kwargs)
+        container.exec_run(["mkdir", "-p", WORK, RESULTS])
+        return DockerSession(container, limits, results, container_env(limits, env))

@@ -1,0 +1,207 @@
+"""Test doubles shared by the harness tests and their subprocesses: a fake task folder, a
+stand-in verifier with the `tbmm.verify` interface, and a scripted OpenAI-compatible server
+on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+ANCHOR_ARTIFACT = {"q1": {"mean_load": "12.5"}, "note": "anchor"}
+ATTACHMENT_CSV = "t,load\n0,10\n1,12\n2,15.5\n3,12.5\n"
+
+
+@dataclass
+class FakeTask:
+    """Has every attribute the harness reads from tbmm.tasks.Task."""
+
+    slug: str
+    dir: Path
+    suite: str = "CUMCM"
+    agent_timeout_sec: float = 60.0
+    cpus: int = 2
+    memory_mb: int = 4096
+
+    @property
+    def data_dir(self) -> Path:
+        return self.dir / "environment" / "data"
+
+    @property
+    def output_path(self) -> str:
+        return f"/root/results/{self.slug}_result.json"
+
+    @property
+    def instruction(self) -> str:
+        return (self.dir / "instruction.md").read_text()
+
+    def anchor_artifact_bytes(self) -> bytes:
+        doc = json.loads((self.dir / "anchor.json").read_text())
+        return (json.dumps(doc["artifact"], sort_keys=True) + "\n").encode()
+
+
+def make_fake_task(root: Path, slug: str = "cumcm-2099-a-fake", **kw: Any) -> FakeTask:
+    """A task folder laid out as tasks/FORMAT.md says, with verifier-only files present
+    (so tests can prove the sandbox does not expose them)."""
+    d = root / "CUMCM" / slug
+    (d / "environment" / "data" / "attachments").mkdir(parents=True, exist_ok=True)
+    (d / "environment" / "data" / "attachments" / "load.csv").write_text(ATTACHMENT_CSV)
+    (d / "environment" / "data" / "problem.md").write_text("Compute the mean load.\n")
+    (d / "tests").mkdir(exist_ok=True)
+    (d / "tests" / "test.sh").write_text("#!/bin/sh\necho TBMMSECRET-7f3a9-TEST\n")
+    (d / "instruction.md").write_text(
+        "Read /root/data/attachments/load.csv, compute the mean of column load and write "
+        f'{{"q1": {{"mean_load": <mean>}}}} to /root/results/{slug}_result.json\n'
+    )
+    (d / "anchor.json").write_text(
+        json.dumps(
+            {"provenance": {"secret": "TBMMSECRET-7f3a9-ANCHOR"}, "artifact": ANCHOR_ARTIFACT}
+        )
+    )
+    for name in ("scoring.toml", "gate.toml"):
+        (d / name).write_text('# TBMMSECRET-7f3a9-PANEL\n[[metric]]\nid = "mean_load"\n')
+    (d / "panel.json").write_text('{"papers": [], "note": "TBMMSECRET-7f3a9-PANEL"}')
+    return FakeTask(slug=slug, dir=d, **kw)
+
+
+class StandInVerdict(BaseModel):
+    """Same fields as tbmm.verify's verdict, for tests until the real one lands."""
+
+    o_eval: float
+    o_eval_exact: str
+    gate: str
+    lean: str
+    exit_code: int
+    reasons: list[str] = []
+
+
+def stand_in_verify(task: Any, artifact: bytes) -> StandInVerdict:
+    """1.0 when q1.mean_load equals 12.5, 0 otherwise; unreadable JSON -> exit code 2."""
+    try:
+        doc = json.loads(artifact)
+    except ValueError:
+        return StandInVerdict(
+            o_eval=0.0, o_eval_exact="0", gate="fail", lean="skipped", exit_code=2, reasons=["json"]
+        )
+    try:
+        good = float(doc["q1"]["mean_load"]) == 12.5
+    except (KeyError, TypeError, ValueError):
+        good = False
+    return StandInVerdict(
+        o_eval=1.0 if good else 0.0,
+        o_eval_exact="1" if good else "0",
+        gate="pass" if good else "warn",
+        lean="ok" if good else "skipped",
+        exit_code=0,
+    )
+
+
+Responder = Callable[[dict[str, Any], dict[str, str]], tuple[int, dict[str, Any]]]
+
+
+class ScriptedChatServer:
+    """OpenAI-compatible fake on 127.0.0.1: the n-th POST gets the n-th scripted reply.
+
+    Each script item is either a response dict (status 200) or a callable that gets the
+    request JSON and headers and returns (status, body) — so a test can assert what the
+    agent sent back (e.g. that a tool result contains real command output).
+    """
+
+    def __init__(self, script: list[dict[str, Any] | Responder]) -> None:
+        self.script = list(script)
+        self.requests: list[dict[str, Any]] = []
+        self.headers: list[dict[str, str]] = []
+        self.errors: list[str] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                return
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                try:
+                    req = json.loads(body)
+                except ValueError:
+                    req = {"_raw": body.decode(errors="replace")}
+                hdrs = {k.lower(): v for k, v in self.headers.items()}
+                with outer._lock:
+                    idx = len(outer.requests)
+                    outer.requests.append(req)
+                    outer.headers.append(hdrs)
+                if idx >= len(outer.script):
+                    status, reply = 500, {"error": {"message": "script exhausted"}}
+                else:
+                    item = outer.script[idx]
+                    try:
+                        status, reply = item(req, hdrs) if callable(item) else (200, item)
+                    except AssertionError as exc:
+                        outer.errors.append(f"request {idx}: {exc}")
+                        status, reply = 400, {"error": {"message": str(exc)}}
+                data = json.dumps(reply).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._lock = threading.Lock()
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+    def __enter__(self) -> ScriptedChatServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def tool_call_reply(
+    call_id: str, name: str, args: dict[str, Any], tokens: tuple[int, int]
+) -> dict[str, Any]:
+    """A chat.completion whose message asks for one tool call."""
+    return {
+        "id": f"chatcmpl-{call_id}",
+        "object": "chat.completion",
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {
+                    "role": "assistant",
+                    "content": None,
+                    "tool_calls": [
+                        {
+                            "id": call_id,
+                            "type": "function",
+                            "function": {"name": name, "arguments": json.dumps(args)},
+                        }
+                    ],
+                },
+            }
+        ],
+        "usage": {"prompt_tokens": tokens[0], "completion_tokens": tokens[1]},
+    }
+
+
+def text_reply(text: str, tokens: tuple[int, int]) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-final",
+        "object": "chat.completion",
+        "choices": [
+            {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
+        ],
+        "usage": {"prompt_tokens": tokens[0], "completion_tokens": tokens[1]},
+    }

@@ -1,0 +1,104 @@
+"""Docker run configuration (pure, no daemon needed), backend choice, and the CLI."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from harness import cli
+from harness.backends import choose_backend
+from harness.docker_backend import DockerBackend, docker_available, docker_run_kwargs, image_tag
+from harness.sandbox import DATA, RESULTS, Limits, bwrap_path
+from harness.store import Store
+from harness.testing import make_fake_task, stand_in_verify
+
+
+def test_docker_run_kwargs_isolate(tmp_path: Path) -> None:
+    task = make_fake_task(tmp_path / "tasks")
+    results = tmp_path / "results"
+    kw = docker_run_kwargs(
+        image="tbmm-task/x:1",
+        data_dir=task.data_dir,
+        results_dir=results,
+        limits=Limits(wall_sec=14400, cpus=2, memory_mb=8192),
+        name="tbmm-x",
+    )
+    assert kw["network_disabled"] is True and kw["network_mode"] == "none"
+    assert kw["nano_cpus"] == 2_000_000_000
+    assert kw["mem_limit"] == "8192m" and kw["memswap_limit"] == "8192m"
+    assert kw["volumes"] == {
+        str(task.data_dir.resolve()): {"bind": DATA, "mode": "ro"},
+        str(results.resolve()): {"bind": RESULTS, "mode": "rw"},
+    }
+    assert kw["cap_drop"] == ["ALL"] and kw["detach"] is True
+    assert not any(k.startswith(str(task.dir / "anchor")) for k in kw["volumes"])
+
+
+def test_image_tag_follows_dockerfile(tmp_path: Path) -> None:
+    env = tmp_path / "environment"
+    env.mkdir()
+    (env / "Dockerfile").write_text("FROM python:3.11-slim\n")
+    a = image_tag("s", env)
+    (env / "Dockerfile").write_text("FROM python:3.12-slim\n")
+    assert a != image_tag("s", env) and a.startswith("tbmm-task/s:")
+
+
+def test_docker_oracle_trial_on_a_real_engine(tmp_path: Path) -> None:
+    ok, why = docker_available()
+    if not ok:
+        print(f"SKIP reason: {why}")
+        pytest.skip(why)
+    from harness.agents import OracleAgent
+    from harness.runner import run_sweep
+
+    task = make_fake_task(tmp_path / "tasks")
+    (task.dir / "environment" / "Dockerfile").write_text("FROM python:3.11-slim\n")
+    db = tmp_path / "r.sqlite"
+    run_sweep(
+        OracleAgent(),
+        None,
+        [task],
+        1,
+        DockerBackend(),
+        1,
+        db,
+        False,
+        verifier=stand_in_verify,
+        progress=False,
+    )
+    (r,) = Store(db).trials()
+    assert r["o_eval"] == 1.0
+
+
+@pytest.mark.skipif(not bwrap_path(), reason="bubblewrap not installed")
+def test_auto_backend_says_what_it_chose() -> None:
+    backend, why = choose_backend("auto")
+    assert why.startswith("backend: ")
+    if not docker_available()[0]:
+        assert backend.name == "sandbox" and "no Docker engine" in why
+
+
+@pytest.mark.skipif(not bwrap_path(), reason="bubblewrap not installed")
+def test_cli_run_oracle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tasks = [make_fake_task(tmp_path / "tasks", f"cumcm-2099-{c}-fake") for c in "ab"]
+    monkeypatch.setattr(
+        cli, "select_tasks", lambda spec, root=None: [t for t in tasks if spec in ("all", t.slug)]
+    )
+    monkeypatch.setattr(
+        "harness.runner.default_verifier", lambda: (stand_in_verify, "verification: stand-in")
+    )
+    app = typer.Typer()
+    app.command("run")(cli.run_command)
+    app.command("noop")(lambda: None)
+    db = tmp_path / "r.sqlite"
+    args = ["run", "--agent", "oracle", "--backend", "sandbox", "--db", str(db), "--timeout", "30"]
+    res = CliRunner().invoke(app, [*args, "--seeds", "2", "--concurrency", "2"])
+    assert res.exit_code == 0, res.output
+    assert "backend: sandbox" in res.output and "ran 4 (failed 0)" in res.output
+    res = CliRunner().invoke(app, [*args, "--seeds", "2", "--resume"])
+    assert res.exit_code == 0, res.output
+    assert "ran 0" in res.output and "skipped 4" in res.output
+    assert len(Store(db).trials()) == 4
