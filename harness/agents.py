@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from harness.backends import Session
 from harness.proxy import FORWARDER_NAME, SANDBOX_DIR, SOCKET_NAME, ModelProxy, Upstream
-from harness.sandbox import Bind
+from harness.sandbox import ABORT, Bind
 from harness.trajectory import Trajectory
 from harness.usage import UsageTotals
 
@@ -63,6 +63,9 @@ class AgentContext:
     _session: Session | None = None
 
     def remaining(self) -> float:
+        """Seconds left for the agent; negative once the sweep is being aborted."""
+        if ABORT.is_set():
+            return -1.0
         return self.deadline - time.monotonic()
 
     def open(self, extra: tuple[Bind, ...] = (), env: dict[str, str] | None = None) -> Session:

@@ -30,12 +30,12 @@ from rich.progress import (
 
 from harness.agents import Agent, AgentContext, AgentOutcome, TaskLike
 from harness.backends import Backend, Session
-from harness.sandbox import Bind, Limits
+from harness.sandbox import ABORT, Bind, Limits, kill_all_sandboxes
 from harness.store import Store, TrialRecord
 from harness.trajectory import Trajectory
 
 DEFAULT_ARTIFACT_MAX_BYTES = 5 * 1024 * 1024
-Verifier = Callable[[Any, bytes], Any]
+Verifier = Callable[[Any, bytes | None], Any]  # tbmm.verify.verify_artifact(task, data)
 
 
 @dataclass(frozen=True)
@@ -186,7 +186,7 @@ def run_trial(
     detail = "; ".join(x for x in (outcome.detail, reason) if x)
     fields: dict[str, Any] = {}
     v0 = time.monotonic()
-    if data is not None and verifier is not None:
+    if verifier is not None:  # None = missing or rejected: the verifier scores it as missing
         try:
             fields = _verdict_fields(verifier(task, data))
         except Exception:
@@ -228,8 +228,9 @@ def run_trial(
         cost_usd=totals.cost_usd,
         **fields,
     )
-    if outcome.exit_reason != "harness_error":
-        # A harness fault is not the agent's: leave it uncommitted so --resume retries it.
+    if outcome.exit_reason != "harness_error" and not ABORT.is_set():
+        # A harness fault or an abort is not the agent's: leave it uncommitted so that
+        # --resume runs it again.
         store.commit(rec, blobs)
     shutil.rmtree(scratch, ignore_errors=True)
     return rec
@@ -392,9 +393,10 @@ def _execute(
                     running -= 1
                     prog.update(bar, running=running)
 
-        with ThreadPoolExecutor(max_workers=concurrency) as pool:
-            pending: set[Future[TrialRecord]] = set()
-            queue = list(todo)
+        pool = ThreadPoolExecutor(max_workers=concurrency)
+        pending: set[Future[TrialRecord]] = set()
+        queue = list(todo)
+        try:
             while queue or pending:
                 while queue and len(pending) < concurrency:
                     t, s = queue.pop(0)
@@ -410,4 +412,13 @@ def _execute(
                             f"artifact {rec.artifact_status} {rec.detail[:200]}"
                         )
                     prog.update(bar, advance=1, failed=failed)
+        except BaseException:
+            # Ctrl-C (or a store failure): stop agents, kill sandboxes, commit nothing more.
+            ABORT.set()
+            n = kill_all_sandboxes()
+            console.print(f"[red]aborting: killed {n} running sandbox(es); rerun with --resume")
+            pool.shutdown(wait=True, cancel_futures=True)
+            ABORT.clear()
+            raise
+        pool.shutdown(wait=True)
     return records

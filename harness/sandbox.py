@@ -291,16 +291,22 @@ def run_killable(
                 start_new_session=True,
                 env=dict(env) if env is not None else {"PATH": os.environ.get("PATH", "")},
             )
+            with _LIVE_LOCK:
+                _LIVE.add(proc)
             feeder = None
             if stdin is not None:
                 feeder = threading.Thread(target=_feed, args=(proc, stdin), daemon=True)
                 feeder.start()
             try:
-                proc.wait(timeout=max(timeout, 0.0))
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                _kill_group(proc)
-                proc.wait()
+                try:
+                    proc.wait(timeout=max(timeout, 0.0))
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+                    _kill_group(proc)
+                    proc.wait()
+            finally:
+                with _LIVE_LOCK:
+                    _LIVE.discard(proc)
             if feeder is not None:
                 feeder.join(timeout=5)
         duration = time.monotonic() - start
@@ -321,6 +327,18 @@ def run_killable(
 
 
 _SETPRIV = shutil.which("setpriv")
+_LIVE: set[subprocess.Popen[bytes]] = set()
+_LIVE_LOCK = threading.Lock()
+ABORT = threading.Event()  # set on Ctrl-C: agents stop, running sandboxes are killed
+
+
+def kill_all_sandboxes() -> int:
+    """SIGKILL every sandbox this process is running (Ctrl-C of a sweep); returns how many."""
+    with _LIVE_LOCK:
+        live = [p for p in _LIVE if p.returncode is None]
+        for proc in live:
+            _kill_group(proc)
+    return len(live)
 
 
 def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:

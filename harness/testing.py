@@ -81,8 +81,17 @@ class StandInVerdict(BaseModel):
     reasons: list[str] = []
 
 
-def stand_in_verify(task: Any, artifact: bytes) -> StandInVerdict:
-    """1.0 when q1.mean_load equals 12.5, 0 otherwise; unreadable JSON -> exit code 2."""
+def stand_in_verify(task: Any, artifact: bytes | None) -> StandInVerdict:
+    """1.0 when q1.mean_load equals 12.5, 0 otherwise; missing/unreadable -> exit code 2."""
+    if artifact is None:
+        return StandInVerdict(
+            o_eval=0.0,
+            o_eval_exact="0",
+            gate="skipped",
+            lean="skipped",
+            exit_code=2,
+            reasons=["missing"],
+        )
     try:
         doc = json.loads(artifact)
     except ValueError:

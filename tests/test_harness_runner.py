@@ -125,7 +125,8 @@ def test_replay_layouts_and_missing(tmp_path: Path, backend: SandboxBackend) -> 
     assert got[(tasks[1].slug, 0)]["verify_exit"] == 2  # unreadable, still stored
     missing = got[(tasks[2].slug, 0)]
     assert missing["exit_reason"] == "no_artifact_source"
-    assert missing["artifact_status"] == "missing" and missing["verdict"] is None
+    assert missing["artifact_status"] == "missing"
+    assert (missing["o_eval"], missing["verify_exit"]) == (0.0, 2)  # scored as missing
 
 
 def test_oversized_artifact_rejected_with_reason(tmp_path: Path, backend: SandboxBackend) -> None:
@@ -142,7 +143,7 @@ def test_oversized_artifact_rejected_with_reason(tmp_path: Path, backend: Sandbo
     assert r["artifact_status"] == "too_large" and r["artifact"] is None
     assert r["artifact_size"] == 6_000_000
     assert "over the 5242880-byte limit" in r["detail"]
-    assert r["verdict"] is None
+    assert (r["o_eval"], r["verify_exit"]) == (0.0, 2)  # scored as missing
 
 
 def test_agent_timeout_is_recorded(tmp_path: Path, backend: SandboxBackend) -> None:
@@ -184,10 +185,10 @@ from harness.testing import make_fake_task, stand_in_verify
 from harness.venv import ensure_agent_venv
 root, db = Path(sys.argv[1]), Path(sys.argv[2])
 tasks = [make_fake_task(root, f"cumcm-2099-{c}-fake") for c in "abc"]
-cmd = 'sleep 0.4321; echo \\'{"q1": {"mean_load": 12.5}}\\' > "$TBMM_OUTPUT_PATH"'
+cmd = 'sleep ' + sys.argv[4] + '; echo \\'{"q1": {"mean_load": 12.5}}\\' > "$TBMM_OUTPUT_PATH"'
 agent = CommandAgent.from_shell(cmd, provider="none")
 run_sweep(agent, None, tasks, 3, SandboxBackend("auto", ensure_agent_venv()), 2, db,
-          len(sys.argv) > 3, verifier=stand_in_verify, progress=False)
+          sys.argv[3] == "resume", verifier=stand_in_verify, progress=False)
 """
 
 
@@ -212,7 +213,7 @@ def test_sigkill_mid_sweep_then_resume(tmp_path: Path) -> None:
     db = tmp_path / "r.sqlite"
     root = tmp_path / "tasks"
     proc = subprocess.Popen(
-        [sys.executable, str(script), str(root), str(db)], start_new_session=True
+        [sys.executable, str(script), str(root), str(db), "fresh", "0.4321"], start_new_session=True
     )
     deadline = time.monotonic() + 60
     while _count(db) < 3 and time.monotonic() < deadline and proc.poll() is None:
@@ -228,7 +229,9 @@ def test_sigkill_mid_sweep_then_resume(tmp_path: Path) -> None:
     assert lingering == []
     first_ids = {(r["task"], r["seed"]): r["id"] for r in rows(db)}
     subprocess.run(
-        [sys.executable, str(script), str(root), str(db), "resume"], check=True, timeout=120
+        [sys.executable, str(script), str(root), str(db), "resume", "0.4321"],
+        check=True,
+        timeout=120,
     )
     after = rows(db)
     combos = [(r["task"], r["seed"]) for r in after]
@@ -249,3 +252,26 @@ def _cmd(pid: str) -> str:
         )
     except OSError:
         return ""
+
+
+def test_ctrl_c_aborts_quickly_and_commits_nothing_partial(tmp_path: Path) -> None:
+    script = tmp_path / "sweep.py"
+    script.write_text(textwrap.dedent(SWEEP_SCRIPT))
+    db = tmp_path / "r.sqlite"
+    proc = subprocess.Popen(
+        [sys.executable, str(script), str(tmp_path / "tasks"), str(db), "fresh", "97.531"],
+        start_new_session=True,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not any(
+        "sleep 97.531" in _cmd(p) for p in os.listdir("/proc") if p.isdigit()
+    ):
+        time.sleep(0.05)
+    os.kill(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=20)
+    assert proc.returncode != 0
+    assert b"aborting: killed 2 running sandbox(es)" in err
+    assert _count(db) == 0
+    time.sleep(0.3)
+    assert not any("sleep 97.531" in _cmd(p) for p in os.listdir("/proc") if p.isdigit())
