@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -50,7 +51,7 @@ def build_agent(
     raise typer.BadParameter(f"unknown agent {name!r}; one of {', '.join(AGENTS)}")
 
 
-def select_tasks(spec: str, root: Path | None = None) -> list:
+def select_tasks(spec: str, root: Path | None = None) -> list[Any]:
     """`all` or comma-separated slugs, loaded with tbmm.tasks."""
     from tbmm import tasks as tbmm_tasks
 
