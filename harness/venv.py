@@ -12,23 +12,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tbmm.stack import SCIENTIFIC_STACK, requirement_lines
+
 # Keep in step with every task's environment/Dockerfile (the docker backend's image).
 AGENT_PYTHON = "3.11"
-AGENT_PINS: dict[str, str] = {
-    "numpy": "2.4.6",
-    "pandas": "3.1.1",
-    "scipy": "1.17.1",
-    "scikit-learn": "1.9.1",
-    "matplotlib": "3.11.2",
-    "openpyxl": "3.1.5",
-    "xlrd": "2.0.2",
-}
+AGENT_PINS: dict[str, str] = SCIENTIFIC_STACK  # one list: tbmm.stack (Dockerfiles use it too)
 _MARKER = ".tbmm-agent-venv.json"
 
 
 def pin_lines() -> list[str]:
-    """`name==version` requirement lines (also what a Dockerfile should pip install)."""
-    return [f"{name}=={ver}" for name, ver in AGENT_PINS.items()]
+    """`name==version` requirement lines (the same list the task Dockerfiles install)."""
+    return requirement_lines()
 
 
 def default_venv_path() -> Path:

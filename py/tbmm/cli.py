@@ -433,9 +433,11 @@ def verify(
 
 
 def _mount_subapps() -> None:
+    from harness.cli import run_command
     from tbmm.lean.cli import lean_app
 
     app.add_typer(lean_app, name="lean")
+    app.command("run")(run_command)
 
 
 _mount_subapps()
