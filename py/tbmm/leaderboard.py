@@ -1,0 +1,793 @@
+"""The leaderboard (paper §4.2, Table 2): per-entry means over seeds, exact until display.
+
+Input is a flat list of `TrialRow` (one per entry × task × seed), so this module does not
+depend on how results are stored. Definitions (all means are over the entry's seeds, the
+seeds being those that appear in its rows; a (task, seed) with no row is a *missing
+trial*):
+
+* **Artifacts**: per seed, the number of tasks (of all tasks, the fixed denominator)
+  whose artifact was a readable JSON object (status ``scored`` or ``gate_failed``); mean.
+* **O-Eval**: per seed, the mean over the *headline* tasks (all tasks minus the
+  literature-split ones) of the task O-Eval (eq. 1); a trial that is not ``scored``
+  (gate failed, missing, unreadable, error) or is missing counts 0. Mean ± sample std
+  over seeds; with one seed the std is "n/a", never 0.
+* **Multi-BO** (eq. 2): per seed, the mean over headline tasks of
+  ``multi_bo_cell(o_t, f_t)`` with ``f_t`` the baseline entry's mean O-Eval on task t over
+  its seeds (its missing trials count 0). A trial without a readable artifact (missing,
+  unreadable, error, or no row) scores the cell −1 ("a missing artifact scores −1"); a
+  gate-failed trial enters with o = 0. n/a when no baseline is given or it is absent.
+* **Robust BO-Eval**: per seed, the mean over headline tasks of the trial's Robust
+  BO-Eval; every trial that is not ``scored``, and every missing trial, counts −1.
+* **Cost**: per seed, the sum of the cost of the seed's trials (all tasks); mean over
+  seeds. n/a when any trial's cost is unknown.
+* **Gate-zeroed cells**: the number of ``gate_failed`` trials (all tasks, all seeds).
+* **Per-suite O-Eval**: as O-Eval, restricted to the headline tasks of one suite.
+* **Per-task O-Eval**: mean over seeds of the task O-Eval (missing = 0), every task
+  including the literature-split ones.
+
+Entries are sorted by O-Eval (descending), then Multi-BO, then name.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from decimal import ROUND_HALF_UP, Decimal, localcontext
+from fractions import Fraction
+from typing import Any
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from tbmm.exact import fraction_to_text
+from tbmm.rules import multi_bo_cell
+
+STATUSES = ("scored", "gate_failed", "missing_artifact", "unreadable", "error")
+READABLE = frozenset({"scored", "gate_failed"})
+NO_TRIAL = "no_trial"  # a (task, seed) of an entry with no row at all
+ROUND = 6  # decimals of the rounded floats in to_json
+ZERO = Fraction(0)
+ONE = Fraction(1)
+HUNDRED = Fraction(100)
+
+EMPTY_MESSAGE = "No trials in the results store: nothing to rank. Run `tbmm run --agent ...` first."
+
+COLUMN_HELP: dict[str, str] = {
+    "Seeds": "number of seeds the entry was run with (the seeds that appear in its trials)",
+    "Artifacts": "tasks (of all tasks) whose artifact was a readable JSON object, mean over seeds",
+    "Cost": "US$ per full run of every task (sum over one seed's trials), mean over seeds",
+    "O-Eval": "multi-reference O-Eval (%), mean over headline tasks, mean ± sample std over seeds",
+    "Multi-BO": "eq. (2) against the baseline entry (1.000 = on par), mean ± sample std over seeds",
+    "Robust BO": "Robust BO-Eval, mean over headline tasks, mean over seeds",
+    "Gate-zeroed": "trials zeroed by the feasibility gate (all tasks, all seeds)",
+}
+
+
+@dataclass(frozen=True)
+class TrialRow:
+    """One trial (entry × task × seed) as the leaderboard needs it."""
+
+    entry: str  # entry label = agent + model + settings, e.g. "command:codex|gpt-x|default"
+    agent: str
+    model: str
+    task: str  # slug
+    suite: str  # "CUMCM" | "MCM"
+    seed: int
+    status: str  # one of STATUSES
+    o_eval: Fraction  # task O-Eval (multi-reference, eq. 1); 0 unless scored
+    robust_bo: Fraction  # -1 unless scored
+    cost_usd: float | None  # cost of this trial (None = unknown)
+    gate: str  # pass | warn | fail | skipped
+    lean: str  # ok | fail | skipped
+    literature_split: bool
+    report: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+
+def trial_row(
+    *,
+    entry: str,
+    agent: str,
+    model: str | None,
+    task: str,
+    suite: str,
+    seed: int,
+    report: Mapping[str, Any] | None,
+    cost_usd: float | None,
+    literature_split: bool,
+    error: str = "",
+) -> TrialRow:
+    """A `TrialRow` from a `VerifyReport` JSON (`model_dump()`); None = verification never ran.
+
+    With no report the status is ``error`` when `error` says why (agent crash, verifier
+    crash), else ``missing_artifact``. Exact values come from the report's ``*_exact``
+    strings, never from its rounded floats.
+    """
+    if report is None:
+        return TrialRow(
+            entry=entry,
+            agent=agent,
+            model=model or "",
+            task=task,
+            suite=suite,
+            seed=seed,
+            status="error" if error else "missing_artifact",
+            o_eval=ZERO,
+            robust_bo=-ONE,
+            cost_usd=cost_usd,
+            gate="skipped",
+            lean="skipped",
+            literature_split=literature_split,
+            report={"error": error} if error else {},
+        )
+    status = str(report.get("status", "error"))
+    if status not in STATUSES:
+        status = "error"
+    scored = status == "scored"
+    return TrialRow(
+        entry=entry,
+        agent=agent,
+        model=model or "",
+        task=task,
+        suite=suite,
+        seed=seed,
+        status=status,
+        o_eval=Fraction(str(report.get("o_eval_exact", "0"))) if scored else ZERO,
+        robust_bo=Fraction(str(report.get("robust_bo_eval_exact", "-1"))) if scored else -ONE,
+        cost_usd=cost_usd,
+        gate=str(report.get("gate", "skipped")),
+        lean=str(report.get("lean", "skipped")),
+        literature_split=literature_split,
+        report=dict(report),
+    )
+
+
+def suite_config(tasks: Iterable[Any]) -> dict[str, Any]:
+    """`compute` keyword arguments from `tbmm.tasks.load_suite()`: tasks, task_suites, split_tasks."""
+    ts = list(tasks)
+    return {
+        "tasks": [t.slug for t in ts],
+        "task_suites": {t.slug: t.suite for t in ts},
+        "split_tasks": {t.slug for t in ts if t.panel.literature_split},
+    }
+
+
+# ---------------------------------------------------------------------------- statistics
+
+
+def _sqrt(q: Fraction) -> Decimal:
+    """sqrt of a non-negative rational to 50 significant digits (std is irrational in general)."""
+    with localcontext() as ctx:
+        ctx.prec = 50
+        return (Decimal(q.numerator) / Decimal(q.denominator)).sqrt()
+
+
+@dataclass(frozen=True)
+class Stat:
+    """A per-seed quantity: exact per-seed values, their mean and sample variance."""
+
+    per_seed: tuple[tuple[int, Fraction], ...]
+
+    @classmethod
+    def of(cls, values: Mapping[int, Fraction]) -> Stat:
+        return cls(tuple(sorted(values.items())))
+
+    @property
+    def n(self) -> int:
+        return len(self.per_seed)
+
+    @property
+    def mean(self) -> Fraction | None:
+        if not self.per_seed:
+            return None
+        return sum((v for _, v in self.per_seed), ZERO) / self.n
+
+    @property
+    def var(self) -> Fraction | None:
+        """Sample variance (n − 1); None with fewer than two seeds (std is then n/a, not 0)."""
+        if self.n < 2:
+            return None
+        m = self.mean
+        assert m is not None
+        return sum(((v - m) ** 2 for _, v in self.per_seed), ZERO) / (self.n - 1)
+
+    @property
+    def std(self) -> Decimal | None:
+        v = self.var
+        return None if v is None else _sqrt(v)
+
+    def to_json(self, scale: int = 1, places: int = 2) -> dict[str, Any]:
+        m, s = self.mean, self.std
+        return {
+            "mean": None if m is None else round(float(m), ROUND),
+            "mean_exact": None if m is None else fraction_to_text(m),
+            "std": None if s is None else round(float(s), ROUND),
+            "var_exact": None if self.var is None else fraction_to_text(self.var),
+            "n_seeds": self.n,
+            "per_seed": {str(k): fraction_to_text(v) for k, v in self.per_seed},
+            "display": fmt_stat(self, scale, places),
+        }
+
+
+# ---------------------------------------------------------------------------- display
+
+
+def fmt_fixed(x: Fraction | Decimal | None, places: int = 2) -> str:
+    """Round half away from zero to `places` decimals (exact for a Fraction); None -> "n/a"."""
+    if x is None:
+        return "n/a"
+    if isinstance(x, Fraction):
+        scaled = abs(x) * 10**places
+        q = math.floor(scaled + Fraction(1, 2))
+        sign = "-" if x < 0 and q != 0 else ""
+        s = str(q).rjust(places + 1, "0")
+        return f"{sign}{s[:-places]}.{s[-places:]}" if places else f"{sign}{s}"
+    return str(x.quantize(Decimal(1).scaleb(-places), rounding=ROUND_HALF_UP))
+
+
+def fmt_stat(st: Stat | None, scale: int = 1, places: int = 2) -> str:
+    """ "mean ± std" (scaled, e.g. 100 for percent); std "n/a" with one seed."""
+    if st is None or st.mean is None:
+        return "n/a"
+    s = st.std
+    return f"{fmt_fixed(st.mean * scale, places)} ± {fmt_fixed(None if s is None else s * scale, places)}"
+
+
+def fmt_count(q: Fraction) -> str:
+    """An integer as is, a non-integer mean over seeds with 2 decimals."""
+    return str(q.numerator) if q.denominator == 1 else fmt_fixed(q, 2)
+
+
+def fmt_cost(q: Fraction | None) -> str:
+    return "n/a" if q is None else f"${fmt_fixed(q, 2)}"
+
+
+# ---------------------------------------------------------------------------- model
+
+
+@dataclass(frozen=True)
+class TaskCell:
+    """One entry on one task: per-seed status and O-Eval (0 unless scored)."""
+
+    per_seed: tuple[tuple[int, str, Fraction], ...]  # (seed, status or "no_trial", o_eval)
+
+    @property
+    def mean(self) -> Fraction:
+        return sum((o for _, _, o in self.per_seed), ZERO) / len(self.per_seed)
+
+    def count(self, *statuses: str) -> int:
+        return sum(1 for _, s, _ in self.per_seed if s in statuses)
+
+    @property
+    def marks(self) -> str:
+        """Compact flags: g<n> gate-zeroed seeds, m<n> seeds without a readable artifact."""
+        g = self.count("gate_failed")
+        m = len(self.per_seed) - self.count(*READABLE)
+        return " ".join(x for x in (f"g{g}" if g else "", f"m{m}" if m else "") if x)
+
+
+@dataclass(frozen=True)
+class EntryRow:
+    """One leaderboard row (see the module docstring for every definition)."""
+
+    entry: str
+    agent: str
+    model: str
+    seeds: tuple[int, ...]
+    artifacts: Stat
+    o_eval: Stat
+    multi_bo: Stat | None  # None: no baseline
+    robust_bo: Stat
+    cost: Fraction | None  # None: unknown
+    cost_per_seed: tuple[tuple[int, Fraction], ...]
+    cost_unknown_trials: int
+    gate_zeroed: int
+    missing_trials: int
+    suites: dict[str, Stat]
+    per_task: dict[str, TaskCell]
+    pareto: bool = False
+
+
+@dataclass(frozen=True)
+class Leaderboard:
+    entries: tuple[EntryRow, ...]
+    tasks: tuple[str, ...]
+    task_suites: dict[str, str]
+    split_tasks: frozenset[str]
+    baseline: str | None
+    baseline_state: str  # "ok" | "none" (not given) | "missing" (not in the store)
+    baseline_f: dict[str, Fraction]
+    notes: tuple[str, ...]
+
+    @property
+    def headline_tasks(self) -> tuple[str, ...]:
+        return tuple(t for t in self.tasks if t not in self.split_tasks)
+
+    @property
+    def suites(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self.task_suites[t] for t in self.tasks))
+
+    @property
+    def empty(self) -> bool:
+        return not self.entries
+
+    @property
+    def baseline_message(self) -> str:
+        if self.baseline_state == "ok":
+            return f"Multi-BO baseline: {self.baseline} (1.000 = on par with it)."
+        if self.baseline_state == "none":
+            return "Multi-BO n/a: no baseline entry was given (pass --baseline ENTRY)."
+        present = ", ".join(e.entry for e in self.entries) or "none"
+        return (
+            f"Multi-BO n/a: baseline entry {self.baseline!r} is not in the results store "
+            f"(entries present: {present})."
+        )
+
+    def headline_note(self) -> str:
+        split = sorted(self.split_tasks)
+        if not split:
+            return ""
+        return (
+            f"Literature-split task(s) left out of the headline columns (O-Eval, Multi-BO, "
+            f"Robust BO, per-suite): {', '.join(split)}; they stay in the per-task table "
+            f"(Artifacts, Cost and Gate-zeroed count all {len(self.tasks)} tasks)."
+        )
+
+
+# ---------------------------------------------------------------------------- compute
+
+
+def _o(row: TrialRow | None) -> Fraction:
+    return row.o_eval if row is not None and row.status == "scored" else ZERO
+
+
+def _cost(x: float | None) -> Fraction | None:
+    """Exact cost from the float's shortest decimal text (0.1 -> 1/10); non-finite = unknown."""
+    if x is None or not math.isfinite(x) or x < 0:
+        return None
+    return Fraction(repr(float(x)))
+
+
+def _mean(xs: Sequence[Fraction]) -> Fraction:
+    return sum(xs, ZERO) / len(xs)
+
+
+def compute(
+    rows: Sequence[TrialRow],
+    *,
+    baseline: str | None,
+    tasks: Sequence[str],
+    task_suites: Mapping[str, str],
+    split_tasks: Iterable[str] = (),
+) -> Leaderboard:
+    """Aggregate trials into the leaderboard; `tasks` is the fixed denominator (all 18 slugs).
+
+    Raises ValueError on inconsistent input (duplicate trial, unknown status, O-Eval
+    outside [0, 1], a task without a suite); rows for tasks outside `tasks` are ignored
+    with a note.
+    """
+    tasks = tuple(dict.fromkeys(tasks))
+    if not tasks:
+        raise ValueError("compute needs the task list (the fixed denominator)")
+    no_suite = [t for t in tasks if t not in task_suites]
+    if no_suite:
+        raise ValueError(f"tasks without a suite: {', '.join(no_suite)}")
+    split = frozenset(split_tasks) & frozenset(tasks)
+    headline = [t for t in tasks if t not in split]
+    notes: list[str] = []
+
+    cells: dict[str, dict[tuple[str, int], TrialRow]] = {}
+    unknown_tasks: set[str] = set()
+    for r in rows:
+        if r.status not in STATUSES:
+            raise ValueError(
+                f"{r.entry} / {r.task} / seed {r.seed}: unknown status {r.status!r}; expected one of {STATUSES}"
+            )
+        if not ZERO <= r.o_eval <= ONE:
+            raise ValueError(
+                f"{r.entry} / {r.task} / seed {r.seed}: O-Eval {r.o_eval} outside [0, 1]"
+            )
+        if r.task not in task_suites or r.task not in tasks:
+            unknown_tasks.add(r.task)
+            continue
+        key = (r.task, r.seed)
+        bucket = cells.setdefault(r.entry, {})
+        if key in bucket:
+            raise ValueError(f"duplicate trial: {r.entry} / {r.task} / seed {r.seed}")
+        bucket[key] = r
+    if unknown_tasks:
+        notes.append(
+            f"Rows for tasks outside the suite were ignored: {', '.join(sorted(unknown_tasks))}."
+        )
+
+    seeds_of = {e: tuple(sorted({s for _, s in b})) for e, b in cells.items()}
+
+    state, f_t = "none", {}
+    if baseline is not None:
+        if baseline in cells:
+            state = "ok"
+            b, bs = cells[baseline], seeds_of[baseline]
+            f_t = {t: _mean([_o(b.get((t, s))) for s in bs]) for t in tasks}
+        else:
+            state = "missing"
+
+    entries: list[EntryRow] = []
+    for e, b in cells.items():
+        seeds = seeds_of[e]
+        first = next(iter(b.values()))
+        o_seed, mb_seed, rb_seed, art_seed, cost_seed = {}, {}, {}, {}, {}
+        suite_seed: dict[str, dict[int, Fraction]] = {}
+        unknown_cost = 0
+        for s in seeds:
+            trial = {t: b.get((t, s)) for t in tasks}
+            absent = [t for t, r in trial.items() if r is None]
+            if absent:
+                notes.append(
+                    f"{e}: seed {s} has no trial for {len(absent)} of {len(tasks)} tasks "
+                    f"(counted O-Eval 0, Multi-BO −1): {', '.join(absent)}."
+                )
+            if headline:
+                o_seed[s] = _mean([_o(trial[t]) for t in headline])
+                rb_seed[s] = _mean(
+                    [
+                        r.robust_bo if r is not None and r.status == "scored" else -ONE
+                        for t in headline
+                        for r in [trial[t]]
+                    ]
+                )
+                if state == "ok":
+                    mb_seed[s] = _mean(
+                        [
+                            -ONE
+                            if r is None or r.status not in READABLE
+                            else multi_bo_cell(_o(r), f_t[t])
+                            for t in headline
+                            for r in [trial[t]]
+                        ]
+                    )
+            for suite in dict.fromkeys(task_suites[t] for t in headline):
+                ts = [t for t in headline if task_suites[t] == suite]
+                suite_seed.setdefault(suite, {})[s] = _mean([_o(trial[t]) for t in ts])
+            art_seed[s] = Fraction(sum(1 for r in trial.values() if r and r.status in READABLE))
+            present = [r for r in trial.values() if r is not None]
+            costs = [_cost(r.cost_usd) for r in present]
+            unknown_cost += sum(1 for c in costs if c is None)
+            cost_seed[s] = sum((c for c in costs if c is not None), ZERO)
+        per_task = {
+            t: TaskCell(
+                tuple(
+                    (s, r.status if r is not None else NO_TRIAL, _o(r))
+                    for s in seeds
+                    for r in [b.get((t, s))]
+                )
+            )
+            for t in tasks
+        }
+        entries.append(
+            EntryRow(
+                entry=e,
+                agent=first.agent,
+                model=first.model,
+                seeds=seeds,
+                artifacts=Stat.of(art_seed),
+                o_eval=Stat.of(o_seed),
+                multi_bo=Stat.of(mb_seed) if state == "ok" else None,
+                robust_bo=Stat.of(rb_seed),
+                cost=None if unknown_cost else _mean(list(cost_seed.values())),
+                cost_per_seed=tuple(sorted(cost_seed.items())),
+                cost_unknown_trials=unknown_cost,
+                gate_zeroed=sum(1 for r in b.values() if r.status == "gate_failed"),
+                missing_trials=len(tasks) * len(seeds) - len(b),
+                suites={k: Stat.of(v) for k, v in suite_seed.items()},
+                per_task=per_task,
+            )
+        )
+        if unknown_cost:
+            notes.append(f"{e}: cost unknown for {unknown_cost} trial(s), so its cost is n/a.")
+
+    front = set(pareto_front([(x.entry, x.cost, x.o_eval.mean) for x in entries]))
+    entries = [replace(x, pareto=x.entry in front) for x in entries]
+
+    def key(x: EntryRow) -> tuple[Fraction, Fraction, str]:
+        o = x.o_eval.mean if x.o_eval.mean is not None else Fraction(-1)
+        m = x.multi_bo.mean if x.multi_bo is not None and x.multi_bo.mean is not None else ZERO
+        return (-o, -m, x.entry)
+
+    entries.sort(key=key)
+    if len({x.seeds for x in entries}) > 1:
+        notes.append("Entries were run with different seed sets; compare their std with care.")
+    return Leaderboard(
+        entries=tuple(entries),
+        tasks=tasks,
+        task_suites={t: task_suites[t] for t in tasks},
+        split_tasks=split,
+        baseline=baseline,
+        baseline_state=state,
+        baseline_f=f_t,
+        notes=tuple(notes),
+    )
+
+
+def pareto_front(
+    points: Iterable[tuple[str, Fraction | None, Fraction | None]],
+) -> list[str]:
+    """Names not dominated in (lower cost, higher O-Eval); unknown cost or score is left out.
+
+    A cost of 0 is a known cost and takes part. Returned in increasing cost.
+    """
+    pts = [(n, c, o) for n, c, o in points if c is not None and o is not None]
+    out = []
+    for n, c, o in pts:
+        dominated = any(c2 <= c and o2 >= o and (c2 < c or o2 > o) for n2, c2, o2 in pts if n2 != n)
+        if not dominated:
+            out.append((c, -o, n))
+    return [n for _, _, n in sorted(out)]
+
+
+# ---------------------------------------------------------------------------- renderers
+
+
+def _pct(q: Fraction | None) -> str:
+    return fmt_fixed(None if q is None else q * HUNDRED, 2)
+
+
+def main_rows(lb: Leaderboard) -> list[list[str]]:
+    n = len(lb.tasks)
+    out = []
+    for i, x in enumerate(lb.entries, 1):
+        art = x.artifacts.mean
+        out.append(
+            [
+                str(i),
+                x.entry,
+                str(len(x.seeds)),
+                f"{fmt_count(art) if art is not None else 'n/a'}/{n}",
+                fmt_cost(x.cost),
+                fmt_stat(x.o_eval, 100, 2),
+                fmt_stat(x.multi_bo, 1, 3),
+                fmt_fixed(x.robust_bo.mean, 3),
+                str(x.gate_zeroed),
+            ]
+        )
+    return out
+
+
+MAIN_HEADER = [
+    "#",
+    "Entry",
+    "Seeds",
+    "Artifacts",
+    "Cost ($/run)",
+    "O-Eval (%)",
+    "Multi-BO",
+    "Robust BO",
+    "Gate-zeroed",
+]
+
+
+def suite_header(lb: Leaderboard) -> list[str]:
+    return ["Entry"] + [
+        f"{s} (%, {sum(1 for t in lb.headline_tasks if lb.task_suites[t] == s)} task(s))"
+        for s in lb.suites
+    ]
+
+
+def suite_rows(lb: Leaderboard) -> list[list[str]]:
+    return [[x.entry] + [fmt_stat(x.suites.get(s), 100, 2) for s in lb.suites] for x in lb.entries]
+
+
+def _task_label(lb: Leaderboard, t: str) -> str:
+    return f"{t} (literature split)" if t in lb.split_tasks else t
+
+
+def task_rows(lb: Leaderboard) -> list[list[str]]:
+    out = []
+    for t in lb.tasks:
+        row = [_task_label(lb, t), lb.task_suites[t]]
+        for x in lb.entries:
+            c = x.per_task[t]
+            row.append(f"{_pct(c.mean)} [{c.marks}]" if c.marks else _pct(c.mean))
+        out.append(row)
+    return out
+
+
+TASK_MARKS_NOTE = (
+    "Per-task cells: mean O-Eval (%) over seeds; [gN] N seed(s) zeroed by the gate, "
+    "[mN] N seed(s) without a readable artifact (counted 0)."
+)
+
+
+def all_notes(lb: Leaderboard) -> list[str]:
+    """Every note a renderer should show under the main table, most important first."""
+    out = [lb.baseline_message]
+    if lb.headline_note():
+        out.append(lb.headline_note())
+    out.extend(lb.notes)
+    front = [x.entry for x in lb.entries if x.pareto]
+    if front:
+        out.append(f"Cost/O-Eval Pareto front: {', '.join(front)}.")
+    return out
+
+
+def _rich_table(
+    title: str, header: list[str], rows: list[list[str]], left: int, caption: str = ""
+) -> Table:
+    """A rich Table whose cells are plain Text: entry labels like "a[b]" are not markup."""
+    t = Table(title=title, caption=Text(caption) if caption else None)
+    for i, h in enumerate(header):
+        t.add_column(Text(h), justify="left" if i < left else "right", overflow="fold")
+    for r in rows:
+        t.add_row(*(Text(c) for c in r))
+    return t
+
+
+def to_table(lb: Leaderboard) -> RenderableType:
+    """Rich renderables (one Group): main table, notes, per-suite and per-task tables."""
+    if lb.empty:
+        return Group(Text(EMPTY_MESSAGE, style="yellow"))
+    return Group(
+        _rich_table(
+            f"TB-MathModel leaderboard ({len(lb.tasks)} tasks)", MAIN_HEADER, main_rows(lb), 2
+        ),
+        Text("\n".join(f"• {n}" for n in all_notes(lb)), style="dim"),
+        _rich_table("O-Eval by suite (headline tasks)", suite_header(lb), suite_rows(lb), 1),
+        _rich_table(
+            "Per-task O-Eval (%), mean over seeds",
+            ["Task", "Suite"] + [x.entry for x in lb.entries],
+            task_rows(lb),
+            2,
+            TASK_MARKS_NOTE,
+        ),
+    )
+
+
+def _md_cell(s: str) -> str:
+    return s.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+def _md_table(header: list[str], rows: list[list[str]], right_from: int = 1) -> str:
+    lines = ["| " + " | ".join(_md_cell(h) for h in header) + " |"]
+    lines.append(
+        "|" + "|".join("---" if i < right_from else "---:" for i in range(len(header))) + "|"
+    )
+    lines += ["| " + " | ".join(_md_cell(c) for c in r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def to_markdown(lb: Leaderboard) -> str:
+    """GitHub-flavoured Markdown: main table, notes, per-suite and per-task tables."""
+    if lb.empty:
+        return f"## TB-MathModel leaderboard\n\n{EMPTY_MESSAGE}\n"
+    parts = [
+        f"## TB-MathModel leaderboard ({len(lb.tasks)} tasks)",
+        _md_table(MAIN_HEADER, main_rows(lb), right_from=2),
+        "\n".join(f"- {_md_cell(n)}" for n in all_notes(lb)),
+        "\n".join(f"- **{k}**: {v}" for k, v in COLUMN_HELP.items()),
+        "### O-Eval by suite (headline tasks)",
+        _md_table(suite_header(lb), suite_rows(lb)),
+        "### Per-task O-Eval (%), mean over seeds",
+        _md_table(["Task", "Suite"] + [x.entry for x in lb.entries], task_rows(lb), 2),
+        TASK_MARKS_NOTE,
+    ]
+    return "\n\n".join(parts) + "\n"
+
+
+def to_csv(lb: Leaderboard) -> str:
+    """One row per entry (rank order); unknown values are "n/a"; percent columns 2 decimals."""
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    suites = list(lb.suites)
+    w.writerow(
+        [
+            "rank",
+            "entry",
+            "agent",
+            "model",
+            "seeds",
+            "artifacts",
+            "tasks",
+            "cost_usd",
+            "o_eval_pct",
+            "o_eval_std_pct",
+            "multi_bo",
+            "multi_bo_std",
+            "robust_bo",
+            "gate_zeroed",
+            "missing_trials",
+            "pareto",
+        ]
+        + [f"{s.lower()}_o_eval_pct" for s in suites]
+        + [f"task:{t}" for t in lb.tasks]
+    )
+    for i, x in enumerate(lb.entries, 1):
+        mb = x.multi_bo
+        art = x.artifacts.mean
+        w.writerow(
+            [
+                i,
+                x.entry,
+                x.agent,
+                x.model,
+                len(x.seeds),
+                "n/a" if art is None else fmt_count(art),
+                len(lb.tasks),
+                fmt_fixed(x.cost, 2),
+                _pct(x.o_eval.mean),
+                fmt_fixed(None if x.o_eval.std is None else x.o_eval.std * 100, 2),
+                fmt_fixed(None if mb is None else mb.mean, 3),
+                fmt_fixed(None if mb is None else mb.std, 3),
+                fmt_fixed(x.robust_bo.mean, 3),
+                x.gate_zeroed,
+                x.missing_trials,
+                "yes" if x.pareto else "no",
+            ]
+            + [_pct(x.suites[s].mean if s in x.suites else None) for s in suites]
+            + [_pct(x.per_task[t].mean) for t in lb.tasks]
+        )
+    return buf.getvalue()
+
+
+def _q(q: Fraction | None) -> dict[str, Any]:
+    return {
+        "value": None if q is None else round(float(q), ROUND),
+        "exact": None if q is None else fraction_to_text(q),
+    }
+
+
+def to_json(lb: Leaderboard) -> dict[str, Any]:
+    """Exact values as strings plus rounded floats; scores on the [0, 1] scale (display in %)."""
+    entries = []
+    for i, x in enumerate(lb.entries, 1):
+        entries.append(
+            {
+                "rank": i,
+                "entry": x.entry,
+                "agent": x.agent,
+                "model": x.model,
+                "seeds": list(x.seeds),
+                "artifacts": x.artifacts.to_json(1, 2),
+                "cost_usd": {
+                    **_q(x.cost),
+                    "per_seed": {str(s): fraction_to_text(c) for s, c in x.cost_per_seed},
+                    "unknown_trials": x.cost_unknown_trials,
+                },
+                "o_eval": x.o_eval.to_json(100, 2),
+                "multi_bo": None if x.multi_bo is None else x.multi_bo.to_json(1, 3),
+                "robust_bo": x.robust_bo.to_json(1, 3),
+                "gate_zeroed": x.gate_zeroed,
+                "missing_trials": x.missing_trials,
+                "pareto": x.pareto,
+                "suites": {s: st.to_json(100, 2) for s, st in x.suites.items()},
+                "per_task": {
+                    t: {
+                        **_q(c.mean),
+                        "per_seed": {
+                            str(s): {"status": st, "o_eval_exact": fraction_to_text(o)}
+                            for s, st, o in c.per_seed
+                        },
+                    }
+                    for t, c in x.per_task.items()
+                },
+            }
+        )
+    return {
+        "schema": "tbmm-leaderboard/1",
+        "empty": lb.empty,
+        "message": EMPTY_MESSAGE if lb.empty else None,
+        "baseline": {
+            "entry": lb.baseline,
+            "state": lb.baseline_state,
+            "message": lb.baseline_message,
+            "f": {t: _q(f) for t, f in lb.baseline_f.items()},
+        },
+        "tasks": list(lb.tasks),
+        "headline_tasks": list(lb.headline_tasks),
+        "literature_split_tasks": sorted(lb.split_tasks),
+        "task_suites": dict(lb.task_suites),
+        "notes": all_notes(lb),
+        "columns": COLUMN_HELP,
+        "entries": entries,
+    }
