@@ -401,3 +401,41 @@ def test_write_plots_pngs_deterministic(lb: L.Leaderboard, tmp_path: Path) -> No
     assert img.shape[1] == 900 and img.shape[0] == 600  # 7.5 × 5.0 in at 120 dpi
     assert img[..., :3].std() > 0.05  # not blank
     assert plots.write_plots(board([]), tmp_path / "c") == []
+
+
+def test_row_from_store_record(suite: list[Task]) -> None:
+    t = next(x for x in suite if x.slug == "mcm-2024-c-tennis-momentum")
+    cfg = L.suite_config(suite)
+    kw = {"task_suites": cfg["task_suites"], "split_tasks": cfg["split_tasks"]}
+    rep = verify_artifact(t, t.anchor_artifact_bytes(), lean=False).model_dump(mode="json")
+    rec = {
+        "entry_id": "codex@gpt-x#1a2b3c4d",
+        "agent": "codex",
+        "model": "gpt-x",
+        "task": t.slug,
+        "suite": None,
+        "seed": 2,
+        "exit_reason": "completed",
+        "detail": "",
+        "artifact_status": "ok",
+        "tokens_in": 10,
+        "cost_usd": 0.5,
+        "verdict": json.dumps(rep),
+    }
+    r = L.row_from_record(rec, **kw)
+    assert (r.entry, r.agent, r.model, r.suite, r.seed) == (
+        "codex@gpt-x#1a2b3c4d",
+        "codex",
+        "gpt-x",
+        "MCM",
+        2,
+    )
+    assert r.status == "scored" and r.o_eval == F(rep["o_eval_exact"]) and r.literature_split
+    assert r.cost_usd == 0.5 and r.report["harness"]["tokens_in"] == 10
+    assert r.report["score"]["task"] == t.slug
+    r = L.row_from_record({**rec, "verdict": None, "artifact_status": "missing"}, **kw)
+    assert r.status == "missing_artifact" and r.o_eval == 0 and r.robust_bo == -1
+    r = L.row_from_record({**rec, "verdict": None, "exit_reason": "timeout"}, **kw)
+    assert r.status == "error" and "never verified (exit reason timeout)" in r.report["error"]
+    r = L.row_from_record({**rec, "verdict": {"error": "Traceback: boom"}}, **kw)
+    assert r.status == "error" and r.report["error"] == "Traceback: boom"

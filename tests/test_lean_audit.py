@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,10 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def project(built: Path, tmp_path: Path) -> Path:
-    return copy_project(tmp_path / "p", built)
+    """A copy without the committed task certificates: these tests audit synthetic ones."""
+    root = copy_project(tmp_path / "p", built)
+    shutil.rmtree(root / "TBMM" / "Cert", ignore_errors=True)
+    return root
 
 
 def write_cert(

@@ -154,7 +154,8 @@ def test_html_is_self_contained_and_escaped(data: Any, tmp_path: Path) -> None:
     assert dragon.manifest.provenance.anchor_sha256 in text
     d_row = next(r for r in rows if r.task == DRAGON and r.entry == ORACLE)
     assert d_row.lean == "fail" and d_row.report["lean_detail"]["obligations"] > 0
-    assert f"{d_row.report['lean_detail']['obligations']} obligation(s) kernel-checked" in text
+    n = d_row.report["lean_detail"]["obligations"]
+    assert f"{n} obligation(s) checked by the Lean kernel, 3 failing" in text
     assert "gate_head_speed_limit (q5.max_head_speed_mps)" in text  # a failing Lean obligation
     assert "literature split" in text and "mcm-2024-c-tennis-momentum" in text
     assert "Multi-BO baseline: flash|ds|default" in text

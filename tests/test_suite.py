@@ -200,14 +200,7 @@ def test_build_is_reproducible(suite: list[Task], tmp_path: Path) -> None:
     for t in suite:
         dst = out / t.suite / t.slug
         dst.mkdir(parents=True)
-        for name in (
-            "artifact_map.toml",
-            "scoring.toml",
-            "gate.toml",
-            "panel.json",
-            "baseline.json",
-            "figures.toml",
-        ):
+        for name in CURATED:
             if (t.dir / name).is_file():
                 shutil.copy(t.dir / name, dst / name)
     build_all(SOURCE, out)
