@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -99,33 +100,28 @@ def trial_row(
     cost_usd: float | None,
     literature_split: bool,
     error: str = "",
+    harness: Mapping[str, Any] | None = None,
 ) -> TrialRow:
     """A `TrialRow` from a `VerifyReport` JSON (`model_dump()`); None = verification never ran.
 
     With no report the status is ``error`` when `error` says why (agent crash, verifier
-    crash), else ``missing_artifact``. Exact values come from the report's ``*_exact``
-    strings, never from its rounded floats.
+    crash), else ``missing_artifact``. A report without a ``status`` (the harness stores
+    ``{"error": traceback}`` when the verifier raised) is an ``error`` too. Exact values
+    come from the report's ``*_exact`` strings, never from its rounded floats. `harness`
+    (exit reason, artifact status, detail, tokens, ...) is kept under ``report["harness"]``
+    for the HTML drill-down.
     """
+    rep: dict[str, Any] = dict(report) if report is not None else {}
+    if report is None and error:
+        rep["error"] = error
+    if harness:
+        rep["harness"] = dict(harness)
     if report is None:
-        return TrialRow(
-            entry=entry,
-            agent=agent,
-            model=model or "",
-            task=task,
-            suite=suite,
-            seed=seed,
-            status="error" if error else "missing_artifact",
-            o_eval=ZERO,
-            robust_bo=-ONE,
-            cost_usd=cost_usd,
-            gate="skipped",
-            lean="skipped",
-            literature_split=literature_split,
-            report={"error": error} if error else {},
-        )
-    status = str(report.get("status", "error"))
-    if status not in STATUSES:
-        status = "error"
+        status = "error" if error else "missing_artifact"
+    else:
+        status = str(report.get("status", "error"))
+        if status not in STATUSES:
+            status = "error"
     scored = status == "scored"
     return TrialRow(
         entry=entry,
@@ -135,13 +131,58 @@ def trial_row(
         suite=suite,
         seed=seed,
         status=status,
-        o_eval=Fraction(str(report.get("o_eval_exact", "0"))) if scored else ZERO,
-        robust_bo=Fraction(str(report.get("robust_bo_eval_exact", "-1"))) if scored else -ONE,
+        o_eval=Fraction(str(rep.get("o_eval_exact", "0"))) if scored else ZERO,
+        robust_bo=Fraction(str(rep.get("robust_bo_eval_exact", "-1"))) if scored else -ONE,
         cost_usd=cost_usd,
-        gate=str(report.get("gate", "skipped")),
-        lean=str(report.get("lean", "skipped")),
+        gate=str(rep.get("gate", "skipped")),
+        lean=str(rep.get("lean", "skipped")),
         literature_split=literature_split,
-        report=dict(report),
+        report=rep,
+    )
+
+
+HARNESS_FIELDS = (
+    "exit_reason",
+    "detail",
+    "artifact_status",
+    "artifact_size",
+    "backend",
+    "duration_s",
+    "turns",
+    "tokens_in",
+    "tokens_out",
+    "requests",
+)
+
+
+def row_from_record(
+    rec: Mapping[str, Any], *, task_suites: Mapping[str, str], split_tasks: Iterable[str] = ()
+) -> TrialRow:
+    """A `TrialRow` from one results-store trial as a plain mapping (`Store.trials()` rows).
+
+    Reads ``entry_id, agent, model, task, suite, seed, cost_usd, verdict`` (the
+    VerifyReport as JSON text or dict) and keeps the harness fields for the report. No
+    verdict with an artifact on disk means it was never verified: an ``error``.
+    """
+    verdict = rec.get("verdict")
+    if isinstance(verdict, str | bytes):
+        verdict = json.loads(verdict)
+    task = str(rec["task"])
+    error = ""
+    if verdict is None and rec.get("artifact_status") == "ok":
+        error = f"artifact present but never verified (exit reason {rec.get('exit_reason')})"
+    return trial_row(
+        entry=str(rec["entry_id"]),
+        agent=str(rec.get("agent") or ""),
+        model=rec.get("model"),
+        task=task,
+        suite=task_suites.get(task) or str(rec.get("suite") or ""),
+        seed=int(rec["seed"]),
+        report=verdict,
+        cost_usd=rec.get("cost_usd"),
+        literature_split=task in set(split_tasks),
+        error=error,
+        harness={k: rec[k] for k in HARNESS_FIELDS if k in rec},
     )
 
 

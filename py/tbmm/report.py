@@ -42,7 +42,7 @@ figure{margin:12px 0;display:inline-block;vertical-align:top}figure img{max-widt
 figcaption{font-size:.85em;color:#4a5563}
 details{margin:4px 0 4px 0;border:1px solid #e3e7ec;border-radius:4px;padding:2px 8px}
 summary{cursor:pointer}code{font-size:.92em;background:#f4f6f8;padding:0 3px;border-radius:3px;word-break:break-all}
-dl{display:grid;grid-template-columns:max-content auto;gap:2px 12px;font-size:.88em}dt{font-weight:600}dd{margin:0}
+dl{display:grid;grid-template-columns:max-content auto;gap:2px 12px;font-size:.88em}dt{font-weight:600}dd{margin:0;white-space:pre-wrap}
 """
 
 
@@ -304,7 +304,8 @@ def _lean_html(rep: Mapping[str, Any]) -> str:
     out = [f"<p><b>Lean</b> {_badge(str(rep.get('lean', 'skipped')))}"]
     if d:
         out.append(
-            f" {esc(d.get('obligations', '?'))} obligation(s) kernel-checked"
+            f" {esc(d.get('obligations', '?'))} obligation(s) checked by the Lean kernel,"
+            f" {len(d.get('failing', []))} failing"
             f" ({esc(d.get('toolchain', ''))}, {esc(d.get('seconds', ''))} s)"
         )
     out.append("</p>")
@@ -337,6 +338,9 @@ def _trial_html(x: L.EntryRow, seed: int, row: TrialRow | None) -> str:
     ]
     if rep.get("error"):
         facts.append(("error", rep.get("error")))
+    facts += [
+        (f"harness {k}", v) for k, v in (rep.get("harness") or {}).items() if v not in (None, "")
+    ]
     body = [_dl(facts)]
     body.append(_ul((f"schema: {s}" for s in rep.get("schema_issues", [])), "note"))
     body.append(_metrics_html(score))
@@ -359,7 +363,11 @@ def _trial_html(x: L.EntryRow, seed: int, row: TrialRow | None) -> str:
     body.append(_ul(score.get("notes", []), "note"))
     body.append(_gate_html(rep))
     body.append(_lean_html(rep))
-    body.append(_ul((f"failing: {f}" for f in rep.get("failing", [])), "note"))
+    if rep.get("failing"):
+        body.append(
+            f"<p><b>tbmm verify</b> exit {esc(rep.get('exit_code'))}: every failing obligation</p>"
+        )
+        body.append(_ul(rep["failing"], "note"))
     return f"<details><summary>{summary}</summary>{''.join(body)}</details>"
 
 
