@@ -334,6 +334,8 @@ class EntryRow:
 
 @dataclass(frozen=True)
 class Leaderboard:
+    """Ranked entries plus what a reader needs to interpret them (baseline state, notes)."""
+
     entries: tuple[EntryRow, ...]
     tasks: tuple[str, ...]
     task_suites: dict[str, str]
