@@ -127,6 +127,17 @@ def run_command(
         f"{summary.entry_id}: ran {summary.done} (failed {summary.failed}), "
         f"skipped {summary.skipped} already stored, {summary.wall_s:.1f}s -> {db}"
     )
+    _print_leaderboard(db, tasks_root)
+
+
+def _print_leaderboard(db: Path, tasks_root: Path | None) -> None:
+    """The leaderboard of everything in the store, on stdout, after every sweep."""
+    from tbmm.leaderboard import to_table
+    from tbmm.results import leaderboard
+    from tbmm.tasks import TASKS_ROOT
+
+    lb, _, _ = leaderboard(db, None, tasks_root or TASKS_ROOT)
+    Console().print(to_table(lb))
 
 
 run_app = typer.Typer(help="Run agents on tasks.", invoke_without_command=True)

@@ -441,3 +441,76 @@ def _mount_subapps() -> None:
 
 
 _mount_subapps()
+
+
+DbOpt = Annotated[Path, typer.Option("--db", help="SQLite results store.")]
+BaselineOpt = Annotated[str | None, typer.Option("--baseline", help="Baseline entry id (or a unique prefix) for Multi-BO.")]
+
+
+@app.command("leaderboard")
+def leaderboard_cmd(
+    db: DbOpt = Path("runs/tbmm.sqlite"),
+    fmt: Annotated[str, typer.Option("--format", help="table | md | csv | json")] = "table",
+    plots: Annotated[Path | None, typer.Option("--plots", help="Write PNG plots to this folder.")] = None,
+    baseline: BaselineOpt = None,
+    tasks_root: TasksRoot = TASKS_ROOT,
+) -> None:
+    """One row per entry: artifacts, O-Eval mean ± std, Multi-BO, cost, gate-zeroed cells; per-task and per-suite tables."""
+    from tbmm.leaderboard import to_csv, to_json, to_markdown, to_table
+    from tbmm.results import ResultsError, leaderboard
+
+    if fmt not in ("table", "md", "csv", "json"):
+        raise _fail(f"unknown format {fmt!r}: use table, md, csv or json")
+    try:
+        lb, _, _ = leaderboard(db, baseline, tasks_root)
+    except ResultsError as exc:
+        raise _fail(str(exc)) from exc
+    if fmt == "table":
+        console.print(to_table(lb))
+    elif fmt == "md":
+        print(to_markdown(lb))
+    elif fmt == "csv":
+        print(to_csv(lb), end="")
+    else:
+        print(json.dumps(to_json(lb), ensure_ascii=False, indent=1))
+    if plots is not None:
+        from tbmm.plots import write_plots
+
+        for p in write_plots(lb, plots):
+            err.print(f"wrote {p}")
+
+
+@app.command("report")
+def report_cmd(
+    html: Annotated[Path, typer.Option("--html", help="Output HTML file.")],
+    db: DbOpt = Path("runs/tbmm.sqlite"),
+    baseline: BaselineOpt = None,
+    tasks_root: TasksRoot = TASKS_ROOT,
+) -> None:
+    """A static, self-contained HTML report: tables, plots, per-task drill-down with provenance."""
+    from tbmm.report import write_html
+    from tbmm.results import ResultsError, leaderboard
+
+    try:
+        lb, rows, tasks = leaderboard(db, baseline, tasks_root)
+    except ResultsError as exc:
+        raise _fail(str(exc)) from exc
+    out = write_html(lb, rows, tasks, html)
+    console.print(f"wrote {out}")
+
+
+@tasks_app.command("baseline-artifacts")
+def tasks_baseline_artifacts(
+    out: Annotated[Path, typer.Option("--out", help="Folder to write <slug>_result.json files into.")],
+    pipeline: Annotated[str | None, typer.Option(help="Baseline pipeline (default: each task's default).")] = None,
+    tasks_root: TasksRoot = TASKS_ROOT,
+) -> None:
+    """Write the baseline entry F as artifacts, for `tbmm run --agent replay --replay-dir OUT`."""
+    from tbmm import exact
+    from tbmm.scoring import baseline_artifact
+
+    out.mkdir(parents=True, exist_ok=True)
+    for t in load_suite(tasks_root):
+        doc = baseline_artifact(t, pipeline)
+        (out / f"{t.slug}_result.json").write_text(exact.dumps(doc) + "\n", encoding="utf-8")
+    console.print(f"wrote 18 baseline artifacts to {out}")

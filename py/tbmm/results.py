@@ -1,0 +1,57 @@
+"""Read the results store into leaderboard rows (one place, for `run`, `leaderboard`, `report`)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from tbmm.leaderboard import Leaderboard, TrialRow, compute, row_from_record, suite_config
+from tbmm.tasks import TASKS_ROOT, load_suite
+
+
+class ResultsError(ValueError):
+    """The store or the requested baseline cannot be used; the message says why."""
+
+
+def load_rows(
+    db: Path, tasks_root: Path = TASKS_ROOT
+) -> tuple[list[TrialRow], dict[str, Any], list[Any]]:
+    """Every stored trial as a TrialRow (an absent DB is an empty store, never created here)."""
+    tasks = load_suite(tasks_root)
+    cfg = suite_config(tasks)
+    if not Path(db).is_file():
+        return [], cfg, tasks
+    from harness.store import Store
+
+    records = Store(db).trials()
+    rows = [
+        row_from_record(r, task_suites=cfg["task_suites"], split_tasks=cfg["split_tasks"])
+        for r in records
+    ]
+    return rows, cfg, tasks
+
+
+def resolve_baseline(rows: list[TrialRow], baseline: str | None) -> str | None:
+    """An exact entry id, or a unique prefix of one (e.g. `replay@question_results`)."""
+    if baseline is None:
+        return None
+    entries = sorted({r.entry for r in rows})
+    if baseline in entries:
+        return baseline
+    matches = [e for e in entries if e.startswith(baseline)]
+    if len(matches) == 1:
+        return matches[0]
+    if len(matches) > 1:
+        raise ResultsError(f"baseline {baseline!r} is ambiguous: {', '.join(matches)}")
+    return baseline  # compute() reports a missing baseline entry clearly
+
+
+def leaderboard(
+    db: Path, baseline: str | None = None, tasks_root: Path = TASKS_ROOT
+) -> tuple[Leaderboard, list[TrialRow], list[Any]]:
+    rows, cfg, tasks = load_rows(db, tasks_root)
+    try:
+        lb = compute(rows, baseline=resolve_baseline(rows, baseline), **cfg)
+    except ValueError as exc:
+        raise ResultsError(str(exc)) from exc
+    return lb, rows, tasks
