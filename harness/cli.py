@@ -136,7 +136,14 @@ def _print_leaderboard(db: Path, tasks_root: Path | None) -> None:
     from tbmm.results import leaderboard
     from tbmm.tasks import TASKS_ROOT
 
-    lb, _, _ = leaderboard(db, None, tasks_root or TASKS_ROOT)
+    from tbmm.results import ResultsError
+    from tbmm.tasks import TaskFormatError
+
+    try:
+        lb, _, _ = leaderboard(db, None, tasks_root or TASKS_ROOT)
+    except (ResultsError, TaskFormatError) as exc:
+        Console(stderr=True).print(f"leaderboard unavailable: {exc}", highlight=False)
+        return
     Console().print(to_table(lb))
 
 

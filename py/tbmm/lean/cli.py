@@ -198,3 +198,41 @@ def certify_cmd(
             + (f" ([yellow]{witnesses} infeasibility witness(es)[/yellow])" if witnesses else "")
         )
     console.print(f"{len(certs)} certificates, {total} obligations written to {r / CERT_DIR}")
+
+
+@lean_app.command("emit")
+def emit_cmd(
+    artifact: Annotated[Path, typer.Argument(help="The JSON artifact.")],
+    task: Annotated[str, typer.Option("--task", help="Task slug.")],
+    out: Annotated[Path | None, typer.Option("--out", help="Write the module here (default: stdout).")] = None,
+    check_it: Annotated[bool, typer.Option("--check", help="Also kernel-check the emitted module.")] = False,
+) -> None:
+    """Write the certificate module of any artifact (only numbers and generated names reach Lean)."""
+    from tbmm.lean.certify import render
+    from tbmm.scoring import ArtifactError, read_artifact
+    from tbmm.tasks import TaskFormatError, find_task
+
+    try:
+        t = find_task(task)
+        doc = read_artifact(artifact.read_bytes())
+    except (KeyError, TaskFormatError, ArtifactError, OSError) as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(2) from exc
+    cert = render(t, doc, module="TBMMArtifact")
+    if out is None:
+        print(cert.text, end="")
+    else:
+        out.write_text(cert.text, encoding="utf-8")
+        out.with_suffix(".json").write_text(json.dumps(cert.sidecar(), indent=1) + "\n", encoding="utf-8")
+        err.print(f"wrote {out} ({len(cert.obligations)} obligations, {len(cert.gaps)} gaps)")
+    for g in cert.gaps:
+        err.print(f"[yellow]gap (not claimed):[/yellow] {g}", highlight=False)
+    if check_it:
+        if out is None:
+            err.print("[red]error:[/red] --check needs --out")
+            raise typer.Exit(2)
+        res = check_module(out)
+        if not res.ok:
+            _report_failure(res.failure)  # type: ignore[arg-type]
+            raise typer.Exit(1)
+        err.print(f"[green]kernel-checked[/green] {len(cert.obligations)} obligations in {res.seconds:.2f} s")

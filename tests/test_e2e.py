@@ -1,0 +1,103 @@
+"""End to end through the real run path: sandbox backend, real verify (gate + score + Lean)."""
+
+from __future__ import annotations
+
+import shutil
+from fractions import Fraction as F
+from pathlib import Path
+
+import pytest
+
+from harness.agents import OracleAgent, ReplayAgent
+from harness.backends import choose_backend
+from harness.runner import run_sweep
+from harness.store import Store
+from tbmm import rules
+from tbmm.gate import run_gate
+from tbmm.leaderboard import compute
+from tbmm.results import load_rows
+from tbmm.scoring import baseline_artifact, score_task
+from tbmm.tasks import Task
+
+
+@pytest.fixture(scope="module")
+def sandbox():  # noqa: ANN201
+    if shutil.which("bwrap") is None:
+        pytest.skip("bwrap (Debian package bubblewrap) is not installed: .ci/run installs it")
+    backend, why = choose_backend("sandbox")
+    print(why)
+    return backend
+
+
+def test_oracle_over_all_18_tasks_in_the_sandbox(suite: list[Task], sandbox, tmp_path: Path) -> None:  # noqa: ANN001
+    db = tmp_path / "oracle.sqlite"
+    summary = run_sweep(OracleAgent(), None, suite, 1, sandbox, 2, db, False, progress=False)
+    assert (summary.planned, summary.done, summary.failed) == (18, 18, 0)
+    rows = {r["task"]: r for r in Store(db).trials()}
+    assert len(rows) == 18
+    stored, _, _ = load_rows(db)
+    by_task = {r.task: r for r in stored}
+    for t in suite:
+        row = by_task[t.slug]
+        assert rows[t.slug]["artifact_status"] == "ok"
+        assert row.report["lean"] in ("ok", "fail") and row.report["gate"] in ("pass", "warn", "fail")
+        if t.gate.anchor.feasible:
+            assert row.status == "scored" and row.o_eval == 1, t.slug
+            assert row.report["lean"] == "ok" and row.report["exit_code"] == 0
+        else:  # recorded infeasible: the gate and the kernel both reject it, the task is zeroed
+            assert row.status == "gate_failed" and row.o_eval == 0 and row.robust_bo == -1, t.slug
+            assert row.report["lean"] == "fail" and row.report["failing"]
+
+
+def _write(dir_: Path, slug: str, seed: int | None, data: bytes) -> None:
+    p = dir_ / slug / str(seed) if seed is not None else dir_
+    p.mkdir(parents=True, exist_ok=True)
+    (p / f"{slug}_result.json").write_bytes(data)
+
+
+def test_leaderboard_from_real_replay_runs(suite: list[Task], sandbox, tmp_path: Path) -> None:  # noqa: ANN001
+    """Two entries through run_sweep + replay; every column checked against hand computation."""
+    from tbmm import exact
+
+    by = {t.slug: t for t in suite}
+    juneau, dragon, tennis = by["mcm-2025-b-juneau-tourism"], by["cumcm-2024-a-dragon-dance"], by["mcm-2024-c-tennis-momentum"]
+    tasks = [juneau, dragon, tennis]
+    anchors, base = tmp_path / "anchors", tmp_path / "base"
+    for t in tasks:  # seed 0: all three; seed 1: juneau missing
+        _write(anchors, t.slug, 0, t.anchor_artifact_bytes())
+        if t is not juneau:
+            _write(anchors, t.slug, 1, t.anchor_artifact_bytes())
+        _write(base, t.slug, None, (exact.dumps(baseline_artifact(t)) + "\n").encode())
+    db = tmp_path / "lb.sqlite"
+    run_sweep(ReplayAgent(anchors), "anchors", tasks, 2, sandbox, 1, db, False, progress=False)
+    run_sweep(ReplayAgent(base), "baseline", tasks, 1, sandbox, 1, db, False, progress=False)
+    rows, cfg, _ = load_rows(db)
+    entries = sorted({r.entry for r in rows})
+    base_id = next(e for e in entries if "@baseline" in e)
+    anch_id = next(e for e in entries if "@anchors" in e)
+    lb = compute(rows, baseline=base_id, **cfg)
+
+    # Hand computation, independent of the leaderboard module: per-task O-Eval from scoring + gate.
+    def o(t: Task, doc) -> F:  # noqa: ANN001
+        failed = run_gate(t, doc).verdict == "fail"
+        return score_task(t, doc, gate_failed=failed).o_eval
+
+    n_head = 17  # 18 tasks minus the literature-split tennis task
+    f = {t.slug: o(t, baseline_artifact(t)) for t in tasks}
+    seed0 = (o(juneau, juneau.anchor_artifact) + o(dragon, dragon.anchor_artifact)) / n_head
+    seed1 = o(dragon, dragon.anchor_artifact) / n_head
+    assert o(juneau, juneau.anchor_artifact) == 1 and o(dragon, dragon.anchor_artifact) == 0
+    mean = (seed0 + seed1) / 2
+    std_sq = ((seed0 - mean) ** 2 + (seed1 - mean) ** 2) / 1  # sample variance, n - 1 = 1
+    row = next(e for e in lb.entries if e.entry == anch_id)
+    assert row.o_eval.mean == mean
+    assert abs(float(row.o_eval.std) ** 2 - float(std_sq)) < 1e-12
+    # Multi-BO: juneau cell (seed 0), dragon gate-failed counts o = 0, every other headline task -1
+    others = n_head - 2
+    mb0 = (rules.multi_bo_cell(F(1), f[juneau.slug]) + rules.multi_bo_cell(F(0), f[dragon.slug]) - others) / n_head
+    mb1 = (F(-1) + rules.multi_bo_cell(F(0), f[dragon.slug]) - others) / n_head
+    assert row.multi_bo.mean == (mb0 + mb1) / 2
+    assert row.gate_zeroed == 2  # dragon, both seeds
+    brow = next(e for e in lb.entries if e.entry == base_id)
+    assert brow.o_eval.std is None  # one seed: n/a, never 0
+    assert lb.entries[0].entry == anch_id  # sorted by O-Eval

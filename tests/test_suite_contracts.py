@@ -1,0 +1,90 @@
+"""Contracts over the real 18 tasks: oracle self-consistency, gate coverage, discrimination."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tbmm import exact
+from tbmm.forms import Form
+from tbmm.gate import evaluate, instances, run_gate
+from tbmm.mutate import violation, with_leaf
+from tbmm.scoring import read_artifact, score_task
+from tbmm.tasks import Task
+
+
+def test_every_anchor_scores_exactly_one(suite: list[Task]) -> None:
+    for t in suite:
+        s = score_task(t, t.anchor_artifact)
+        assert s.raw == 1 and s.o_eval_anchor == 1 and s.o_eval == 1, t.slug
+        assert all(m.reward == 1 for m in s.metrics if not m.excluded), t.slug
+
+
+def test_gate_coverage(suite: list[Task]) -> None:
+    used: set[Form] = set()
+    for t in suite:
+        assert t.gate.check, f"{t.slug} ships without a gate"
+        used |= {c.form for c in t.gate.check}
+    assert used == set(Form)
+
+
+def test_oracle_passes_its_gate_or_is_recorded_infeasible(suite: list[Task]) -> None:
+    infeasible = []
+    for t in suite:
+        rep = run_gate(t, t.anchor_artifact)
+        if t.gate.anchor.feasible:
+            assert rep.verdict == "pass", (t.slug, rep.to_json()["failed"])
+        else:
+            assert rep.verdict == "fail" and t.gate.anchor.evidence, t.slug
+            # the evidence names every failing check
+            for inst in rep.failed:
+                assert inst.check.id in t.gate.anchor.evidence, (t.slug, inst.check.id)
+            infeasible.append(t.slug)
+    assert "cumcm-2024-a-dragon-dance" in infeasible
+
+
+def test_a_real_field_violation_is_rejected_for_every_task(suite: list[Task]) -> None:
+    for t in suite:
+        doc = t.anchor_artifact
+        rejected = False
+        for c in t.gate.check:
+            insts, _ = instances(c, doc)
+            for inst in insts:
+                evaluate(inst, doc)
+                v = violation(inst) if inst.status == "pass" else None
+                if v is None:
+                    continue
+                rep = run_gate(t, with_leaf(doc, *v))
+                assert rep.verdict == "fail", (t.slug, inst.name, v)
+                assert inst.name in [i.name for i in rep.failed], (t.slug, inst.name)
+                rejected = True
+                break
+            if rejected:
+                break
+        assert rejected, f"{t.slug}: no single-leaf violation found"
+
+
+@pytest.mark.parametrize("bad", ["NaN", "Infinity", "-Infinity", '"12"', "null", "1e999999999", "[]", "{}", "true"])
+def test_bad_input_never_raises(suite: list[Task], bad: str) -> None:
+    for t in suite:
+        text = exact.dumps(t.anchor_artifact, indent=None)
+        c = t.gate.check[0]
+        path = c.paths()[0].replace("[*]", "[0]")
+        doc = json.loads(text)
+        node = doc
+        keys = path.replace("]", "").replace("[", ".").split(".")
+        for k in keys[:-1]:
+            node = node[int(k)] if k.isdigit() else node[k]
+        last = keys[-1]
+        if last.isdigit():
+            node[int(last)] = "__BAD__"
+        else:
+            node[last] = "__BAD__"
+        art = read_artifact(json.dumps(doc).replace('"__BAD__"', bad))
+        rep = run_gate(t, art)
+        assert rep.verdict in ("fail", "warn"), (t.slug, bad)
+        if rep.verdict == "fail":
+            assert all(i.message for i in rep.failed)
+        s = score_task(t, art, gate_failed=rep.verdict == "fail")
+        assert 0 <= s.o_eval <= 1
