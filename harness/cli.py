@@ -9,9 +9,9 @@ import typer
 from rich.console import Console
 
 from harness.agents import TEMPLATES, Agent, CommandAgent, OracleAgent, ReplayAgent
-from harness.backends import choose_backend
+from harness.backends import Backend, choose_backend
 from harness.llm_agent import LLMAgent
-from harness.runner import DEFAULT_ARTIFACT_MAX_BYTES, run_sweep
+from harness.runner import DEFAULT_ARTIFACT_MAX_BYTES, SweepSummary, run_sweep
 
 AGENTS = ("oracle", "replay", "llm", "command", *TEMPLATES)
 
@@ -110,7 +110,47 @@ def run_command(
     )
     chosen, why = choose_backend(backend)
     console.print(why)
-    summary = run_sweep(
+    try:
+        summary = _sweep(
+            the_agent,
+            model,
+            tasks,
+            tasks_root,
+            seeds,
+            chosen,
+            concurrency,
+            db,
+            resume,
+            timeout,
+            artifact_max_bytes,
+            console,
+        )
+    except (RuntimeError, ValueError, KeyError) as exc:
+        console.print(f"[red]error:[/red] {str(exc).strip(chr(39))}", highlight=False)
+        raise typer.Exit(2) from exc
+    console.print(
+        f"{summary.entry_id}: ran {summary.done} (failed {summary.failed}), "
+        f"skipped {summary.skipped} already stored, {summary.wall_s:.1f}s -> {db}"
+    )
+    _print_leaderboard(db, tasks_root)
+
+
+def _sweep(
+    the_agent: Agent,
+    model: str | None,
+    tasks: str,
+    tasks_root: Path | None,
+    seeds: int,
+    chosen: Backend,
+    concurrency: int,
+    db: Path,
+    resume: bool,
+    timeout: float | None,
+    artifact_max_bytes: int,
+    console: Console,
+) -> SweepSummary:
+    """Select the tasks and run the sweep (errors surface as one-line messages in the caller)."""
+    return run_sweep(
         the_agent,
         model,
         select_tasks(tasks, tasks_root),
@@ -123,21 +163,13 @@ def run_command(
         artifact_max_bytes=artifact_max_bytes,
         console=console,
     )
-    console.print(
-        f"{summary.entry_id}: ran {summary.done} (failed {summary.failed}), "
-        f"skipped {summary.skipped} already stored, {summary.wall_s:.1f}s -> {db}"
-    )
-    _print_leaderboard(db, tasks_root)
 
 
 def _print_leaderboard(db: Path, tasks_root: Path | None) -> None:
     """The leaderboard of everything in the store, on stdout, after every sweep."""
     from tbmm.leaderboard import to_table
-    from tbmm.results import leaderboard
-    from tbmm.tasks import TASKS_ROOT
-
-    from tbmm.results import ResultsError
-    from tbmm.tasks import TaskFormatError
+    from tbmm.results import ResultsError, leaderboard
+    from tbmm.tasks import TASKS_ROOT, TaskFormatError
 
     try:
         lb, _, _ = leaderboard(db, None, tasks_root or TASKS_ROOT)
