@@ -29,7 +29,9 @@ def sandbox():  # noqa: ANN201
     return backend
 
 
-def test_oracle_over_all_18_tasks_in_the_sandbox(suite: list[Task], sandbox, tmp_path: Path) -> None:  # noqa: ANN001
+def test_oracle_over_all_18_tasks_in_the_sandbox(
+    suite: list[Task], sandbox, tmp_path: Path
+) -> None:  # noqa: ANN001
     db = tmp_path / "oracle.sqlite"
     summary = run_sweep(OracleAgent(), None, suite, 1, sandbox, 2, db, False, progress=False)
     assert (summary.planned, summary.done, summary.failed) == (18, 18, 0)
@@ -40,7 +42,11 @@ def test_oracle_over_all_18_tasks_in_the_sandbox(suite: list[Task], sandbox, tmp
     for t in suite:
         row = by_task[t.slug]
         assert rows[t.slug]["artifact_status"] == "ok"
-        assert row.report["lean"] in ("ok", "fail") and row.report["gate"] in ("pass", "warn", "fail")
+        assert row.report["lean"] in ("ok", "fail") and row.report["gate"] in (
+            "pass",
+            "warn",
+            "fail",
+        )
         if t.gate.anchor.feasible:
             assert row.status == "scored" and row.o_eval == 1, t.slug
             assert row.report["lean"] == "ok" and row.report["exit_code"] == 0
@@ -60,7 +66,11 @@ def test_leaderboard_from_real_replay_runs(suite: list[Task], sandbox, tmp_path:
     from tbmm import exact
 
     by = {t.slug: t for t in suite}
-    juneau, dragon, tennis = by["mcm-2025-b-juneau-tourism"], by["cumcm-2024-a-dragon-dance"], by["mcm-2024-c-tennis-momentum"]
+    juneau, dragon, tennis = (
+        by["mcm-2025-b-juneau-tourism"],
+        by["cumcm-2024-a-dragon-dance"],
+        by["mcm-2024-c-tennis-momentum"],
+    )
     tasks = [juneau, dragon, tennis]
     anchors, base = tmp_path / "anchors", tmp_path / "base"
     for t in tasks:  # seed 0: all three; seed 1: juneau missing
@@ -94,10 +104,31 @@ def test_leaderboard_from_real_replay_runs(suite: list[Task], sandbox, tmp_path:
     assert abs(float(row.o_eval.std) ** 2 - float(std_sq)) < 1e-12
     # Multi-BO: juneau cell (seed 0), dragon gate-failed counts o = 0, every other headline task -1
     others = n_head - 2
-    mb0 = (rules.multi_bo_cell(F(1), f[juneau.slug]) + rules.multi_bo_cell(F(0), f[dragon.slug]) - others) / n_head
+    mb0 = (
+        rules.multi_bo_cell(F(1), f[juneau.slug])
+        + rules.multi_bo_cell(F(0), f[dragon.slug])
+        - others
+    ) / n_head
     mb1 = (F(-1) + rules.multi_bo_cell(F(0), f[dragon.slug]) - others) / n_head
     assert row.multi_bo.mean == (mb0 + mb1) / 2
     assert row.gate_zeroed == 2  # dragon, both seeds
     brow = next(e for e in lb.entries if e.entry == base_id)
     assert brow.o_eval.std is None  # one seed: n/a, never 0
     assert lb.entries[0].entry == anch_id  # sorted by O-Eval
+
+    # Multi-BO's fallback branch through the same path: against an entry with f = 1 on juneau,
+    # 1 - f = 0 < 0.10, so the baseline entry's juneau cell is 1 + clip(o - 1, -0.1, 0.1).
+    full = tmp_path / "full"
+    for t in tasks:
+        _write(full, t.slug, None, t.anchor_artifact_bytes())
+    run_sweep(ReplayAgent(full), "full", tasks, 1, sandbox, 1, db, False, progress=False)
+    rows, cfg, _ = load_rows(db)
+    full_id = next(e for e in {r.entry for r in rows} if "@full" in e)
+    lb2 = compute(rows, baseline=full_id, **cfg)
+    o_base_j = o(juneau, baseline_artifact(juneau))
+    cell_j = 1 + max(F(-1, 10), min(F(1, 10), o_base_j - 1))
+    assert cell_j == rules.multi_bo_cell(o_base_j, F(1))
+    o_base_d = o(dragon, baseline_artifact(dragon))
+    cell_d = rules.multi_bo_cell(o_base_d, F(0))  # full's dragon is gate-zeroed: f = 0
+    b2 = next(e for e in lb2.entries if e.entry == base_id)
+    assert b2.multi_bo.mean == (cell_j + cell_d - others) / n_head

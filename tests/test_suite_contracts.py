@@ -65,7 +65,9 @@ def test_a_real_field_violation_is_rejected_for_every_task(suite: list[Task]) ->
         assert rejected, f"{t.slug}: no single-leaf violation found"
 
 
-@pytest.mark.parametrize("bad", ["NaN", "Infinity", "-Infinity", '"12"', "null", "1e999999999", "[]", "{}", "true"])
+@pytest.mark.parametrize(
+    "bad", ["NaN", "Infinity", "-Infinity", '"12"', "null", "1e999999999", "[]", "{}", "true"]
+)
 def test_bad_input_never_raises(suite: list[Task], bad: str) -> None:
     for t in suite:
         text = exact.dumps(t.anchor_artifact, indent=None)
