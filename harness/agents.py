@@ -127,6 +127,7 @@ class OracleAgent:
     the sandbox they arrive on stdin only, so the anchor file itself is never visible."""
 
     name = "oracle"
+    uses_model = False  # writes a stored artifact: no model call, so its cost is exactly $0
 
     def settings(self) -> dict[str, Any]:
         return {}

@@ -225,7 +225,8 @@ def run_trial(
         tokens_in=totals.input_tokens,
         tokens_out=totals.output_tokens,
         requests=totals.requests,
-        cost_usd=totals.cost_usd,
+        # An agent that calls no model (the oracle) costs exactly $0; otherwise unknown stays None.
+        cost_usd=totals.cost_usd if getattr(agent, "uses_model", True) else 0.0,
         **fields,
     )
     if outcome.exit_reason != "harness_error" and not ABORT.is_set():
