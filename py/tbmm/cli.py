@@ -444,14 +444,19 @@ _mount_subapps()
 
 
 DbOpt = Annotated[Path, typer.Option("--db", help="SQLite results store.")]
-BaselineOpt = Annotated[str | None, typer.Option("--baseline", help="Baseline entry id (or a unique prefix) for Multi-BO.")]
+BaselineOpt = Annotated[
+    str | None,
+    typer.Option("--baseline", help="Baseline entry id (or a unique prefix) for Multi-BO."),
+]
 
 
 @app.command("leaderboard")
 def leaderboard_cmd(
     db: DbOpt = Path("runs/tbmm.sqlite"),
     fmt: Annotated[str, typer.Option("--format", help="table | md | csv | json")] = "table",
-    plots: Annotated[Path | None, typer.Option("--plots", help="Write PNG plots to this folder.")] = None,
+    plots: Annotated[
+        Path | None, typer.Option("--plots", help="Write PNG plots to this folder.")
+    ] = None,
     baseline: BaselineOpt = None,
     tasks_root: TasksRoot = TASKS_ROOT,
 ) -> None:
@@ -501,8 +506,12 @@ def report_cmd(
 
 @tasks_app.command("baseline-artifacts")
 def tasks_baseline_artifacts(
-    out: Annotated[Path, typer.Option("--out", help="Folder to write <slug>_result.json files into.")],
-    pipeline: Annotated[str | None, typer.Option(help="Baseline pipeline (default: each task's default).")] = None,
+    out: Annotated[
+        Path, typer.Option("--out", help="Folder to write <slug>_result.json files into.")
+    ],
+    pipeline: Annotated[
+        str | None, typer.Option(help="Baseline pipeline (default: each task's default).")
+    ] = None,
     tasks_root: TasksRoot = TASKS_ROOT,
 ) -> None:
     """Write the baseline entry F as artifacts, for `tbmm run --agent replay --replay-dir OUT`."""

@@ -91,7 +91,7 @@ def verify_artifact(task: Task, data: bytes | None, *, lean: bool = True) -> Ver
     if lean:
         from tbmm.lean.certify import check_artifact
 
-        lr = check_artifact(task, doc)
+        lr = check_artifact(task, doc, gate_report=g)
         lean_state = "ok" if lr.ok else "fail"
         lean_detail = lr.to_json()
         failing += [f"lean {o}" for o in lr.failing]

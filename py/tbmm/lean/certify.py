@@ -33,7 +33,7 @@ from typing import Any
 
 from tbmm import rules
 from tbmm.forms import Form, prod
-from tbmm.gate import Instance, evaluate, instances
+from tbmm.gate import GateReport, Instance, run_gate
 from tbmm.lean import serialize as S
 from tbmm.scoring import lookup, panel_scores, score_metric
 from tbmm.tasks import Task
@@ -134,47 +134,49 @@ def _mean_expr(items: list[tuple[Fraction, str]]) -> str:
 
 
 def obligations_for(
-    task: Task, doc: dict[str, Any], *, witness_failures: bool = False
+    task: Task,
+    doc: dict[str, Any],
+    *,
+    witness_failures: bool = False,
+    gate_report: GateReport | None = None,
 ) -> tuple[list[Obligation], list[str]]:
-    """Every obligation of `doc` for `task`, and the gaps (fields it does not give)."""
+    """Every obligation of `doc` for `task`, and the gaps (fields it does not give).
+
+    The gate instances are the gate's own (pass `gate_report` to reuse an evaluation).
+    """
+    report = gate_report or run_gate(task, doc)
     obs: list[Obligation] = []
-    gaps: list[str] = []
-    for check in task.gate.check:
-        expanded, warn = instances(check, doc)
-        if warn:
-            gaps.append(f"gate {check.id}: {warn}")
-        for inst in expanded:
-            evaluate(inst, doc)
-            name = _safe(f"gate_{inst.name.replace('[', '_').replace(']', '')}")
-            fields = tuple(p for ps in inst.paths.values() for p in ps)
-            if inst.status == "missing":
-                gaps.append(f"gate {inst.name}: {inst.message}")
-                continue
-            if inst.status == "bad":
-                # Not a finite number: nothing to state in Lean; reported as a failing obligation.
-                obs.append(
-                    Obligation(name, "Bool.false", True, "gate", check.form.value, check.id, fields)
+    gaps: list[str] = [f"gate {w}" for w in report.warnings]
+    for inst in report.instances:
+        check = inst.check
+        name = _safe(f"gate_{inst.name.replace('[', '_').replace(']', '')}")
+        fields = tuple(p for ps in inst.paths.values() for p in ps)
+        if inst.status == "missing":
+            continue  # already a gap (from the gate's warnings): reported, never claimed
+        if inst.status == "bad":
+            # Not a finite number: nothing to state in Lean; reported as a failing obligation.
+            obs.append(
+                Obligation(name, "Bool.false", True, "gate", check.form.value, check.id, fields)
+            )
+            continue
+        if inst.status == "fail" and witness_failures:
+            obs.append(
+                Obligation(
+                    name + "_violated",
+                    gate_statement(inst),
+                    False,
+                    "gate",
+                    check.form.value,
+                    check.id,
+                    fields,
                 )
-                continue
-            holds = inst.status == "pass"
-            if not holds and witness_failures:
-                obs.append(
-                    Obligation(
-                        name + "_violated",
-                        gate_statement(inst),
-                        False,
-                        "gate",
-                        check.form.value,
-                        check.id,
-                        fields,
-                    )
+            )
+        else:
+            obs.append(
+                Obligation(
+                    name, gate_statement(inst), True, "gate", check.form.value, check.id, fields
                 )
-            else:
-                obs.append(
-                    Obligation(
-                        name, gate_statement(inst), True, "gate", check.form.value, check.id, fields
-                    )
-                )
+            )
 
     scored: list[tuple[Any, Fraction | None, Fraction]] = []
     for m in task.metrics:
@@ -391,9 +393,12 @@ def render(
     module: str | None = None,
     witness_failures: bool = False,
     contract: bool = False,
+    gate_report: GateReport | None = None,
 ) -> Certificate:
     module = module or module_name(task.slug)
-    obs, gaps = obligations_for(task, doc, witness_failures=witness_failures)
+    obs, gaps = obligations_for(
+        task, doc, witness_failures=witness_failures, gate_report=gate_report
+    )
     if contract:
         obs += contract_obligations(task)
     ns = module
@@ -459,7 +464,13 @@ class LeanResult:
         }
 
 
-def check_artifact(task: Task, doc: dict[str, Any], *, root: Path | None = None) -> LeanResult:
+def check_artifact(
+    task: Task,
+    doc: dict[str, Any],
+    *,
+    root: Path | None = None,
+    gate_report: GateReport | None = None,
+) -> LeanResult:
     """Emit this artifact's certificate (claiming feasibility) and have the kernel check it."""
     from tbmm.lean.build import check_module, project_root
     from tbmm.lean.runtime import find_toolchain
@@ -467,7 +478,7 @@ def check_artifact(task: Task, doc: dict[str, Any], *, root: Path | None = None)
     t0 = time.monotonic()
     root = root or project_root()
     tc = find_toolchain()
-    cert = render(task, doc, module="TBMMVerify")
+    cert = render(task, doc, module="TBMMVerify", gate_report=gate_report)
     bad = [o for o in cert.obligations if o.statement == "Bool.false"]
     with tempfile.TemporaryDirectory(prefix="tbmm-verify-") as tmp:
         path = Path(tmp) / "TBMMVerify.lean"

@@ -204,8 +204,12 @@ def certify_cmd(
 def emit_cmd(
     artifact: Annotated[Path, typer.Argument(help="The JSON artifact.")],
     task: Annotated[str, typer.Option("--task", help="Task slug.")],
-    out: Annotated[Path | None, typer.Option("--out", help="Write the module here (default: stdout).")] = None,
-    check_it: Annotated[bool, typer.Option("--check", help="Also kernel-check the emitted module.")] = False,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Write the module here (default: stdout).")
+    ] = None,
+    check_it: Annotated[
+        bool, typer.Option("--check", help="Also kernel-check the emitted module.")
+    ] = False,
 ) -> None:
     """Write the certificate module of any artifact (only numbers and generated names reach Lean)."""
     from tbmm.lean.certify import render
@@ -223,7 +227,9 @@ def emit_cmd(
         print(cert.text, end="")
     else:
         out.write_text(cert.text, encoding="utf-8")
-        out.with_suffix(".json").write_text(json.dumps(cert.sidecar(), indent=1) + "\n", encoding="utf-8")
+        out.with_suffix(".json").write_text(
+            json.dumps(cert.sidecar(), indent=1) + "\n", encoding="utf-8"
+        )
         err.print(f"wrote {out} ({len(cert.obligations)} obligations, {len(cert.gaps)} gaps)")
     for g in cert.gaps:
         err.print(f"[yellow]gap (not claimed):[/yellow] {g}", highlight=False)
@@ -235,4 +241,6 @@ def emit_cmd(
         if not res.ok:
             _report_failure(res.failure)  # type: ignore[arg-type]
             raise typer.Exit(1)
-        err.print(f"[green]kernel-checked[/green] {len(cert.obligations)} obligations in {res.seconds:.2f} s")
+        err.print(
+            f"[green]kernel-checked[/green] {len(cert.obligations)} obligations in {res.seconds:.2f} s"
+        )
