@@ -112,6 +112,17 @@ def test_leaderboard_from_real_replay_runs(suite: list[Task], sandbox, tmp_path:
     mb1 = (F(-1) + rules.multi_bo_cell(F(0), f[dragon.slug]) - others) / n_head
     assert row.multi_bo.mean == (mb0 + mb1) / 2
     assert row.gate_zeroed == 2  # dragon, both seeds
+    assert row.o_eval.var == std_sq  # exact sample variance
+    # Artifacts: readable JSON per seed over all 18 tasks (tennis included): 3 then 2
+    assert row.artifacts.mean == F(5, 2)
+    # Robust BO-Eval: per seed, mean over headline tasks; missing and gate-zeroed cells are -1
+    rb_j = score_task(juneau, juneau.anchor_artifact).robust_bo
+    rb0 = (rb_j - 1 - others) / n_head
+    rb1 = (F(-1) - 1 - others) / n_head
+    assert row.robust_bo.mean == (rb0 + rb1) / 2
+    assert (
+        row.cost is None and row.cost_unknown_trials == 6
+    )  # 3 tasks x 2 seeds replayed: cost unknown
     brow = next(e for e in lb.entries if e.entry == base_id)
     assert brow.o_eval.std is None  # one seed: n/a, never 0
     assert lb.entries[0].entry == anch_id  # sorted by O-Eval
