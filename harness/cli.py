@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -125,7 +126,7 @@ def run_command(
             artifact_max_bytes,
             console,
         )
-    except (RuntimeError, ValueError, KeyError) as exc:
+    except (RuntimeError, ValueError, KeyError, sqlite3.Error, OSError) as exc:
         console.print(f"[red]error:[/red] {str(exc).strip(chr(39))}", highlight=False)
         raise typer.Exit(2) from exc
     console.print(

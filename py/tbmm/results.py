@@ -21,9 +21,14 @@ def load_rows(
     cfg = suite_config(tasks)
     if not Path(db).is_file():
         return [], cfg, tasks
+    import sqlite3
+
     from harness.store import Store
 
-    records = Store(db).trials()
+    try:
+        records = Store(db).trials()
+    except sqlite3.DatabaseError as exc:
+        raise ResultsError(f"{db}: not a readable results store ({exc})") from exc
     rows = [
         row_from_record(r, task_suites=cfg["task_suites"], split_tasks=cfg["split_tasks"])
         for r in records
@@ -49,7 +54,7 @@ def resolve_baseline(rows: list[TrialRow], baseline: str | None) -> str | None:
 def leaderboard(
     db: Path, baseline: str | None = None, tasks_root: Path = TASKS_ROOT
 ) -> tuple[Leaderboard, list[TrialRow], list[Any]]:
-    rows, cfg, tasks = load_rows(db, tasks_root)
+    rows, cfg, tasks = load_rows(db, tasks_root)  # ResultsError passes through
     try:
         lb = compute(rows, baseline=resolve_baseline(rows, baseline), **cfg)
     except ValueError as exc:
