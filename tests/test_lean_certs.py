@@ -157,3 +157,25 @@ def test_artifact_strings_never_reach_lean(suite: list[Task]) -> None:
 def test_feasible_anchor_verifies_in_lean(suite: list[Task], slug: str) -> None:
     res = check_artifact(by_slug(suite, slug), by_slug(suite, slug).anchor_artifact)
     assert res.ok and res.obligations > 5 and not res.gaps
+
+
+def test_every_task_has_a_kernel_rejected_mutation(suite: list[Task]) -> None:
+    """For each of the 18 tasks, one single-leaf violation of a real anchor field fails in Lean."""
+    for t in suite:
+        doc = t.anchor_artifact
+        found = None
+        for c in t.gate.check:
+            insts, _ = instances(c, doc)
+            for inst in insts:
+                evaluate(inst, doc)
+                v = violation(inst) if inst.status == "pass" else None
+                if v is not None:
+                    found = (inst.name, v)
+                    break
+            if found:
+                break
+        assert found, t.slug
+        name, (path, value) = found
+        res = check_artifact(t, with_leaf(doc, path, value))
+        decl = "gate_" + name.replace("[", "_").replace("]", "")
+        assert any(f.startswith(decl + " ") and path in f for f in res.failing), (t.slug, decl, res.failing)
