@@ -218,24 +218,38 @@ def panel_scores(
     return out
 
 
+def anchor_lists(task: Task) -> list[tuple[str, int]]:
+    """(path, length) of every list in the anchor artifact; computed once per task."""
+    if "anchor_lists" not in task._cache:
+        found: list[tuple[str, int]] = []
+
+        def walk(a: Any, path: str) -> None:
+            if isinstance(a, dict):
+                for k, v in a.items():
+                    walk(v, f"{path}.{k}" if path else k)
+            elif isinstance(a, list):
+                found.append((path, len(a)))
+                for i, x in enumerate(a):
+                    walk(x, f"{path}[{i}]")
+
+        walk(task.anchor_artifact, "")
+        task._cache["anchor_lists"] = found
+    return task._cache["anchor_lists"]
+
+
 def extra_entry_notes(task: Task, doc: dict[str, Any]) -> list[str]:
     """Lists longer than the anchor's: their extra entries are excluded from scoring."""
     notes: list[str] = []
-
-    def walk(a: Any, b: Any, path: str) -> None:
-        if isinstance(a, dict) and isinstance(b, dict):
-            for k, v in a.items():
-                if k in b:
-                    walk(v, b[k], f"{path}.{k}" if path else k)
-        elif isinstance(a, list) and isinstance(b, list):
-            if len(b) > len(a):
-                notes.append(
-                    f"{path}: {len(b) - len(a)} extra entr{'y' if len(b) - len(a) == 1 else 'ies'} excluded (anchor has {len(a)})"
-                )
-            for i, (x, y) in enumerate(zip(a, b, strict=False)):
-                walk(x, y, f"{path}[{i}]")
-
-    walk(task.anchor_artifact, doc, "")
+    for path, n in anchor_lists(task):
+        try:
+            node = resolve(doc, path)
+        except PathError:
+            continue
+        if isinstance(node, list) and len(node) > n:
+            extra = len(node) - n
+            notes.append(
+                f"{path}: {extra} extra entr{'y' if extra == 1 else 'ies'} excluded (anchor has {n})"
+            )
     return notes
 
 
