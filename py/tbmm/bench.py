@@ -50,6 +50,20 @@ def bench_scoring(task: Task, seconds: float = 2.0) -> BenchResult:
     return BenchResult("scoring", task.slug, n, time.perf_counter() - t0)
 
 
+def bench_json_reference(task: Task, seconds: float = 2.0) -> BenchResult:
+    """Plain `json.loads` of the same artifacts: the in-run reference that makes the figure a
+    ratio (absolute rates on this machine drift by 10-20% between runs)."""
+    import json
+
+    blobs = _variants(task, 1000)
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for b in blobs:
+            json.loads(b)
+        n += len(blobs)
+    return BenchResult("json.loads", task.slug, n, time.perf_counter() - t0)
+
+
 def bench_gate(task: Task, seconds: float = 2.0) -> BenchResult:
     docs = [read_artifact(b) for b in _variants(task, 200)]
     run_gate(task, docs[0])

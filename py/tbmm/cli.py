@@ -371,13 +371,18 @@ def bench(
     tasks_root: TasksRoot = TASKS_ROOT,
 ) -> None:
     """Measure scoring throughput (artifacts/s) and gate throughput (checks/s) on one core."""
-    from tbmm.bench import bench_gate, bench_scoring
+    from tbmm.bench import bench_gate, bench_json_reference, bench_scoring
 
     t = _task(task, tasks_root)
-    for r in (bench_scoring(t, seconds), bench_gate(t, seconds)):
+    ref = bench_json_reference(t, seconds)
+    sc = bench_scoring(t, seconds)
+    for r in (ref, sc, bench_gate(t, seconds)):
         console.print(
             f"{r.name:12s} {r.task}: {r.count} in {r.seconds:.2f} s = [bold]{r.rate:,.0f}/s[/bold]"
         )
+    console.print(
+        f"scoring costs {ref.rate / sc.rate:.1f}x a plain json.loads of the same artifact (same run)"
+    )
 
 
 @app.command()
