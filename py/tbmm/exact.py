@@ -35,13 +35,35 @@ class NonFinite:
         return self.text
 
 
-@dataclass(frozen=True)
 class Num:
-    """A JSON number kept with its exact value and its original text."""
+    """A JSON number kept with its original text; its exact value is computed on first use.
 
-    value: Fraction
-    text: str
-    is_int_literal: bool
+    The text has already been checked to be a finite decimal within the exponent limit, so
+    computing the value cannot fail; numbers an artifact carries but nobody scores or gates
+    never pay for a Fraction.
+    """
+
+    __slots__ = ("_value", "is_int_literal", "text")
+
+    def __init__(self, value: Fraction | None, text: str, is_int_literal: bool) -> None:
+        self._value = value
+        self.text = text
+        self.is_int_literal = is_int_literal
+
+    @property
+    def value(self) -> Fraction:
+        if self._value is None:
+            self._value = parse_decimal(self.text)
+        return self._value
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Num) and self.text == other.text
+
+    def __hash__(self) -> int:
+        return hash(self.text)
+
+    def __repr__(self) -> str:
+        return f"Num({self.text})"
 
     def __str__(self) -> str:
         return self.text
@@ -69,16 +91,17 @@ def _int(text: str) -> Num | NonFinite:
     # JSON integers are plain digit strings; beyond MAX_EXPONENT digits they are refused.
     if len(text) > MAX_EXPONENT:
         return NonFinite(text)
-    return Num(Fraction(int(text)), text, True)
+    return Num(None, text, True)
 
 
 def _num(text: str) -> Num | NonFinite:
-    try:
-        return Num(
-            parse_decimal(text), text, is_int_literal=("." not in text and "e" not in text.lower())
-        )
-    except ExactError:
+    """Validate now (so NaN/huge values are flagged at parse time), compute the value lazily."""
+    if len(text) > MAX_EXPONENT or not _DECIMAL_RE.match(text):
         return NonFinite(text)
+    _, _, exp_text = text.lower().partition("e")
+    if exp_text and abs(int(exp_text)) > MAX_EXPONENT:
+        return NonFinite(text)
+    return Num(None, text, is_int_literal=("." not in text and "e" not in text.lower()))
 
 
 def loads(text: str | bytes) -> Any:

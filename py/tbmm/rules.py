@@ -75,6 +75,8 @@ def effective_band(anchor: Fraction, band: Fraction) -> tuple[Fraction, bool]:
 
 
 def in_domain(x: Fraction, domain: Domain) -> bool:
+    if domain is Domain.any:
+        return True
     lo, hi, integral = DOMAIN_BOUNDS[domain]
     if lo is not None and x < lo:
         return False
@@ -92,7 +94,13 @@ def reward(direction: Direction, x: Fraction, anchor: Fraction, band: Fraction) 
     """Per-metric reward of a finite in-domain value (see module docstring)."""
     if direction is Direction.exact_value:
         return ONE if x == anchor else ZERO
-    b, _ = effective_band(anchor, band)
+    return reward_in_band(direction, x, anchor, effective_band(anchor, band)[0])
+
+
+def reward_in_band(direction: Direction, x: Fraction, anchor: Fraction, b: Fraction) -> Fraction:
+    """`reward` once the effective band b' is known (callers that cache b' skip recomputing it)."""
+    if direction is Direction.exact_value:
+        return ONE if x == anchor else ZERO
     if b <= 0:
         # Only possible when band == 0 and anchor == 0: nothing but the anchor itself counts.
         return ONE if x == anchor else ZERO

@@ -154,7 +154,7 @@ def score_metric(
             reward=rules.ZERO,
             reason=f"out of domain ({spec.domain.value})",
         )
-    r = rules.reward(spec.direction, v.q, o, metric.band)
+    r = rules.reward_in_band(spec.direction, v.q, o, band_eff)
     notes = []
     if widened and spec.direction is not Direction.exact_value:
         notes.append(
