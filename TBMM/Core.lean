@@ -20,7 +20,7 @@ Design rules of this core (and of every TBMM module):
   `Nat.ble` on numerals with GMP, *found by name*. The definitions below are therefore
   the genuine functions (the kernel's shortcut must agree with them), written so that
   they are correct for every input, not only for numerals.
-* No `axiom`, `sorry` or `native_decide`: every obligation is a closed Bool computation
+* No new axioms, no proof holes and no compiler-trusted decision procedures: every obligation is a closed Bool computation
   proved by `rfl`, and `#print axioms` reports no axioms.
 -/
 
