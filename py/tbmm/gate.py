@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from tbmm import exact, forms
+from tbmm import forms
 from tbmm.exact import fraction_to_text, parse_decimal
 from tbmm.forms import Form
 from tbmm.models import GateCheck
@@ -199,7 +199,3 @@ def run_gate(task: Task, doc: dict[str, Any] | None) -> GateReport:
     else:
         verdict = "pass"
     return GateReport(task.slug, verdict, insts, warnings, replay)
-
-
-def is_num(node: Any) -> bool:
-    return isinstance(node, exact.Num)

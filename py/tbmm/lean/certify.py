@@ -32,7 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from tbmm import rules
-from tbmm.forms import Form, prod
+from tbmm.exact import parse_decimal
+from tbmm.forms import Form
 from tbmm.gate import GateReport, Instance, run_gate
 from tbmm.lean import serialize as S
 from tbmm.scoring import lookup, panel_scores, score_metric
@@ -89,7 +90,7 @@ def gate_statement(inst: Instance) -> str:
     c = inst.check
     v = inst.values
     vals = lambda role: [v[p] for p in inst.paths[role]]  # noqa: E731
-    q = lambda s: None if s is None else Fraction(S_dec(s))  # noqa: E731
+    q = lambda s: None if s is None else parse_decimal(s)  # noqa: E731
     if c.form is Form.interval:
         return f"Forms.interval {S.rat(vals('field')[0])} {S.opt_rat(q(c.lo))} {S.opt_rat(q(c.hi))}"
     if c.form is Form.count:
@@ -108,12 +109,6 @@ def gate_statement(inst: Instance) -> str:
         else S.rat(q(c.bound))
     )
     return f"Forms.product {S.rat_list(vals('factors'), common_den=False)} {S.rat(coef)} {S.cmp(c.op)} {bound}"
-
-
-def S_dec(text: str) -> Fraction:  # noqa: N802 - short local helper name
-    from tbmm.exact import parse_decimal
-
-    return parse_decimal(text)
 
 
 def _score_expr(task_metric, value: Fraction | None, anchor: Fraction) -> str:  # noqa: ANN001
@@ -513,7 +508,3 @@ def check_artifact(
         toolchain=f"{tc.kind} {tc.version}",
         error=error,
     )
-
-
-def prod_of(xs: list[Fraction]) -> Fraction:
-    return prod(xs)
