@@ -146,8 +146,28 @@ def bwrap_argv(
     wall_sec: float | None = None,
     bwrap: str = "bwrap",
 ) -> list[str]:
-    """The full bubblewrap command line (pure: tests inspect it)."""
-    cmd = [bwrap, "--unshare-all", "--die-with-parent", "--new-session", "--clearenv"]
+    """The full bubblewrap command line (pure: tests inspect it).
+
+    As root, every namespace but the user namespace is unshared and every capability is
+    dropped explicitly (the process is uid 0 with an empty capability set). A user namespace makes bwrap's child block on an
+    eventfd until its parent has written the uid map, *before* --die-with-parent is armed:
+    a sweep killed in that window left that child blocked forever. Without root, the user
+    namespace is needed and --unshare-all keeps it.
+    """
+    unshare = (
+        [
+            "--unshare-ipc",
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--cap-drop",
+            "ALL",  # root without a user namespace would otherwise keep every capability
+        ]
+        if os.geteuid() == 0
+        else ["--unshare-all"]
+    )
+    cmd = [bwrap, *unshare, "--die-with-parent", "--new-session", "--clearenv"]
     cmd += ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
     for name in ("bin", "lib", "lib64", "sbin", "lib32", "libx32"):
         link = Path("/") / name
@@ -220,6 +240,14 @@ def unshare_argv(
     inner = [
         "/usr/sbin/chroot",
         str(root_dir),
+        # Drop every capability (empty bounding set: the exec below leaves uid 0 with none),
+        # so the agent cannot undo the read-only mounts or leave the chroot.
+        "/usr/bin/setpriv",
+        "--bounding-set=-all",
+        "--inh-caps=-all",
+        "--ambient-caps=-all",
+        "--no-new-privs",
+        "--",
         "/usr/bin/env",
         "-i",
         f"--chdir={WORK}",

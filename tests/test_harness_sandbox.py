@@ -218,5 +218,21 @@ def test_bwrap_command_line_binds_nothing_of_the_repo(tmp_path: Path, venv: Path
     sources = [cmd[i + 1] for i, a in enumerate(cmd) if a in ("--bind", "--ro-bind")]
     assert not any(src == "/" or src.startswith(("/work", str(REPO))) for src in sources)
     assert str(task.data_dir) in sources and str(task.dir) not in sources
-    assert "--unshare-all" in cmd and "--clearenv" in cmd
+    assert "--clearenv" in cmd and "--die-with-parent" in cmd
+    if os.geteuid() == 0:  # every namespace but the user one (see bwrap_argv)
+        assert {"--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts"} <= set(cmd)
+    else:
+        assert "--unshare-all" in cmd
     assert any(a.startswith("--as=") for a in cmd)
+
+
+def test_no_capabilities_and_no_remount(session: SandboxSession) -> None:
+    """The sandboxed process holds no capability: it cannot remount its read-only views."""
+    res = session.exec(
+        ["sh", "-c", "grep CapEff /proc/self/status; mount -o remount,rw / 2>&1; echo rc=$?"],
+        timeout=20,
+    )
+    out = res.stdout.decode()
+    eff = next(line for line in out.splitlines() if line.startswith("CapEff"))
+    assert int(eff.split()[1], 16) == 0, out
+    assert "rc=0" not in out, out
