@@ -42,6 +42,13 @@ def test_oracle_over_all_18_tasks_in_the_sandbox(
     for t in suite:
         row = by_task[t.slug]
         assert rows[t.slug]["artifact_status"] == "ok"
+        assert "lean" in row.report, (
+            t.slug,
+            row.status,
+            row.report,
+            rows[t.slug].get("exit_reason"),
+            rows[t.slug].get("detail"),
+        )
         assert row.report["lean"] in ("ok", "fail") and row.report["gate"] in (
             "pass",
             "warn",

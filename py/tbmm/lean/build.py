@@ -14,13 +14,16 @@ just "the build failed".
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import json
 import os
 import re
 import shutil
 import subprocess
+import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -378,6 +381,37 @@ def build(
         result.seconds = time.monotonic() - t0
         return result
     build_dir.mkdir(parents=True, exist_ok=True)
+    with _build_lock(build_dir):
+        _build_modules(root, build_dir, order, tc, force, timeout, progress, result)
+    result.seconds = time.monotonic() - t0
+    return result
+
+
+@contextlib.contextmanager
+def _build_lock(build_dir: Path) -> Iterator[None]:
+    """One build of a build dir at a time: threads (concurrent verifies) and processes."""
+    with _THREAD_LOCK, (build_dir / ".build.lock").open("a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+_THREAD_LOCK = threading.Lock()
+
+
+def _build_modules(
+    root: Path,
+    build_dir: Path,
+    order: Sequence[str],
+    tc: Toolchain,
+    force: bool,
+    timeout: float | None,
+    progress: Progress | None,
+    result: BuildResult,
+) -> None:
+    """Compile what is out of date, in import order (the caller holds the build lock)."""
     stamp = build_dir / STAMP
     if not stamp.is_file() or stamp.read_text() != _stamp(tc):
         force = True  # .olean files of another Lean version cannot be imported
@@ -399,8 +433,6 @@ def build(
         result.built.append(mod)
     if result.failure is None:
         stamp.write_text(_stamp(tc))
-    result.seconds = time.monotonic() - t0
-    return result
 
 
 def _compile(
@@ -409,7 +441,7 @@ def _compile(
     src = module_file(root, module)
     out = olean_file(build_dir, module)
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     args = ["--json", f"--root={root}", "-o", str(tmp), str(src.relative_to(root))]
     try:
         proc = run_lean(
