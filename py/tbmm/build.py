@@ -8,7 +8,6 @@ a clean clone reproduces the committed tree byte for byte.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 import tomllib
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tbmm import exact
+from tbmm.files import sha256_file, write_text_if_changed
 from tbmm.models import ArtifactMap, Attachment, Figure, Manifest, Provenance
 from tbmm.paths import PathError, resolve, set_path
 from tbmm.stack import PYTHON_IMAGE, requirement_lines
@@ -74,23 +74,6 @@ class BuildResult:
     missing: int
     figures: int
     fields: int
-
-
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def _write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists() and path.read_text(encoding="utf-8") == text:
-        return
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
 
 
 def _common_dir(files: list[Path]) -> Path:
@@ -371,24 +354,26 @@ def build_task(src: Path, source_root: Path, out_root: Path) -> BuildResult:
     )
     schema_text = json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
     artifact_text = exact.dumps(artifact) + "\n"
-    _write(dst / "artifact_schema.json", schema_text)
-    _write(dst / "environment" / "data" / "artifact_schema.json", schema_text)
-    _write(
+    write_text_if_changed(dst / "artifact_schema.json", schema_text)
+    write_text_if_changed(dst / "environment" / "data" / "artifact_schema.json", schema_text)
+    write_text_if_changed(
         dst / "anchor.json",
         exact.dumps({"provenance": prov.model_dump(mode="json"), "artifact": artifact}) + "\n",
     )
-    _write(
+    write_text_if_changed(
         dst / "manifest.json",
         json.dumps(manifest.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n",
     )
-    _write(dst / "task.toml", task_toml(slug, suite, year, problem, title, output_path))
-    _write(
+    write_text_if_changed(
+        dst / "task.toml", task_toml(slug, suite, year, problem, title, output_path)
+    )
+    write_text_if_changed(
         dst / "instruction.md",
         statement + artifact_block(slug, schema, output_path, bool(figures), 14400),
     )
-    _write(dst / "environment" / "Dockerfile", dockerfile())
-    _write(dst / "solution" / "solve.sh", solve_sh(output_path, artifact_text))
-    _write(dst / "tests" / "test.sh", test_sh(slug, output_path))
+    write_text_if_changed(dst / "environment" / "Dockerfile", dockerfile())
+    write_text_if_changed(dst / "solution" / "solve.sh", solve_sh(output_path, artifact_text))
+    write_text_if_changed(dst / "tests" / "test.sh", test_sh(slug, output_path))
     for sh in (dst / "solution" / "solve.sh", dst / "tests" / "test.sh"):
         sh.chmod(0o755)
     return BuildResult(

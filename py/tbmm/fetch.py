@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tbmm.build import MISSING_ATTACHMENTS
+from tbmm.files import sha256_file
 from tbmm.tasks import Task
 
 MAGIC = {".pdf": b"%PDF", ".xlsx": b"PK\x03\x04", ".zip": b"PK\x03\x04"}
@@ -50,7 +51,7 @@ def fetch_task(task: Task, timeout: float = 20.0) -> list[FetchResult]:
                     task.slug,
                     att.path,
                     "present",
-                    f"sha256 {hashlib.sha256(target.read_bytes()).hexdigest()}",
+                    f"sha256 {sha256_file(target)}",
                 )
             )
             continue

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from tbmm import exact
-from tbmm.build import schema_from_map, sha256_file
+from tbmm.build import schema_from_map
+from tbmm.files import sha256_file
 from tbmm.paths import PathError, resolve
 from tbmm.stack import requirement_lines
 from tbmm.tasks import SUITES, TaskFormatError, load_task, task_dirs

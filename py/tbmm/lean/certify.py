@@ -33,6 +33,7 @@ from typing import Any
 
 from tbmm import rules
 from tbmm.exact import parse_decimal
+from tbmm.files import write_text_if_changed
 from tbmm.forms import Form
 from tbmm.gate import GateReport, Instance, run_gate
 from tbmm.lean import serialize as S
@@ -421,20 +422,14 @@ def write_anchor_certificates(tasks: list[Task], root: Path) -> list[Certificate
             t, t.anchor_artifact, witness_failures=not t.gate.anchor.feasible, contract=True
         )
         stem = cert.module.rsplit(".", 1)[-1]
-        _write(cert_dir / f"{stem}.lean", cert.text)
+        write_text_if_changed(cert_dir / f"{stem}.lean", cert.text)
         if cert.gaps:
             raise ValueError(f"{t.slug}: the anchor artifact leaves gaps: {cert.gaps}")
-        _write(cert_dir / f"{stem}.json", json.dumps(cert.sidecar(), indent=1) + "\n")
+        write_text_if_changed(
+            cert_dir / f"{stem}.json", json.dumps(cert.sidecar(), indent=1) + "\n"
+        )
         out.append(cert)
     return out
-
-
-def _write(path: Path, text: str) -> None:
-    if path.exists() and path.read_text(encoding="utf-8") == text:
-        return
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
 
 
 @dataclass
