@@ -61,30 +61,26 @@ def schema_issues(task: Task, doc: dict[str, Any]) -> list[str]:
     return issues
 
 
+def _unreadable(task: Task, error: str, status: str) -> VerifyReport:
+    """Exit 2: nothing to check; scored as a missing artifact (O-Eval 0, Robust BO-Eval -1)."""
+    return VerifyReport(
+        task=task.slug,
+        exit_code=2,
+        readable=False,
+        error=error,
+        status=status,
+        score=score_task(task, None).to_json(),
+    )
+
+
 def verify_artifact(task: Task, data: bytes | None, *, lean: bool = True) -> VerifyReport:
     """Verify one artifact (None = the agent wrote nothing). Never raises on bad input."""
     if data is None:
-        s = score_task(task, None)
-        return VerifyReport(
-            task=task.slug,
-            exit_code=2,
-            readable=False,
-            error="missing artifact",
-            status=s.status,
-            score=s.to_json(),
-        )
+        return _unreadable(task, "missing artifact", "missing_artifact")
     try:
         doc = read_artifact(data)
     except ArtifactError as exc:
-        s = score_task(task, None)
-        return VerifyReport(
-            task=task.slug,
-            exit_code=2,
-            readable=False,
-            error=str(exc),
-            status="unreadable",
-            score=s.to_json(),
-        )
+        return _unreadable(task, str(exc), "unreadable")
     g = run_gate(task, doc)
     failing = [f"gate {i.name} ({i.check.form.value}): {i.message}" for i in g.failed]
     lean_state, lean_detail = "skipped", {}
