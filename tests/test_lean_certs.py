@@ -12,11 +12,11 @@ from pathlib import Path
 import pytest
 
 from tbmm import exact
-from tbmm.gate import evaluate, instances, run_gate
+from tbmm.gate import run_gate
 from tbmm.lean.audit import audit
 from tbmm.lean.build import build, project_root
 from tbmm.lean.certify import CERT_DIR, check_artifact, render, write_anchor_certificates
-from tbmm.mutate import violation, with_leaf
+from tbmm.mutate import violations, with_leaf
 from tbmm.scoring import read_artifact
 from tbmm.tasks import Task
 
@@ -79,19 +79,11 @@ def _mutations(suite: list[Task]) -> list[tuple[str, str, str, Fraction]]:
     for t in suite:
         if not t.gate.anchor.feasible:
             continue
-        doc = t.anchor_artifact
-        for c in t.gate.check:
-            if per_form.get(c.form.value, 0) >= 2:
-                continue
-            insts, _ = instances(c, doc)
-            for inst in insts:
-                evaluate(inst, doc)
-                v = violation(inst)
-                if v is None or inst.status != "pass":
-                    continue
-                picked.append((t.slug, inst.name, v[0], v[1]))
-                per_form[c.form.value] = per_form.get(c.form.value, 0) + 1
-                break
+        for inst, path, value in violations(t, t.anchor_artifact):
+            form = inst.check.form.value
+            if per_form.get(form, 0) < 2:
+                picked.append((t.slug, inst.name, path, value))
+                per_form[form] = per_form.get(form, 0) + 1
     return picked
 
 
@@ -162,20 +154,13 @@ def test_feasible_anchor_verifies_in_lean(suite: list[Task], slug: str) -> None:
 def test_every_task_has_a_kernel_rejected_mutation(suite: list[Task]) -> None:
     """For each of the 18 tasks, one single-leaf violation of a real anchor field fails in Lean."""
     for t in suite:
-        doc = t.anchor_artifact
-        found = None
-        for c in t.gate.check:
-            insts, _ = instances(c, doc)
-            for inst in insts:
-                evaluate(inst, doc)
-                v = violation(inst) if inst.status == "pass" else None
-                if v is not None:
-                    found = (inst.name, v)
-                    break
-            if found:
-                break
+        found = next(violations(t, t.anchor_artifact), None)
         assert found, t.slug
-        name, (path, value) = found
-        res = check_artifact(t, with_leaf(doc, path, value))
-        decl = "gate_" + name.replace("[", "_").replace("]", "")
-        assert any(f.startswith(decl + " ") and path in f for f in res.failing), (t.slug, decl, res.failing)
+        inst, path, value = found
+        res = check_artifact(t, with_leaf(t.anchor_artifact, path, value))
+        decl = "gate_" + inst.name.replace("[", "_").replace("]", "")
+        assert any(f.startswith(decl + " ") and path in f for f in res.failing), (
+            t.slug,
+            decl,
+            res.failing,
+        )

@@ -9,18 +9,12 @@ from tbmm import rules
 from tbmm.scoring import read_artifact, score_task
 from tbmm.tasks import Task
 
+from .conftest import SYN_ANCHOR
+
 
 def art(**q: str) -> dict:
-    base = {
-        "speed": "2.0",
-        "ratio": "1.25",
-        "cost": "100",
-        "corr": "0.5",
-        "count": "7",
-        "share": "0.3",
-        "big": "1000",
-        "raw_index": "1080",
-    }
+    """The synthetic anchor's `q` fields with some replaced by raw JSON literals."""
+    base = dict(SYN_ANCHOR["q"])
     base.update(q)
     body = ", ".join(f'"{k}": {v}' for k, v in base.items())
     return read_artifact('{"q": {' + body + '}, "rows": [{"p": 0.2, "d": 10}, {"p": 0.5, "d": 4}]}')

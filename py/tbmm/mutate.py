@@ -8,14 +8,16 @@ artifact differs from the original in exactly that numeric leaf.
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterator
 from fractions import Fraction
 from typing import Any
 
 from tbmm import exact
 from tbmm.exact import parse_decimal
 from tbmm.forms import Form, prod
-from tbmm.gate import Instance
+from tbmm.gate import Instance, run_gate
 from tbmm.paths import resolve, tokens
+from tbmm.tasks import Task
 
 ONE = Fraction(1)
 
@@ -61,6 +63,19 @@ def violation(inst: Instance) -> tuple[str, Fraction] | None:
     )
     target = bound + ONE if c.op == "<=" else bound - ONE
     return p, target / rest
+
+
+def violations(task: Task, doc: dict[str, Any]) -> Iterator[tuple[Instance, str, Fraction]]:
+    """Per gate check of `task`, its first passing instance on `doc` that one leaf can break,
+    with that leaf's path and the breaking value (checks in gate.toml order)."""
+    seen: set[str] = set()
+    for inst in run_gate(task, doc).instances:
+        if inst.check.id in seen or inst.status != "pass":
+            continue
+        v = violation(inst)
+        if v is not None:
+            seen.add(inst.check.id)
+            yield inst, v[0], v[1]
 
 
 def with_leaf(doc: dict[str, Any], path: str, value: Fraction) -> dict[str, Any]:
