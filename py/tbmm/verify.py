@@ -83,16 +83,18 @@ def verify_artifact(task: Task, data: bytes | None, *, lean: bool = True) -> Ver
         return _unreadable(task, str(exc), "unreadable")
     g = run_gate(task, doc)
     failing = [f"gate {i.name} ({i.check.form.value}): {i.message}" for i in g.failed]
+    s = score_task(task, doc)  # metric scores do not depend on feasibility: computed once
     lean_state, lean_detail = "skipped", {}
     if lean:
         from tbmm.lean.certify import check_artifact
 
-        lr = check_artifact(task, doc, gate_report=g)
+        lr = check_artifact(task, doc, gate_report=g, score=s)
         lean_state = "ok" if lr.ok else "fail"
         lean_detail = lr.to_json()
         failing += [f"lean {o}" for o in lr.failing]
     infeasible = g.verdict == "fail" or lean_state == "fail"
-    s = score_task(task, doc, gate_failed=infeasible)
+    if infeasible:
+        s = score_task(task, doc, gate_failed=True)
     sj = s.to_json()
     return VerifyReport(
         task=task.slug,

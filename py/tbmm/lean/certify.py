@@ -37,7 +37,7 @@ from tbmm.files import write_text_if_changed
 from tbmm.forms import Form
 from tbmm.gate import GateReport, Instance, run_gate
 from tbmm.lean import serialize as S
-from tbmm.scoring import lookup, panel_scores, score_metric
+from tbmm.scoring import TaskScore, lookup, panel_scores, score_metric
 from tbmm.tasks import Task
 
 CERT_DIR = Path("TBMM") / "Cert"
@@ -135,11 +135,14 @@ def obligations_for(
     *,
     witness_failures: bool = False,
     gate_report: GateReport | None = None,
+    score: TaskScore | None = None,
 ) -> tuple[list[Obligation], list[str]]:
     """Every obligation of `doc` for `task`, and the gaps (fields it does not give).
 
-    The gate instances are the gate's own (pass `gate_report` to reuse an evaluation).
+    The gate instances are the gate's own (pass `gate_report` to reuse an evaluation), and
+    the metric and panel scores the scorer's (pass `score` to reuse them).
     """
+    own = {ms.id: ms for ms in score.metrics} if score is not None else {}
     report = gate_report or run_gate(task, doc)
     obs: list[Obligation] = []
     gaps: list[str] = [f"gate {w}" for w in report.warnings]
@@ -194,7 +197,7 @@ def obligations_for(
                     (m.path,),
                 )
             )
-        ms = score_metric(m, doc)
+        ms = own[m.id] if m.id in own else score_metric(m, doc)
         assert ms.reward is not None
         scored.append((m, v.q, ms.reward))
         obs.append(
@@ -242,7 +245,8 @@ def obligations_for(
                 paths,
             )
         )
-        by_paper = {p.paper_id: p for p in panel_scores(task, doc)}
+        panel = score.panel if score is not None else panel_scores(task, doc)
+        by_paper = {p.paper_id: p for p in panel}
         for i, (paper_id, fields) in enumerate(task.panel_anchors):
             ps = by_paper.get(paper_id)
             if ps is None:
@@ -390,10 +394,11 @@ def render(
     witness_failures: bool = False,
     contract: bool = False,
     gate_report: GateReport | None = None,
+    score: TaskScore | None = None,
 ) -> Certificate:
     module = module or module_name(task.slug)
     obs, gaps = obligations_for(
-        task, doc, witness_failures=witness_failures, gate_report=gate_report
+        task, doc, witness_failures=witness_failures, gate_report=gate_report, score=score
     )
     if contract:
         obs += contract_obligations(task)
@@ -460,6 +465,7 @@ def check_artifact(
     *,
     root: Path | None = None,
     gate_report: GateReport | None = None,
+    score: TaskScore | None = None,
 ) -> LeanResult:
     """Emit this artifact's certificate (claiming feasibility) and have the kernel check it."""
     from tbmm.lean.build import check_module, project_root
@@ -468,7 +474,7 @@ def check_artifact(
     t0 = time.monotonic()
     root = root or project_root()
     tc = find_toolchain()
-    cert = render(task, doc, module="TBMMVerify", gate_report=gate_report)
+    cert = render(task, doc, module="TBMMVerify", gate_report=gate_report, score=score)
     bad = [o for o in cert.obligations if o.statement == "Bool.false"]
     with tempfile.TemporaryDirectory(prefix="tbmm-verify-") as tmp:
         path = Path(tmp) / "TBMMVerify.lean"
