@@ -14,6 +14,9 @@ stay in Python: a certificate receives the already-selected values.
 4. `order`     — `Σ lhs ≤ Σ rhs + slack` (`<` when strict)
 5. `threshold` — `x op c` for `op ∈ {≥, ≤, >, <}`
 6. `product`   — `coef · Π factors op bound`
+
+and the replay agreement check `agree` — a claimed value matches its replayed value,
+`|x − y| ≤ tol + relTol · |y|` (a claim that disagrees with its replay is misreported).
 -/
 
 set_option genCtorIdx false
@@ -62,6 +65,10 @@ def threshold (x : Rat) (op : Cmp) (c : Rat) : Bool := Cmp.eval op x c
 evaluated by the caller with `Rat.prod`). -/
 def product (factors : List Rat) (coef : Rat) (op : Cmp) (bound : Rat) : Bool :=
   Cmp.eval op (Rat.mul coef (Rat.prod factors)) bound
+
+/-- Replay agreement: the claim `x` is within `tol + relTol · |y|` of the replayed `y`. -/
+def agree (x y tol relTol : Rat) : Bool :=
+  Rat.le (Rat.abs (Rat.sub x y)) (Rat.add tol (Rat.mul relTol (Rat.abs y)))
 
 end Forms
 

@@ -18,10 +18,10 @@ from typing import Any
 
 from tbmm import exact
 from tbmm.files import sha256_file, write_text_if_changed
-from tbmm.models import ArtifactMap, Attachment, Figure, Manifest, Provenance
+from tbmm.models import REPLAYED, ArtifactMap, Attachment, Figure, Manifest, Provenance
 from tbmm.paths import PathError, resolve, set_path
 from tbmm.stack import PYTHON_IMAGE, requirement_lines
-from tbmm.tasks import REPO_ROOT, TASKS_ROOT, TaskFormatError, load_model
+from tbmm.tasks import REPO_ROOT, TASKS_ROOT, Task, TaskFormatError, load_model
 
 DEFAULT_SOURCE = REPO_ROOT.parent / "shared" / "tbmm-source"
 CONTAINER_DATA = "/root/data"
@@ -129,17 +129,33 @@ def artifact_block(
 
 
 def schema_from_map(amap: ArtifactMap) -> dict[str, Any]:
-    """Field names -> types (plus unit/description text that is generic, never anchor-specific)."""
+    """Field names -> types (plus unit/description text that is generic, never anchor-specific).
+
+    A declared list is shown as a one-entry list whose entry describes every entry, preceded
+    by a `"…": "list: min..max entries — description"` key on its parent so the bounds
+    the statement sets (never the reference's own count) are visible."""
     schema: dict[str, Any] = {}
+    for ls in amap.lists:
+        parent, _, name = ls.path.replace("[*]", "[0]").rpartition(".")
+        key = f"{name} (list)"
+        desc = f"list of {ls.min_items} to {ls.max_items} entries — {ls.description}"
+        set_path(schema, f"{parent}.{key}" if parent else key, desc)
     for f in amap.field:
-        desc = f"{f.type}" + (f" [{f.unit}]" if f.unit else "") + f" — {f.description}"
-        set_path(schema, f.path, desc)
+        kind = f"one of {', '.join(f.tags)}" if f.type == "tag" else f.type
+        desc = kind + (f" [{f.unit}]" if f.unit else "") + f" — {f.description}"
+        set_path(schema, f.path.replace("[*]", "[0]"), desc)
     return schema
 
 
 def anchor_artifact(amap: ArtifactMap, source_doc: Any, where: str) -> dict[str, Any]:
+    """The anchor's artifact picked from the source's expected_result.json by each field's
+    `source` (a task whose reference is curated in reference.json does not come here)."""
     out: dict[str, Any] = {}
     for f in amap.field:
+        if not f.source:
+            raise BuildError(
+                f"{where}: field {f.path} has no source: give the reference in reference.json"
+            )
         try:
             node = resolve(source_doc, f.source)
         except PathError as exc:
@@ -157,6 +173,33 @@ def anchor_artifact(amap: ArtifactMap, source_doc: Any, where: str) -> dict[str,
             raise BuildError(f"{where}: field {f.path}: source value {node.text} is not an integer")
         set_path(out, f.path, node)
     return out
+
+
+def reference_artifact(path: Path) -> dict[str, Any]:
+    """A curated reference (`reference.json`: `{"artifact": {...}, ...}`), exact."""
+    try:
+        doc = exact.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BuildError(f"{path}: cannot parse: {exc}") from exc
+    if not isinstance(doc, dict) or not isinstance(doc.get("artifact"), dict):
+        raise BuildError(f"{path}: field artifact: must be an object")
+    if REPLAYED in doc["artifact"]:
+        raise BuildError(f"{path}: the reference artifact must not carry `{REPLAYED}`")
+    return doc["artifact"]
+
+
+def with_replay(task: Task, artifact: dict[str, Any]) -> dict[str, Any]:
+    """The anchor artifact plus its replayed values (a task with replay.toml), so the
+    anchors of replayed metrics are what the reference's decisions achieve."""
+    if task.replay_spec is None:
+        return artifact
+    from tbmm.replay import run_replay
+
+    resolved, rep = run_replay(task, artifact)
+    assert rep is not None
+    if rep.status != "ok":
+        raise BuildError(f"{task.dir}: the reference cannot be replayed: {rep.error}")
+    return resolved
 
 
 def provenance(source_doc: dict[str, Any], rel_source: str, sha: str) -> Provenance:
@@ -337,7 +380,12 @@ def build_task(src: Path, source_root: Path, out_root: Path) -> BuildResult:
     schema = schema_from_map(amap)
     src_expected = src / "tests" / "expected_result.json"
     source_doc = exact.loads(src_expected.read_text(encoding="utf-8"))
-    artifact = anchor_artifact(amap, source_doc, str(dst / "artifact_map.toml"))
+    reference = dst / "reference.json"
+    if reference.is_file():
+        artifact = reference_artifact(reference)
+    else:
+        artifact = anchor_artifact(amap, source_doc, str(dst / "artifact_map.toml"))
+    oracle_text = exact.dumps(artifact) + "\n"
     prov = provenance(
         source_doc, str(src_expected.relative_to(source_root)), sha256_file(src_expected)
     )
@@ -352,8 +400,8 @@ def build_task(src: Path, source_root: Path, out_root: Path) -> BuildResult:
         figures=figures,
         provenance=prov,
     )
+    artifact = with_replay(Task(dst, manifest), artifact)
     schema_text = json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
-    artifact_text = exact.dumps(artifact) + "\n"
     write_text_if_changed(dst / "artifact_schema.json", schema_text)
     write_text_if_changed(dst / "environment" / "data" / "artifact_schema.json", schema_text)
     write_text_if_changed(
@@ -372,7 +420,7 @@ def build_task(src: Path, source_root: Path, out_root: Path) -> BuildResult:
         statement + artifact_block(slug, schema, output_path, bool(figures), 14400),
     )
     write_text_if_changed(dst / "environment" / "Dockerfile", dockerfile())
-    write_text_if_changed(dst / "solution" / "solve.sh", solve_sh(output_path, artifact_text))
+    write_text_if_changed(dst / "solution" / "solve.sh", solve_sh(output_path, oracle_text))
     write_text_if_changed(dst / "tests" / "test.sh", test_sh(slug, output_path))
     for sh in (dst / "solution" / "solve.sh", dst / "tests" / "test.sh"):
         sh.chmod(0o755)

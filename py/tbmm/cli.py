@@ -274,13 +274,20 @@ def score(
         typer.Option("--gate-failed", help="Score as if the feasibility gate failed (0 / -1)."),
     ] = False,
 ) -> None:
-    """Score one artifact: per-metric rewards with reasons, O-Eval, Robust BO-Eval. Exit 0 when scored."""
+    """Score one artifact: per-metric rewards with reasons, O-Eval, Robust BO-Eval. Exit 0 when scored.
+
+    The artifact is resolved (replayed, for a task with a replay) and gated first: a metric
+    whose protecting check lacks an input scores 0, and a failed gate zeroes the task."""
+    from tbmm.pipeline import evaluate
     from tbmm.scoring import score_task
 
     t = _task(task, tasks_root)
     doc = _read_artifact_file(artifact)
     try:
-        result = score_task(t, doc, gate_failed=gate_failed)
+        ev = evaluate(t, doc)
+        result = ev.score
+        if gate_failed and result.status != "gate_failed":
+            result = score_task(t, ev.doc, gate_failed=True, unverifiable=ev.gate.unverifiable)
     except TaskFormatError as exc:
         raise _fail(str(exc)) from exc
     if as_json:
@@ -318,12 +325,12 @@ def gate(
     as_json: JsonFlag = False,
 ) -> None:
     """Feasibility gate: exit 0 pass or warning, 1 hard fail, 2 unreadable input."""
-    from tbmm.gate import run_gate
+    from tbmm.pipeline import evaluate
 
     t = _task(task, tasks_root)
     doc = _read_artifact_file(artifact)
     try:
-        report = run_gate(t, doc)
+        report = evaluate(t, doc).gate
     except TaskFormatError as exc:
         raise _fail(str(exc)) from exc
     if as_json:
@@ -348,10 +355,88 @@ def print_gate(report) -> None:  # noqa: ANN001 - GateReport, imported lazily
         console.print(f" {mark} {i.name} ({i.check.form.value}) {i.message}", highlight=False)
     for w in report.warnings:
         console.print(f" [yellow]warning:[/yellow] {w}", highlight=False)
+    for mid, why in report.unverifiable.items():
+        console.print(f" [yellow]metric {mid} scores 0:[/yellow] {why}", highlight=False)
     for r in report.replay:
         console.print(
             f" [dim]replay-only (whole-task penalty, not field-checkable): {r['id']}: {r['description']}[/dim]"
         )
+
+
+@app.command()
+def replay(
+    artifact: Annotated[Path, typer.Argument(help="The agent's JSON artifact.")],
+    task: Annotated[str, typer.Option("--task", help="Task slug.")],
+    tasks_root: TasksRoot = TASKS_ROOT,
+    as_json: JsonFlag = False,
+) -> None:
+    """Replay an answer's decisions: claimed vs replayed values, each constraint, the verdict.
+
+    Exit 0 consistent, 1 infeasible or misreported, 2 unreadable (or the task has no replay)."""
+    from tbmm.models import REPLAYED
+    from tbmm.pipeline import evaluate
+
+    t = _task(task, tasks_root)
+    try:
+        spec = t.replay_spec
+    except TaskFormatError as exc:
+        raise _fail(str(exc)) from exc
+    if spec is None:
+        raise _fail(f"task {t.slug} has no replay (no replay.toml)")
+    doc = _read_artifact_file(artifact)
+    ev = evaluate(t, doc)
+    rep = ev.replay
+    assert rep is not None
+    on_replay = [
+        i
+        for i in ev.gate.instances
+        if any(p.startswith(f"{REPLAYED}.") for ps in i.paths.values() for p in ps)
+        or i.check.form.value == "agree"
+    ]
+    unreplayable = rep.status != "ok"
+    bad = [i for i in on_replay if i.status in ("fail", "bad")]
+    verdict = "unreplayable" if unreplayable else "infeasible" if bad else "consistent"
+    code = 1 if (unreplayable or bad or ev.gate.verdict == "fail") else 0
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    "task": t.slug,
+                    "verdict": verdict,
+                    "replay": rep.to_json(),
+                    "checks": [i.to_json() for i in on_replay],
+                    "gate": ev.gate.verdict,
+                },
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
+        raise typer.Exit(code)
+    console.print(
+        f"replay {rep.module} for {t.slug}: {rep.status} in {rep.seconds:.3f} s", highlight=False
+    )
+    if rep.error:
+        console.print(f" [red]✗[/red] {rep.error}", highlight=False)
+    for i in on_replay:
+        if i.check.form.value != "agree":
+            continue
+        claimed, replayed = (i.values.get(i.paths[r][0]) for r in ("field", "against"))
+        mark = "[green]✓[/green]" if i.status == "pass" else "[red]✗[/red]"
+        shown = lambda q: "—" if q is None else f"{q.numerator / q.denominator:.10g}"  # noqa: E731
+        console.print(
+            f" {mark} {i.paths['field'][0]}: claimed {shown(claimed)}, replayed {shown(replayed)}",
+            highlight=False,
+        )
+    for i in on_replay:
+        if i.check.form.value == "agree":
+            continue
+        mark = {"pass": "[green]✓[/green]", "missing": "[yellow]?[/yellow]"}.get(
+            i.status, "[red]✗[/red]"
+        )
+        console.print(f" {mark} {i.name} ({i.check.form.value}) {i.message}", highlight=False)
+    style = {"consistent": "green"}.get(verdict, "red")
+    console.print(f"[{style}]{verdict.upper()}[/{style}] (gate {ev.gate.verdict})")
+    raise typer.Exit(code)
 
 
 def main() -> None:  # pragma: no cover - console entry

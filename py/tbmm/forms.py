@@ -9,6 +9,10 @@ holds. Field lookup, wildcard expansion and verdicts live in `tbmm.gate`.
 4. order      sum(lhs) <= sum(rhs) + slack   (or < when strict)
 5. threshold  x op c, op in >=, <=, >, <
 6. product    coef * prod(factors) op bound, op in <=, >=; bound a constant or a product of fields
+
+Besides the six invariant forms, `agree` is the replay agreement check: a claimed value x
+must match its replayed value y, |x - y| <= tol + rel_tol * |y| (a claim that disagrees
+with its replay is "misreported", hence infeasible).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ class Form(StrEnum):
     order = "order"
     threshold = "threshold"
     product = "product"
+    agree = "agree"
 
 
 OPS = (">=", "<=", ">", "<")
@@ -73,3 +78,8 @@ def prod(xs: Sequence[Fraction]) -> Fraction:
 def product(factors: Sequence[Fraction], coef: Fraction, op: str, bound: Fraction) -> bool:
     """coef * prod(factors) op bound (bound already evaluated: a constant or a field product)."""
     return compare(coef * prod(factors), op, bound)
+
+
+def agree(x: Fraction, y: Fraction, tol: Fraction, rel_tol: Fraction) -> bool:
+    """|x - y| <= tol + rel_tol * |y|: the claim x agrees with the replayed value y."""
+    return abs(x - y) <= tol + rel_tol * abs(y)

@@ -1,14 +1,20 @@
 """The feasibility gate: a task's `gate.toml` checks evaluated exactly on an artifact.
 
-Each check is one of the six forms of `tbmm.forms`. A check whose paths contain `[*]`
-expands into one instance per list entry (the same index substituted in every path),
-except `sum_to`, where `[*]` means "sum over every entry". Verdicts:
+Each check is one of the six forms of `tbmm.forms` (or `agree`, a claim against its
+replayed value). A check whose paths contain `[*]` expands into one instance per list
+entry (the same index substituted in every path), except `sum_to`, where `[*]` means "sum
+over every entry". Verdicts:
 
 * ``fail``  — some instance is violated, or a gated field holds a non-number / NaN /
   Infinity (bad input is never silently passed);
-* ``warn``  — nothing violated, but some gated field is missing (an empty or partial
-  artifact warns, it does not hard-fail);
+* ``warn``  — nothing violated, but some check could not be evaluated because an input is
+  missing (or its list is missing or empty), or the artifact is empty;
 * ``pass``  — every instance holds.
+
+A missing input is not a pass: a check that cannot be evaluated makes the metrics it
+`protects` (default: every metric of the task) *unverifiable* — they score 0 with the
+reason "unverifiable: <check> needs <field>". Only an entirely empty artifact is a mere
+warning (it scores 0 anyway).
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from typing import Any
 from tbmm import forms
 from tbmm.exact import fraction_to_text, parse_decimal
 from tbmm.forms import Form
-from tbmm.models import GateCheck
+from tbmm.models import REPLAYED, GateCheck
 from tbmm.paths import expand
 from tbmm.scoring import lookup
 from tbmm.tasks import Task
@@ -57,7 +63,7 @@ class Instance:
         }
 
 
-ROLES = ("field", "fields", "lhs", "rhs", "factors", "bound_factors")
+ROLES = ("field", "against", "fields", "lhs", "rhs", "factors", "bound_factors")
 
 
 def _role_paths(check: GateCheck) -> dict[str, list[str]]:
@@ -70,8 +76,9 @@ def _role_paths(check: GateCheck) -> dict[str, list[str]]:
     return out
 
 
-def instances(check: GateCheck, doc: dict[str, Any]) -> tuple[list[Instance], str]:
-    """Expand a check over `doc`; the second value is a warning when a wildcard list is absent."""
+def instances(check: GateCheck, doc: dict[str, Any]) -> list[Instance]:
+    """Expand a check over `doc`. A wildcard list that is missing or empty gives one
+    `missing` instance: nothing was checked, so the check is unverifiable, not passed."""
     roles = _role_paths(check)
     if check.form is Form.sum_to:
         concrete = {
@@ -79,21 +86,27 @@ def instances(check: GateCheck, doc: dict[str, Any]) -> tuple[list[Instance], st
             for r, ps in roles.items()
         }
         wild_missing = [p for ps in roles.values() for p in ps if "[*]" in p and not expand(doc, p)]
-        return [Instance(check, None, concrete)], (
-            f"list for {wild_missing[0]} missing or empty" if wild_missing else ""
-        )
+        if wild_missing:
+            return [_missing_list(check, wild_missing[0].split("[*]")[0], roles)]
+        return [Instance(check, None, concrete)]
     wild = [p for ps in roles.values() for p in ps if "[*]" in p]
     if not wild:
-        return [Instance(check, None, roles)], ""
+        return [Instance(check, None, roles)]
     prefix = wild[0].split("[*]")[0]
     n = len(expand(doc, prefix + "[*]"))
     if n == 0:
-        return [], f"list {prefix} missing or empty"
+        return [_missing_list(check, prefix, roles)]
     out = []
     for i in range(n):
         sub = {r: [_WILD.sub(f"[{i}]", p, count=1) for p in ps] for r, ps in roles.items()}
         out.append(Instance(check, i, sub))
-    return out, ""
+    return out
+
+
+def _missing_list(check: GateCheck, prefix: str, roles: dict[str, list[str]]) -> Instance:
+    inst = Instance(check, None, roles)
+    inst.status, inst.message = "missing", f"{prefix}: list missing or empty"
+    return inst
 
 
 def _const(v: str | None, default: Fraction | None = None) -> Fraction | None:
@@ -110,7 +123,7 @@ def evaluate(inst: Instance, doc: dict[str, Any]) -> Instance:
             v = lookup(doc, p)
             if v.q is None:
                 if v.reason.startswith("missing"):
-                    inst.status, inst.message = "missing", f"{p}: {v.reason}"
+                    inst.status, inst.message = "missing", f"{p} ({v.reason})"
                 else:
                     inst.status, inst.message = "bad", f"{p}: {v.reason}"
                     return inst
@@ -141,6 +154,18 @@ def evaluate(inst: Instance, doc: dict[str, Any]) -> Instance:
     elif c.form is Form.threshold:
         ok = forms.threshold(one, c.op, parse_decimal(c.bound))  # type: ignore[arg-type]
         want = f"{c.op} {c.bound}"
+    elif c.form is Form.agree:
+        x, y = one, inst.values[inst.paths["against"][0]]
+        ok = forms.agree(x, y, parse_decimal(c.tol), _const(c.rel_tol, Fraction(0)))  # type: ignore[arg-type]
+        if not ok:
+            tol = f"{c.tol}" + (f" + {c.rel_tol}·|replayed|" if c.rel_tol else "")
+            inst.status = "fail"
+            inst.message = (
+                f"misreported: claimed {fraction_to_text(x)} at {inst.paths['field'][0]}, "
+                f"replayed {fraction_to_text(y)}; tolerance {tol} {c.unit}".rstrip()
+            )
+            return inst
+        want = ""
     else:
         bound = parse_decimal(c.bound) if c.bound is not None else forms.prod(vals["bound_factors"])
         coef = _const(c.coef, Fraction(1))
@@ -161,6 +186,8 @@ class GateReport:
     instances: list[Instance]
     warnings: list[str]
     replay: list[dict[str, str]]
+    # metric id -> "unverifiable: <check> needs <field>" (the first missing input found)
+    unverifiable: dict[str, str] = field(default_factory=dict)
 
     @property
     def failed(self) -> list[Instance]:
@@ -172,30 +199,59 @@ class GateReport:
             "verdict": self.verdict,
             "failed": [i.name for i in self.failed],
             "warnings": self.warnings,
+            "unverifiable": self.unverifiable,
             "checks": [i.to_json() for i in self.instances],
             "replay_penalties": self.replay,
         }
 
 
-def run_gate(task: Task, doc: dict[str, Any] | None) -> GateReport:
-    """Evaluate every check of the task on `doc` (None or {} = empty artifact: warning)."""
+def protected_metrics(task: Task, check: GateCheck) -> list[str]:
+    """The metric ids a check protects (its `protects`, default every metric of the task)."""
+    if check.protects is not None:
+        return list(check.protects)
+    return [m.id for m in task.scoring.metric]
+
+
+def _explain(inst: Instance, details: dict[str, str]) -> None:
+    """Append the replay's explanation of a failing replayed number (which decision)."""
+    for paths in inst.paths.values():
+        for p in paths:
+            if p.startswith(f"{REPLAYED}.") and p[len(REPLAYED) + 1 :] in details:
+                inst.message += f" ({details[p[len(REPLAYED) + 1 :]]})"
+                return
+
+
+def run_gate(
+    task: Task, doc: dict[str, Any] | None, replay_details: dict[str, str] | None = None
+) -> GateReport:
+    """Evaluate every check of the task on `doc` (None or {} = empty artifact: warning).
+
+    `doc` is the resolved artifact (replay outputs under `replayed`); `replay_details`
+    explains replayed numbers in failure messages.
+    """
     replay = [{"id": r.id, "description": r.description} for r in task.gate.replay]
     if not doc:
         return GateReport(
             task.slug, "warn", [], ["empty or missing artifact: nothing to check"], replay
         )
     insts: list[Instance] = []
-    warnings: list[str] = []
+    unverifiable: dict[str, str] = {}
     for check in task.gate.check:
-        expanded, warn = instances(check, doc)
-        if warn:
-            warnings.append(f"{check.id}: {warn}")
-        insts.extend(evaluate(i, doc) for i in expanded)
-    warnings.extend(f"{i.name}: {i.message}" for i in insts if i.status == "missing")
+        for inst in instances(check, doc):
+            if inst.status == "pending":
+                evaluate(inst, doc)
+            insts.append(inst)
+            if inst.status == "missing":
+                reason = f"unverifiable: {check.id} needs {inst.message}"
+                for mid in protected_metrics(task, check):
+                    unverifiable.setdefault(mid, reason)
+            elif inst.status == "fail" and replay_details:
+                _explain(inst, replay_details)
+    warnings = [f"{i.name}: {i.message}" for i in insts if i.status == "missing"]
     if any(i.status in ("fail", "bad") for i in insts):
         verdict = "fail"
     elif warnings:
         verdict = "warn"
     else:
         verdict = "pass"
-    return GateReport(task.slug, verdict, insts, warnings, replay)
+    return GateReport(task.slug, verdict, insts, warnings, replay, unverifiable)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic import Strict as StrictMode
@@ -18,6 +18,8 @@ from tbmm.forms import OPS, Form
 from tbmm.rules import Direction, Domain
 
 SLUG_RE = r"^(cumcm|mcm)-20\d\d-[abc]-[a-z0-9-]+$"
+# Top-level key of the resolved artifact that holds a replay's outputs (never the agent's).
+REPLAYED = "replayed"
 PATH_RE = re.compile(
     r"^[A-Za-z_][A-Za-z0-9_]*(\[(\d+|\*)\])*(\.[A-Za-z_][A-Za-z0-9_]*(\[(\d+|\*)\])*)*$"
 )
@@ -114,19 +116,52 @@ class Manifest(Strict):
     provenance: Provenance
 
 
+FieldType = Literal["number", "integer", "list[number]", "tag"]
+
+
 class ArtifactField(Strict):
+    """One artifact field. A path with `[*]` describes every entry of a declared list
+    (a decision table row, a UAV's drops); `tag` is an opaque string from `tags` (an id such
+    as a plot name), never free text."""
+
     path: str
-    type: Literal["number", "integer", "list[number]"]
+    type: FieldType
     unit: str
-    source: str
+    source: str = ""  # path in the source expected_result.json; "" when reference.json gives it
     description: str
+    tags: list[str] = []
 
     _check_path = field_validator("path")(classmethod(lambda cls, v: _path(v)))
+
+    @model_validator(mode="after")
+    def _tags(self) -> ArtifactField:
+        if (self.type == "tag") != bool(self.tags):
+            raise ValueError("a tag field needs `tags` (its allowed values); other types take none")
+        return self
+
+
+class ListSpec(Strict):
+    """A variable-length list of the artifact: `[*]` fields under `path` describe its
+    entries. `max_items` is the statement's own maximum (it also bounds verification)."""
+
+    path: str
+    min_items: int = Field(default=0, ge=0)
+    max_items: int = Field(ge=1)
+    description: str = Field(min_length=5)
+
+    _check_path = field_validator("path")(classmethod(lambda cls, v: _path(v)))
+
+    @model_validator(mode="after")
+    def _order(self) -> ListSpec:
+        if self.min_items > self.max_items:
+            raise ValueError("min_items > max_items")
+        return self
 
 
 class ArtifactMap(Strict):
     final_question: str
     field: list[ArtifactField] = Field(min_length=1)
+    lists: list[ListSpec] = Field(default=[], alias="list")
 
     @model_validator(mode="after")
     def _unique(self) -> ArtifactMap:
@@ -134,6 +169,15 @@ class ArtifactMap(Strict):
         dup = {p for p in seen if seen.count(p) > 1}
         if dup:
             raise ValueError(f"duplicate field paths: {sorted(dup)}")
+        lists = {ls.path for ls in self.lists}
+        for f in self.field:
+            parts = f.path.split("[*]")
+            for i in range(len(parts) - 1):
+                prefix = "[*]".join(parts[: i + 1])
+                if prefix not in lists:
+                    raise ValueError(f"field {f.path}: list {prefix} is not declared in [[list]]")
+            if f.path.startswith(REPLAYED + ".") or f.path == REPLAYED:
+                raise ValueError(f"field {f.path}: `{REPLAYED}` is reserved for replay outputs")
         return self
 
 
@@ -204,10 +248,15 @@ class GateCheck(Strict):
     bound: DecimalStr | None = None
     coef: DecimalStr | None = None
     slack: DecimalStr | None = None
+    against: str | None = None  # agree: the replayed value the claim `field` must match
+    rel_tol: DecimalStr | None = None  # agree: tolerance relative to |replayed|
+    # Metric ids whose score depends on this check: when the check cannot be evaluated
+    # (a missing input), these metrics score 0 ("unverifiable"). None = every metric.
+    protects: list[str] | None = None
 
     @model_validator(mode="after")
     def _shape(self) -> GateCheck:
-        for name in ("lo", "hi", "total", "tol", "bound", "coef", "slack"):
+        for name in ("lo", "hi", "total", "tol", "bound", "coef", "slack", "rel_tol"):
             v = getattr(self, name)
             if v is not None:
                 _decimal(v)
@@ -221,6 +270,7 @@ class GateCheck(Strict):
             Form.order: ("lhs", "rhs"),
             Form.threshold: ("field", "op", "bound"),
             Form.product: ("factors", "op"),
+            Form.agree: ("field", "against", "tol"),
         }
         missing = [n for n in need[f] if getattr(self, n) is None]
         if missing:
@@ -239,6 +289,8 @@ class GateCheck(Strict):
         out: list[str] = []
         if self.field:
             out.append(self.field)
+        if self.against:
+            out.append(self.against)
         for group in (self.fields, self.lhs, self.rhs, self.factors, self.bound_factors):
             out.extend(group or [])
         return out
@@ -271,6 +323,21 @@ class GateSpec(Strict):
         if len(set(ids)) != len(ids):
             raise ValueError(f"duplicate check ids: {ids}")
         return self
+
+
+class ReplaySpec(Strict):
+    """`replay.toml`: the task's replay (decisions -> objective and constraints).
+
+    `module` names `tbmm.replay.<module>`; `params` are its settings (step sizes, tolerances),
+    each justified in `rationale`; outputs are rounded to `digits` significant digits so
+    that a replay is reproducible to the decimal text across machines."""
+
+    module: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    exact: bool  # True: exact rational arithmetic; False: floating geometry within `digits`
+    digits: int = Field(default=12, ge=4, le=30)
+    budget_seconds: DecimalStr = "5"
+    rationale: str = Field(min_length=10)
+    params: dict[str, Any] = {}
 
 
 class PanelPaper(Strict):

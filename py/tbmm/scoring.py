@@ -115,8 +115,12 @@ def score_metric(
     doc: dict[str, Any] | None,
     anchor: Fraction | None = None,
     anchor_text: str | None = None,
+    unverifiable: str = "",
 ) -> MetricScore:
-    """Reward of one metric; `anchor` overrides the task anchor (a panel paper's value)."""
+    """Reward of one metric; `anchor` overrides the task anchor (a panel paper's value).
+
+    `unverifiable` is the gate's reason when a check protecting this metric could not be
+    evaluated: the metric then scores 0 whatever its value (omission never pays)."""
     spec = metric.spec
     o = metric.anchor if anchor is None else anchor
     o_text = metric.anchor_text if anchor_text is None else anchor_text
@@ -145,6 +149,8 @@ def score_metric(
     if doc is None:
         return MetricScore(**base, value_text=None, reward=rules.ZERO, reason="missing artifact")
     v = lookup(doc, spec.path)
+    if unverifiable:
+        return MetricScore(**base, value_text=v.text, reward=rules.ZERO, reason=unverifiable)
     if v.q is None:
         return MetricScore(**base, value_text=v.text, reward=rules.ZERO, reason=v.reason)
     if not rules.in_domain(v.q, spec.domain):
@@ -195,6 +201,7 @@ def panel_scores(
     doc: dict[str, Any] | None,
     own: dict[str, MetricScore] | None = None,
     own_raw: Fraction | None = None,
+    unverifiable: dict[str, str] | None = None,
 ) -> list[PaperScore]:
     """R(m, S_p) for every panel paper p with a non-empty scored field set S_p (eq. 1).
 
@@ -203,11 +210,14 @@ def panel_scores(
     has R(m, S_p) = own_raw without recomputation.
     """
     own = own or {}
+    unverifiable = unverifiable or {}
     scored_ids = {k for k, s in own.items() if not s.excluded}
     out = []
     for paper_id, fields in task.panel_anchors:
         scores = [
-            own[m.id] if m.id in own and q == m.anchor else score_metric(m, doc, q, text)
+            own[m.id]
+            if m.id in own and q == m.anchor
+            else score_metric(m, doc, q, text, unverifiable.get(m.id, ""))
             for m, q, text in fields
         ]
         ids = {m.id for m, _, _ in fields}
@@ -339,9 +349,18 @@ def panel_o_eval(
     )
 
 
-def score_task(task: Task, doc: dict[str, Any] | None, *, gate_failed: bool = False) -> TaskScore:
-    """All task-level scores for one artifact (`doc` None = missing artifact)."""
-    metrics = [score_metric(m, doc) for m in task.metrics]
+def score_task(
+    task: Task,
+    doc: dict[str, Any] | None,
+    *,
+    gate_failed: bool = False,
+    unverifiable: dict[str, str] | None = None,
+) -> TaskScore:
+    """All task-level scores for one resolved artifact (`doc` None = missing artifact).
+
+    `unverifiable` (from the gate report) maps metric ids to the reason they score 0."""
+    unverifiable = unverifiable or {}
+    metrics = [score_metric(m, doc, unverifiable=unverifiable.get(m.id, "")) for m in task.metrics]
     o_raw = oracle_raw(task)
     raw = raw_score(metrics) or rules.ZERO
     f = baseline_raw(task)
@@ -353,7 +372,7 @@ def score_task(task: Task, doc: dict[str, Any] | None, *, gate_failed: bool = Fa
     else:
         status = "scored"
         notes = extra_entry_notes(task, doc)
-    panel = panel_scores(task, doc, {m.id: m for m in metrics}, raw)
+    panel = panel_scores(task, doc, {m.id: m for m in metrics}, raw, unverifiable)
     if status != "scored":
         o_anchor = o_eval = rules.ZERO
         robust = -rules.ONE

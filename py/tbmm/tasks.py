@@ -20,6 +20,7 @@ from tbmm.models import (
     Manifest,
     MetricSpec,
     Panel,
+    ReplaySpec,
     ScoringSpec,
 )
 from tbmm.paths import PathError, resolve
@@ -139,6 +140,12 @@ class Task:
     @cached_property
     def gate(self) -> GateSpec:
         return load_model(self.dir / "gate.toml", GateSpec)
+
+    @cached_property
+    def replay_spec(self) -> ReplaySpec | None:
+        """The task's replay (`replay.toml`), or None when its answers are not replayed."""
+        path = self.dir / "replay.toml"
+        return load_model(path, ReplaySpec) if path.is_file() else None
 
     @cached_property
     def panel(self) -> Panel:

@@ -17,7 +17,9 @@ from typing import Any
 from tbmm import exact
 from tbmm.build import schema_from_map
 from tbmm.files import sha256_file
-from tbmm.paths import PathError, resolve
+from tbmm.models import REPLAYED
+from tbmm.paths import PathError, expand, resolve
+from tbmm.replay import strip_replayed
 from tbmm.stack import requirement_lines
 from tbmm.tasks import SUITES, TaskFormatError, load_task, task_dirs
 
@@ -157,15 +159,52 @@ def validate_task(task_dir: Path) -> list[Problem]:
             bad("schema", f"schema contains the anchor paper's string {value!r}")
     field_paths = {f.path for f in amap.field}
     for f in amap.field:
-        try:
-            leaf = resolve(anchor, f.path)
-        except PathError as exc:
-            bad("anchor", f"field {f.path} not in anchor.json: {exc}")
-            continue
-        if f.type != "list[number]" and not isinstance(leaf, exact.Num):
-            bad("anchor", f"field {f.path}: anchor value is not a finite number")
+        for path in expand(anchor, f.path) if "[*]" in f.path else [f.path]:
+            try:
+                leaf = resolve(anchor, path)
+            except PathError as exc:
+                bad("anchor", f"field {path} not in anchor.json: {exc}")
+                continue
+            if f.type == "tag":
+                if leaf not in f.tags:
+                    bad("anchor", f"field {path}: anchor value is not one of the field's tags")
+            elif f.type != "list[number]" and not isinstance(leaf, exact.Num):
+                bad("anchor", f"field {path}: anchor value is not a finite number")
         if BOOKKEEPING.search(f.path):
             bad("schema", f"field {f.path} looks like a bookkeeping count")
+    for ls in amap.lists:
+        for path in expand(anchor, ls.path) if "[*]" in ls.path else [ls.path]:
+            try:
+                node = resolve(anchor, path)
+            except PathError:
+                continue
+            if not isinstance(node, list) or not ls.min_items <= len(node) <= ls.max_items:
+                bad("anchor", f"list {path}: not a list of {ls.min_items}..{ls.max_items} entries")
+
+    # Replay: the module exists and the anchor's replayed values are its replay, to the text.
+    try:
+        replay_spec = task.replay_spec
+    except TaskFormatError as exc:
+        bad("replay", str(exc))
+        return problems
+    replayed_paths: set[str] = set()
+    if replay_spec is not None:
+        from tbmm.replay import run_replay
+
+        own, _ = strip_replayed(anchor)
+        try:
+            fresh, rep = run_replay(task, own)
+        except ImportError as exc:
+            bad("replay", f"replay module {replay_spec.module}: {exc}")
+        else:
+            assert rep is not None
+            if rep.status != "ok":
+                bad("replay", f"the reference cannot be replayed: {rep.error}")
+            elif exact.dumps(fresh.get(REPLAYED)) != exact.dumps(anchor.get(REPLAYED)):
+                bad("replay", "anchor.json's replayed values are stale: rerun `tbmm tasks build`")
+            replayed_paths = {f"{REPLAYED}.{k}" for k in rep.values}
+    elif REPLAYED in anchor:
+        bad("replay", f"anchor.json carries `{REPLAYED}` but the task has no replay.toml")
     try:
         metrics = task.metrics
         spec = task.scoring
@@ -175,8 +214,11 @@ def validate_task(task_dir: Path) -> list[Problem]:
     if not 2 <= len(spec.metric) <= 6:
         bad("scoring", f"{len(spec.metric)} metrics; a panel has 2-6")
     for mt in metrics:
-        if mt.path not in field_paths:
-            bad("scoring", f"metric {mt.id}: path {mt.path} is not a schema field")
+        if mt.path not in field_paths and mt.path not in replayed_paths:
+            bad(
+                "scoring",
+                f"metric {mt.id}: path {mt.path} is not a schema field or a replayed value",
+            )
         if BOOKKEEPING.search(mt.path):
             bad(
                 "scoring",
@@ -193,14 +235,29 @@ def validate_task(task_dir: Path) -> list[Problem]:
     except TaskFormatError as exc:
         bad("gate", str(exc))
         return problems
+    metric_ids = {mt.id for mt in metrics}
     for c in gate.check:
         for p in c.paths():
+            if p.startswith(f"{REPLAYED}."):
+                if replay_spec is None:
+                    bad("gate", f"check {c.id}: path {p} needs a replay (no replay.toml)")
+                continue
             base = p.replace("[*]", "[0]")
             if p not in field_paths and not any(
                 base == fp or fp.startswith(p.split("[*]")[0]) for fp in field_paths
             ):
                 bad("gate", f"check {c.id}: path {p} is not a schema field")
+        for mid in c.protects or []:
+            if mid not in metric_ids:
+                bad("gate", f"check {c.id}: protects unknown metric {mid}")
+        if c.form.value == "agree" and not (c.against or "").startswith(f"{REPLAYED}."):
+            bad("gate", f"check {c.id}: an agree check compares a claim with a replayed value")
     report = run_gate(task, anchor)
+    if report.unverifiable:
+        bad(
+            "gate",
+            f"the anchor leaves checks unverifiable: {sorted(set(report.unverifiable.values()))}",
+        )
     if gate.anchor.feasible and report.verdict == "fail":
         bad(
             "gate",
@@ -240,9 +297,11 @@ def validate_task(task_dir: Path) -> list[Problem]:
             if k not in recorded and name == baseline.default_pipeline:
                 bad("baseline", f"pipeline {name}: metric {k} neither mapped nor recorded unmapped")
 
-    # Oracle script writes exactly the anchor.
+    # Oracle script writes exactly the anchor (without the replay's outputs).
     solve = task_dir / "solution" / "solve.sh"
-    if solve.is_file() and exact.dumps(anchor) not in solve.read_text(encoding="utf-8"):
+    if solve.is_file() and exact.dumps(strip_replayed(anchor)[0]) not in solve.read_text(
+        encoding="utf-8"
+    ):
         bad(
             "files",
             "solution/solve.sh does not write the anchor artifact: rerun `tbmm tasks build`",

@@ -13,8 +13,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from tbmm import exact
-from tbmm.gate import run_gate
-from tbmm.paths import PathError, resolve
+from tbmm.paths import PathError, expand, resolve
+from tbmm.pipeline import evaluate
 from tbmm.scoring import ArtifactError, read_artifact, score_task
 from tbmm.tasks import Task
 
@@ -39,25 +39,29 @@ class VerifyReport(BaseModel):
     status: str = "unreadable"
     score: dict[str, Any] = {}
     gate_report: dict[str, Any] = {}
+    replay: dict[str, Any] = {}  # the replay report (tasks with replay.toml)
 
 
 def schema_issues(task: Task, doc: dict[str, Any]) -> list[str]:
     """Fields of the schema that are missing or of the wrong type (informative, not fatal)."""
     issues = []
     for f in task.artifact_map.field:
-        try:
-            node = resolve(doc, f.path)
-        except PathError:
-            issues.append(f"{f.path}: missing")
-            continue
-        if f.type == "list[number]":
-            ok = isinstance(node, list) and all(isinstance(x, exact.Num) for x in node)
-        else:
-            ok = isinstance(node, exact.Num) and (
-                f.type != "integer" or node.value.denominator == 1
-            )
-        if not ok:
-            issues.append(f"{f.path}: expected {f.type}")
+        for path in expand(doc, f.path) if "[*]" in f.path else [f.path]:
+            try:
+                node = resolve(doc, path)
+            except PathError:
+                issues.append(f"{path}: missing")
+                continue
+            if f.type == "list[number]":
+                ok = isinstance(node, list) and all(isinstance(x, exact.Num) for x in node)
+            elif f.type == "tag":
+                ok = isinstance(node, str) and node in f.tags
+            else:
+                ok = isinstance(node, exact.Num) and (
+                    f.type != "integer" or node.value.denominator == 1
+                )
+            if not ok:
+                issues.append(f"{path}: expected {f.type}")
     return issues
 
 
@@ -81,20 +85,21 @@ def verify_artifact(task: Task, data: bytes | None, *, lean: bool = True) -> Ver
         doc = read_artifact(data)
     except ArtifactError as exc:
         return _unreadable(task, str(exc), "unreadable")
-    g = run_gate(task, doc)
+    ev = evaluate(task, doc)
+    g, s, resolved = ev.gate, ev.score, ev.doc
+    assert resolved is not None
     failing = [f"gate {i.name} ({i.check.form.value}): {i.message}" for i in g.failed]
-    s = score_task(task, doc)  # metric scores do not depend on feasibility: computed once
     lean_state, lean_detail = "skipped", {}
     if lean:
         from tbmm.lean.certify import check_artifact
 
-        lr = check_artifact(task, doc, gate_report=g, score=s)
+        lr = check_artifact(task, resolved, gate_report=g, score=s)
         lean_state = "ok" if lr.ok else "fail"
         lean_detail = lr.to_json()
         failing += [f"lean {o}" for o in lr.failing]
     infeasible = g.verdict == "fail" or lean_state == "fail"
-    if infeasible:
-        s = score_task(task, doc, gate_failed=True)
+    if infeasible and s.status != "gate_failed":
+        s = score_task(task, resolved, gate_failed=True, unverifiable=g.unverifiable)
     sj = s.to_json()
     return VerifyReport(
         task=task.slug,
@@ -113,4 +118,5 @@ def verify_artifact(task: Task, data: bytes | None, *, lean: bool = True) -> Ver
         status=s.status,
         score=sj,
         gate_report=g.to_json(),
+        replay=ev.replay.to_json() if ev.replay is not None else {},
     )

@@ -103,6 +103,12 @@ def gate_statement(inst: Instance) -> str:
         return f"Forms.order {S.rat_list(vals('lhs'))} {S.rat_list(vals('rhs'))} {S.boolean(c.op == '<')} {S.rat(slack)}"
     if c.form is Form.threshold:
         return f"Forms.threshold {S.rat(vals('field')[0])} {S.cmp(c.op)} {S.rat(q(c.bound))}"
+    if c.form is Form.agree:
+        rel = q(c.rel_tol) or Fraction(0)
+        return (
+            f"Forms.agree {S.rat(vals('field')[0])} {S.rat(vals('against')[0])} "
+            f"{S.rat(q(c.tol))} {S.rat(rel)}"
+        )
     coef = q(c.coef) if c.coef is not None else Fraction(1)
     bound = (
         f"(Rat.prod {S.rat_list(vals('bound_factors'), common_den=False)})"
@@ -178,10 +184,17 @@ def obligations_for(
             )
 
     scored: list[tuple[Any, Fraction | None, Fraction]] = []
+    # A metric a missing gate input makes unverifiable is scored as absent (reward 0).
+    value_of = {
+        m.id: (None if m.id in report.unverifiable else lookup(doc, m.path).q) for m in task.metrics
+    }
     for m in task.metrics:
         if m.spec.exclude:
             continue
         v = lookup(doc, m.path)
+        if m.id in report.unverifiable:
+            gaps.append(f"metric {m.id}: {report.unverifiable[m.id]}")
+            v = type(v)(None, v.text, report.unverifiable[m.id])
         if v.q is None:
             gaps.append(f"metric {m.id}: {v.reason}")
         else:
@@ -197,7 +210,11 @@ def obligations_for(
                     (m.path,),
                 )
             )
-        ms = own[m.id] if m.id in own else score_metric(m, doc)
+        ms = (
+            own[m.id]
+            if m.id in own
+            else score_metric(m, doc, unverifiable=report.unverifiable.get(m.id, ""))
+        )
         assert ms.reward is not None
         scored.append((m, v.q, ms.reward))
         obs.append(
@@ -251,9 +268,7 @@ def obligations_for(
             ps = by_paper.get(paper_id)
             if ps is None:
                 continue
-            expr = _mean_expr(
-                [(m.weight, _score_expr(m, lookup(doc, m.path).q, q)) for m, q, _ in fields]
-            )
+            expr = _mean_expr([(m.weight, _score_expr(m, value_of[m.id], q)) for m, q, _ in fields])
             obs.append(
                 Obligation(
                     f"panel_{i}",

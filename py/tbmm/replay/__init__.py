@@ -1,0 +1,180 @@
+"""Replays: recompute what an answer's decisions achieve, instead of trusting its claims.
+
+A task with a `replay.toml` names a module `tbmm.replay.<module>` exposing
+
+    def replay(doc: dict, task: Task, spec: ReplaySpec, deadline: Deadline) -> Outcome
+
+which reads the decision variables from the exact artifact tree `doc`, recomputes the
+objective(s) and the quantities the constraints are about from them and the task's own
+data (attachments under `task.data_dir`), and returns them as numbers. It decides nothing
+itself: every verdict is a gate check on those numbers (`gate.toml`), so the same data
+flow — artifact → replay → gate → score → Lean — holds for every task:
+
+* the replayed numbers are placed in the resolved artifact under the reserved top-level
+  key `replayed` (anything an agent put there is dropped first); metrics of a replayed
+  task read `replayed.…` paths, so the score is what the decisions achieve;
+* a claim is tied to its replay by an `agree` check (|claimed − replayed| within a stated
+  tolerance): lying is infeasible ("misreported");
+* a constraint the replay measures (a clearance, a maximum speed, a count of broken
+  rules) is an ordinary gate check on its replayed number;
+* input the replay cannot use (a missing decision, a malformed table) raises
+  `ReplayInputError`: no replayed numbers, so every check and metric that needs them is
+  unverifiable and scores 0, with the reason.
+
+Floating replays round every output to `spec.digits` significant digits (decimal text,
+then an exact `Fraction`), so a replay is reproducible to the text across machines;
+exact replays return `Fraction`s.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from tbmm import exact
+from tbmm.models import REPLAYED, ReplaySpec
+from tbmm.paths import set_path
+
+
+class ReplayInputError(ValueError):
+    """The decisions cannot be replayed (missing, malformed, out of the statement's range)."""
+
+
+class BudgetExceeded(RuntimeError):
+    """Verification of one artifact ran past its time budget (its own outcome, not a verdict)."""
+
+
+@dataclass
+class Deadline:
+    """A cooperative time budget: long loops call `check()`."""
+
+    seconds: float
+    start: float = field(default_factory=time.monotonic)
+
+    def check(self) -> None:
+        if time.monotonic() - self.start > self.seconds:
+            raise BudgetExceeded(f"verification budget of {self.seconds:g} s exceeded")
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
+
+
+@dataclass
+class Outcome:
+    """What a replay module returns: numbers at paths relative to `replayed`, and for each
+    path an optional explanation (which decision produced it) shown when a check fails."""
+
+    values: dict[str, Fraction | float | int] = field(default_factory=dict)
+    details: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ReplayReport:
+    """The replay of one artifact, as stored in a verify report."""
+
+    module: str
+    status: str  # ok | unreplayable | skipped
+    values: dict[str, str] = field(default_factory=dict)  # path under `replayed` -> exact text
+    details: dict[str, str] = field(default_factory=dict)
+    error: str = ""
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "module": self.module,
+            "status": self.status,
+            "values": self.values,
+            "details": self.details,
+            "error": self.error,
+            "notes": self.notes,
+            "seconds": round(self.seconds, 4),
+        }
+
+
+ReplayFn = Callable[[dict[str, Any], Any, ReplaySpec, Deadline], Outcome]
+
+
+def load_module(name: str) -> ReplayFn:
+    """The `replay` function of `tbmm.replay.<name>` (ImportError names what is wrong)."""
+    mod = importlib.import_module(f"tbmm.replay.{name}")
+    fn = getattr(mod, "replay", None)
+    if not callable(fn):
+        raise ImportError(f"tbmm.replay.{name} has no replay() function")
+    return fn
+
+
+def to_exact(x: Fraction | float | int, digits: int) -> exact.Num:
+    """An exact number for a replay output; floats are rounded to `digits` significant digits."""
+    if isinstance(x, bool):
+        raise TypeError("a replay output is a number, not a bool")
+    if isinstance(x, int):
+        return exact.Num(Fraction(x), str(x), True)
+    if isinstance(x, Fraction):
+        return exact.Num(x, exact.fraction_to_text(x), x.denominator == 1)
+    if not math.isfinite(x):
+        raise ReplayInputError(f"replay produced a non-finite number ({x})")
+    text = f"{x:.{digits}g}"
+    value = exact.parse_decimal(text)
+    return exact.Num(value, text, False)
+
+
+def strip_replayed(doc: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The agent's artifact without the reserved `replayed` key (noted when it was there)."""
+    if REPLAYED not in doc:
+        return doc, []
+    out = {k: v for k, v in doc.items() if k != REPLAYED}
+    return out, [
+        f"the artifact's own top-level `{REPLAYED}` key was ignored (reserved for replays)"
+    ]
+
+
+def run_replay(
+    task: Any, doc: dict[str, Any], deadline: Deadline | None = None
+) -> tuple[dict[str, Any], ReplayReport | None]:
+    """Resolve an artifact: strip `replayed`, run the task's replay (if any), insert its outputs.
+
+    Returns the resolved tree (a new top-level dict; the agent's subtrees are shared, not
+    copied) and the replay report (None for a task without a replay).
+    """
+    base, notes = strip_replayed(doc)
+    spec: ReplaySpec | None = task.replay_spec
+    if spec is None:
+        return base, None
+    report = ReplayReport(module=spec.module, status="ok", notes=notes)
+    deadline = deadline or Deadline(float(exact.parse_decimal(spec.budget_seconds)))
+    fn = load_module(spec.module)
+    t0 = time.monotonic()
+    try:
+        out = fn(base, task, spec, deadline)
+    except ReplayInputError as exc:
+        report.status, report.error = "unreplayable", str(exc)
+        report.seconds = time.monotonic() - t0
+        return base, report
+    except RecursionError:
+        report.status, report.error = "unreplayable", "decision input nested too deeply"
+        report.seconds = time.monotonic() - t0
+        return base, report
+    report.seconds = time.monotonic() - t0
+    tree: dict[str, Any] = {}
+    try:
+        for path, value in out.values.items():
+            num = to_exact(value, spec.digits)
+            set_path(tree, path, num)
+            report.values[path] = num.text
+    except ReplayInputError as exc:
+        report.status, report.error = "unreplayable", str(exc)
+        report.values = {}
+        return base, report
+    report.details = dict(out.details)
+    report.notes.extend(out.notes)
+    resolved = dict(base)
+    resolved[REPLAYED] = tree
+    return resolved, report
