@@ -32,6 +32,9 @@ CURATED = (
     "panel.json",
     "baseline.json",
     "figures.toml",
+    "replay.toml",
+    "reference.json",
+    "verification.md",
 )
 
 # Upstream files absent from the source release (each >= 4 MiB upstream). Their size and
@@ -100,9 +103,15 @@ def _statement(source_instruction: str) -> str:
 
 
 def artifact_block(
-    slug: str, schema: dict[str, Any], output_path: str, has_figures: bool, timeout_sec: int
+    slug: str,
+    schema: dict[str, Any],
+    output_path: str,
+    has_figures: bool,
+    timeout_sec: int,
+    verification: str = "",
 ) -> str:
-    """The fixed block appended to every instruction (same wording for all 18 tasks)."""
+    """The fixed block appended to every instruction (same wording for every task), plus
+    the task's curated `verification.md` (how its decisions are replayed) when it has one."""
     figs = (
         f"- Figures of the statement, cropped from the official PDF: `{CONTAINER_DATA}/figures/` "
         "(each is shown inline above where the statement refers to it).\n"
@@ -119,12 +128,15 @@ def artifact_block(
         "Write your final answer as ONE JSON object to:\n\n"
         f"```text\n{output_path}\n```\n\n"
         "It must be valid JSON (no NaN or Infinity) and follow this schema: every field is a number "
-        "you computed for the final question's numeric core, in the unit stated in the schema's "
-        "description. Extra fields are allowed and ignored; missing fields score zero.\n\n"
+        "you computed (or, where the schema lists allowed ids, one of them), in the unit stated in "
+        "the schema's description; a list holds as many entries as your answer needs, within the "
+        "bounds its description states. Extra fields are allowed and ignored; missing fields score "
+        "zero.\n\n"
         f"```json\n{json.dumps(schema, indent=2, ensure_ascii=False)}\n```\n\n"
         "Only this JSON file is scored. It is checked against answers of human Outstanding-award "
         "papers and against the problem's physical constraints. You may write supporting CSV, XLSX "
         f"or PNG files under `/root/results`. Time limit: {timeout_sec} seconds.\n"
+        + (f"\n## How this answer is checked\n\n{verification.strip()}\n" if verification else "")
     )
 
 
@@ -417,7 +429,17 @@ def build_task(src: Path, source_root: Path, out_root: Path) -> BuildResult:
     )
     write_text_if_changed(
         dst / "instruction.md",
-        statement + artifact_block(slug, schema, output_path, bool(figures), 14400),
+        statement
+        + artifact_block(
+            slug,
+            schema,
+            output_path,
+            bool(figures),
+            14400,
+            (dst / "verification.md").read_text(encoding="utf-8")
+            if (dst / "verification.md").is_file()
+            else "",
+        ),
     )
     write_text_if_changed(dst / "environment" / "Dockerfile", dockerfile())
     write_text_if_changed(dst / "solution" / "solve.sh", solve_sh(output_path, oracle_text))
