@@ -29,7 +29,14 @@ EXCLUSION_REASONS = (
     "figure_only_logistic_prior",
     "no_numeric_estimate",
     "different_unit_of_analysis",
+    # the paper's value is kept for the record but not scored: it fails the task's gate or
+    # its replay, or it is a claim whose decisions cannot be replayed
+    "infeasible_value",
+    "not_replayable",
 )
+# What a reference value is: printed in the paper, a re-run of the paper's method, exact
+# ground truth computed here, the paper's decision replayed, or corrected with evidence.
+ReferenceKind = Literal["paper", "reproduction", "computed", "replayed", "corrected"]
 
 
 class Strict(BaseModel):
@@ -181,6 +188,26 @@ class ArtifactMap(Strict):
         return self
 
 
+class ReferenceHistory(Strict):
+    """A value that was this metric's reference before, and why it was replaced."""
+
+    value: DecimalStr
+    kind: ReferenceKind
+    source: str = Field(min_length=5)
+    evidence: str = Field(min_length=10)
+
+    _check_dec = field_validator("value")(classmethod(lambda cls, v: _decimal(v)))
+
+
+class MetricReference(Strict):
+    """Where the metric's anchor value (in anchor.json) comes from, and what it is."""
+
+    kind: ReferenceKind
+    source: str = Field(min_length=5)  # table/section of the paper, script, replay module
+    note: str = ""
+    history: list[ReferenceHistory] = []
+
+
 class MetricSpec(Strict):
     """One scored metric as written in scoring.toml (anchor comes from anchor.json)."""
 
@@ -193,6 +220,7 @@ class MetricSpec(Strict):
     domain: DomainT = Domain.any
     rationale: str = Field(min_length=10)
     exclude: str = ""
+    reference: MetricReference | None = None
 
     _check_path = field_validator("path")(classmethod(lambda cls, v: _path(v)))
     _check_dec = field_validator("weight", "band")(classmethod(lambda cls, v: _decimal(v)))

@@ -186,6 +186,8 @@ class Task:
         by_id = {m.id: m for m in self.metrics if not m.spec.exclude}
         out = []
         for paper in self.panel.papers:
+            if paper.exclusion_reason is not None:
+                continue  # values kept for the record, not scored
             fields = [
                 (by_id[k], exact.parse_decimal(v), v) for k, v in paper.values.items() if k in by_id
             ]

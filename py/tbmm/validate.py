@@ -279,7 +279,7 @@ def validate_task(task_dir: Path) -> list[Problem]:
         for k in paper.values:
             if k not in ids:
                 bad("panel", f"paper {paper.paper_id}: unknown metric id {k}")
-        if paper.role == "anchor":
+        if paper.role == "anchor" and paper.exclusion_reason is None:
             for k, v in paper.values.items():
                 if k in ids and exact.parse_decimal(v) != ids[k].anchor:
                     bad(
