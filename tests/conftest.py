@@ -174,8 +174,6 @@ def make_task(
     prov = {
         "paper_id": "SYN1",
         "paper_title": "Synthetic paper",
-        "paper_pdf": "x.pdf",
-        "paper_ocr": "x.md",
         "reproduction_level": "algorithmic",
         "reproduction_scope": "synthetic",
         "anchor_source": "none",

@@ -216,3 +216,33 @@ def test_build_is_reproducible(suite: list[Task], tmp_path: Path) -> None:
             assert (out / t.suite / t.slug / rel).read_bytes() == f.read_bytes(), (
                 f"{t.slug}/{rel} differs after rebuild"
             )
+
+
+@pytest.mark.parametrize(
+    "leak",
+    [
+        "/Volumes/PSSD/code/paper.pdf",
+        "/Users/alice/x.md",
+        "C:\\Users\\bob\\paper.pdf",
+        "- 来源目录：`docs/mcm-2015-2025/2024/x`",
+        "| Q1 | 小问 | 适合模型 | 说明 |",
+    ],
+)
+def test_broken_leaks_a_local_path_or_hint(figured: Task, tmp_path: Path, leak: str) -> None:
+    d = _copy(figured, tmp_path)
+    (d / "instruction.md").write_text((d / "instruction.md").read_text() + "\n" + leak + "\n")
+    assert "leak" in _checks(d)
+    assert "instruction.md" in _messages(d)
+
+
+def test_mcm_statements_are_the_official_english_text(suite: list[Task]) -> None:
+    """No machine translation, no preprocessing header: the statement part of an MCM
+    instruction holds no CJK text and starts with the official English original."""
+    import re
+
+    for t in suite:
+        if t.suite != "MCM":
+            continue
+        statement = t.instruction.split("# Required Benchmark Artifact")[0]
+        assert not re.search(r"[\u4e00-\u9fff]", statement), t.slug
+        assert "## Official problem statement (COMAP, English original)" in statement, t.slug

@@ -9,6 +9,7 @@ a clean clone reproduces the committed tree byte for byte.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tomllib
 from collections.abc import Callable
@@ -94,12 +95,35 @@ def _slug_parts(slug: str) -> tuple[str, int, str]:
     return contest.upper(), int(year), problem.upper()
 
 
+# The source release's MCM statements open with a preprocessing header (an internal source
+# folder, a table of suggested modelling methods) and a machine translation before the
+# official English text; only the official text is the statement.
+MCM_ORIGINAL = "## 英文原文"
+# Page furniture of the COMAP PDFs' extracted text (a running header), not statement text.
+_COMAP_BANNER = re.compile(
+    r"^[|\s]*(©\s*\d{4}\s+by\s+COMAP\s*\|\s*)?www\.comap\.(org|com)\s*\|\s*"
+    r"www\.mathmodels\.org\s*\|\s*info@comap\.(org|com)[|\s]*$"
+)
+
+
 def _statement(source_instruction: str) -> str:
-    """The verbatim statement: the source instruction up to its old artifact block."""
+    """The verbatim official statement: the source instruction up to its old artifact block;
+    for an MCM task, the official English text only (no translation, no method hints)."""
     head, sep, _ = source_instruction.partition("# Required Benchmark Artifact")
     if not sep:
         raise BuildError("source instruction.md has no '# Required Benchmark Artifact' block")
-    return head.rstrip() + "\n"
+    if MCM_ORIGINAL not in head:
+        return head.rstrip() + "\n"
+    preamble, _, original = head.partition(MCM_ORIGINAL)
+    lines = preamble.splitlines()
+    canary = [ln for ln in lines[:2] if ln.startswith("<!--")]
+    title = next((ln for ln in lines if ln.startswith("# ") and "MCM" in ln), None)
+    if title is None:
+        raise BuildError("source instruction.md: no MCM title line before the English original")
+    body = [ln for ln in original.strip("\n").splitlines() if not _COMAP_BANNER.match(ln)]
+    out = [*canary, *([""] if canary else []), "# Original Contest Problem", "", title, ""]
+    out += ["## Official problem statement (COMAP, English original)", "", *body]
+    return "\n".join(out).rstrip() + "\n"
 
 
 def artifact_block(
@@ -225,8 +249,6 @@ def provenance(source_doc: dict[str, Any], rel_source: str, sha: str) -> Provena
     return Provenance(
         paper_id=pick("paper_id"),
         paper_title=pick("paper_title"),
-        paper_pdf=pick("paper_source_pdf", "paper_pdf"),
-        paper_ocr=pick("paper_source_ocr", "paper_ocr"),
         reproduction_level=pick("reproduction_level"),
         reproduction_scope=pick("reproduction_scope"),
         anchor_source=rel_source,

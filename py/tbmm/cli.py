@@ -123,7 +123,7 @@ def tasks_show(slug: str, tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag 
     console.rule(f"{m.slug} — {m.suite} {m.year} {m.problem}: {m.title}")
     p = m.provenance
     console.print(
-        f"anchor paper: {p.paper_id} — {p.paper_title}\n  pdf: {p.paper_pdf}\n  ocr: {p.paper_ocr}\n  scope: {p.reproduction_scope}\n  source: {p.anchor_source} (sha256 {p.anchor_sha256[:12]}…)",
+        f"anchor paper: {p.paper_id} — {p.paper_title}\n  reproduction: {p.reproduction_level}\n  scope: {p.reproduction_scope}\n  source: {p.anchor_source} (sha256 {p.anchor_sha256[:12]}…)",
         highlight=False,
     )
     at = Table(title="attachments")

@@ -97,12 +97,12 @@ class Figure(Strict):
 
 
 class Provenance(Strict):
-    """Where the anchor came from, so it can be re-derived."""
+    """Where the anchor came from, so it can be re-derived. The paper is cited by its
+    public id and title (the contest's Outstanding-award paper); no file path of anyone's
+    corpus is kept."""
 
     paper_id: str
     paper_title: str
-    paper_pdf: str
-    paper_ocr: str
     reproduction_level: str
     reproduction_scope: str
     anchor_source: str  # path of the source expected_result.json, relative to the source root

@@ -166,8 +166,6 @@ def _provenance_html(task: Any) -> str:
                 ("title", m.title),
                 ("suite / year / problem", f"{m.suite} {m.year} {m.problem}"),
                 ("anchor paper", f"{p.paper_id}: {p.paper_title}"),
-                ("paper PDF", p.paper_pdf),
-                ("paper OCR", p.paper_ocr),
                 ("reproduction level", p.reproduction_level),
                 ("reproduction scope", p.reproduction_scope),
                 ("anchor source", p.anchor_source),

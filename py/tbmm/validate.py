@@ -74,6 +74,33 @@ def harbor_problems(cfg: dict[str, Any]) -> list[str]:
     return out
 
 
+# What must never appear in a task's files (outside the official attachments): an
+# author-local path, or the source release's preprocessing (its internal source folder,
+# its data-status note, its per-question table of suggested modelling methods).
+LEAKS = re.compile(
+    r"/Volumes/|/Users/|/home/[a-z]|\b[A-Z]:\\[A-Za-z]|来源目录|数据状态|适合模型|每问/小问拆解"
+    r"|question_solution_index|data_manifest\."
+)
+SCANNED = (".md", ".json", ".toml", ".sh", "Dockerfile")
+
+
+def leaks(task_dir: Path) -> list[str]:
+    """`file: excerpt` for each forbidden path or hint found in the task's own files."""
+    out = []
+    for f in sorted(task_dir.rglob("*")):
+        rel = f.relative_to(task_dir)
+        if not f.is_file() or rel.parts[:3] == ("environment", "data", "attachments"):
+            continue
+        if not f.name.endswith(SCANNED):
+            continue
+        text = f.read_text(encoding="utf-8", errors="replace")
+        m = LEAKS.search(text)
+        if m:
+            a = max(0, m.start() - 20)
+            out.append(f"{rel}: ...{text[a : m.end() + 20]!r}...")
+    return out
+
+
 def validate_task(task_dir: Path) -> list[Problem]:
     slug = task_dir.name
     problems: list[Problem] = []
@@ -91,6 +118,9 @@ def validate_task(task_dir: Path) -> list[Problem]:
             "identity",
             f"folder {task_dir.parent.name}/{slug} does not match manifest {m.suite}/{m.slug}",
         )
+
+    for where in leaks(task_dir):
+        bad("leak", f"an author-local path or a method-hint header: {where}")
 
     # Harbor config.
     try:
