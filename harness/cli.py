@@ -52,8 +52,18 @@ def build_agent(
     raise typer.BadParameter(f"unknown agent {name!r}; one of {', '.join(AGENTS)}")
 
 
-def select_tasks(spec: str, root: Path | None = None) -> list[Any]:
-    """`all` or comma-separated slugs, loaded with tbmm.tasks."""
+def select_tasks(
+    spec: str,
+    root: Path | None = None,
+    *,
+    allow_incomplete: bool = False,
+    note: Any = None,
+) -> list[Any]:
+    """`all` or comma-separated slugs, loaded with tbmm.tasks.
+
+    An incomplete task (an official attachment missing) cannot be solved as posed: `all`
+    leaves it out (saying so through `note`), a slug naming it is refused, unless
+    `allow_incomplete`."""
     from tbmm import tasks as tbmm_tasks
 
     root = root or tbmm_tasks.TASKS_ROOT
@@ -61,8 +71,25 @@ def select_tasks(spec: str, root: Path | None = None) -> list[Any]:
         found = tbmm_tasks.load_suite(root)
         if not found:
             raise typer.BadParameter(f"no tasks under {root}")
-        return found
-    return [tbmm_tasks.find_task(s.strip(), root) for s in spec.split(",") if s.strip()]
+        if allow_incomplete:
+            return found
+        skipped = [t for t in found if t.incomplete]
+        if skipped and note is not None:
+            note(
+                f"skipping {len(skipped)} incomplete task(s) (missing attachments; "
+                f"--allow-incomplete runs them): "
+                + "; ".join(f"{t.slug} ({', '.join(t.missing_attachments)})" for t in skipped)
+            )
+        return [t for t in found if not t.incomplete]
+    chosen = [tbmm_tasks.find_task(s.strip(), root) for s in spec.split(",") if s.strip()]
+    refused = [t for t in chosen if t.incomplete and not allow_incomplete]
+    if refused:
+        raise ValueError(
+            "incomplete task(s), an official attachment is missing: "
+            + "; ".join(f"{t.slug} ({', '.join(t.missing_attachments)})" for t in refused)
+            + " — pass --allow-incomplete to run them anyway"
+        )
+    return chosen
 
 
 def run_command(
@@ -95,8 +122,16 @@ def run_command(
     price_out: float | None = typer.Option(None, "--price-out", help="USD per 1M output tokens"),
     artifact_max_bytes: int = typer.Option(DEFAULT_ARTIFACT_MAX_BYTES, "--artifact-max-bytes"),
     tasks_root: Path | None = typer.Option(None, "--tasks-root"),
+    allow_incomplete: bool = typer.Option(
+        False,
+        "--allow-incomplete",
+        help="also run tasks whose official attachments are missing (left out of headline means)",
+    ),
 ) -> None:
-    """Run an agent on tasks x seeds, verify each artifact, store everything."""
+    """Run an agent on tasks x seeds, verify each artifact, store everything.
+
+    Tasks with a missing official attachment ("incomplete") are skipped by `--tasks all`
+    and refused by name unless --allow-incomplete."""
     console = Console(stderr=True)
     price = (price_in, price_out) if price_in is not None and price_out is not None else None
     the_agent = build_agent(
@@ -125,6 +160,7 @@ def run_command(
             timeout,
             artifact_max_bytes,
             console,
+            allow_incomplete,
         )
     except (RuntimeError, ValueError, KeyError, sqlite3.Error, OSError) as exc:
         console.print(f"[red]error:[/red] {str(exc).strip(chr(39))}", highlight=False)
@@ -149,12 +185,19 @@ def _sweep(
     timeout: float | None,
     artifact_max_bytes: int,
     console: Console,
+    allow_incomplete: bool = False,
 ) -> SweepSummary:
     """Select the tasks and run the sweep (errors surface as one-line messages in the caller)."""
+    chosen_tasks = select_tasks(
+        tasks,
+        tasks_root,
+        allow_incomplete=allow_incomplete,
+        note=lambda msg: console.print(f"[yellow]note:[/yellow] {msg}", highlight=False),
+    )
     return run_sweep(
         the_agent,
         model,
-        select_tasks(tasks, tasks_root),
+        chosen_tasks,
         seeds,
         chosen,
         concurrency,

@@ -439,3 +439,41 @@ def test_row_from_store_record(suite: list[Task]) -> None:
     assert r.status == "error" and "never verified (exit reason timeout)" in r.report["error"]
     r = L.row_from_record({**rec, "verdict": {"error": "Traceback: boom"}}, **kw)
     assert r.status == "error" and r.report["error"] == "Traceback: boom"
+
+
+def test_incomplete_task_left_out_of_headline_with_a_note() -> None:
+    """An incomplete task (missing attachment) stays in the per-task table, not the means."""
+    full = compute(rows_b(), baseline=None, tasks=TASKS, task_suites=SUITES, split_tasks=SPLIT)
+    lb = compute(
+        rows_b(),
+        baseline=None,
+        tasks=TASKS,
+        task_suites=SUITES,
+        split_tasks=SPLIT,
+        incomplete_tasks={"m1"},
+    )
+    assert lb.headline_tasks == ("c1", "c2")
+    assert "Incomplete task(s)" in lb.headline_note() and "m1" in lb.headline_note()
+    b, b_full = by(lb, "B"), by(full, "B")
+    # seed 0: (1/2 + 19/20)/2 without m1, vs (1/2 + 19/20 + 1/4)/3 with it
+    assert dict(b.o_eval.per_seed)[0] == F(29, 40)
+    assert dict(b_full.o_eval.per_seed)[0] == F(17, 30)
+    assert L.to_json(lb)["incomplete_tasks"] == ["m1"]
+
+
+def test_incomplete_tasks_are_skipped_or_refused(tmp_path: Path) -> None:
+    from harness.cli import select_tasks
+    from tbmm.tasks import TASKS_ROOT, load_suite
+
+    suite = load_suite(TASKS_ROOT)
+    incomplete = [t for t in suite if t.incomplete]
+    if not incomplete:
+        pytest.skip("every task's attachments are present on this machine (fetched)")
+    notes: list[str] = []
+    picked = select_tasks("all", TASKS_ROOT, note=notes.append)
+    assert {t.slug for t in picked} == {t.slug for t in suite if not t.incomplete}
+    assert notes and all(t.slug in notes[0] for t in incomplete)
+    assert len(select_tasks("all", TASKS_ROOT, allow_incomplete=True)) == len(suite)
+    with pytest.raises(ValueError, match="--allow-incomplete"):
+        select_tasks(incomplete[0].slug, TASKS_ROOT)
+    assert select_tasks(incomplete[0].slug, TASKS_ROOT, allow_incomplete=True)[0].incomplete

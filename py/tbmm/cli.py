@@ -66,6 +66,7 @@ def tasks_list(tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag = False) ->
                 "figures": len(m.figures),
                 "attachments": sum(a.present for a in m.attachments),
                 "missing": sum(not a.present for a in m.attachments),
+                "incomplete": t.incomplete,
                 "checks": len(t.gate.check),
             }
         )
@@ -82,6 +83,8 @@ def tasks_list(tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag = False) ->
         )
     for r in rows:
         att = f"{r['attachments']}" + (f" (+{r['missing']} missing)" if r["missing"] else "")
+        if r["incomplete"]:
+            att += " [yellow]incomplete[/yellow]"
         table.add_row(
             r["suite"],
             str(r["year"]),
@@ -172,19 +175,33 @@ def tasks_show(slug: str, tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag 
 
 @tasks_app.command("validate")
 def tasks_validate(tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag = False) -> None:
-    """Exit 0 only if every task is consistent (paths, checksums, figures, panel, gate, schema)."""
+    """Exit 0 only if every task is consistent (paths, checksums, figures, panel, gate, schema).
+
+    Tasks whose official attachments are missing are flagged `incomplete` (not an error:
+    they are declared, and `tbmm tasks fetch-assets` fills them in where a network exists)."""
     from tbmm.validate import validate_all
 
     n, problems = validate_all(tasks_root)
+    incomplete = {t.slug: t.missing_attachments for t in load_suite(tasks_root) if t.incomplete}
     if as_json:
         print(
             json.dumps(
-                {"ok": not problems, "tasks": n, "problems": [p.to_json() for p in problems]},
+                {
+                    "ok": not problems,
+                    "tasks": n,
+                    "problems": [p.to_json() for p in problems],
+                    "incomplete": incomplete,
+                },
                 indent=2,
                 ensure_ascii=False,
             )
         )
     else:
+        for slug, files in incomplete.items():
+            console.print(
+                f"[yellow]![/yellow] {slug} \\[incomplete] missing attachment(s): {', '.join(files)}",
+                highlight=False,
+            )
         for p in problems:
             console.print(f"[red]✗[/red] {p.task} [{p.check}] {p.message}", highlight=False)
         if problems:

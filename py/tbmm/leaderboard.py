@@ -193,6 +193,7 @@ def suite_config(tasks: Iterable[Any]) -> dict[str, Any]:
         "tasks": [t.slug for t in ts],
         "task_suites": {t.slug: t.suite for t in ts},
         "split_tasks": {t.slug for t in ts if t.panel.literature_split},
+        "incomplete_tasks": {t.slug for t in ts if t.incomplete},
     }
 
 
@@ -344,10 +345,12 @@ class Leaderboard:
     baseline_state: str  # "ok" | "none" (not given) | "missing" (not in the store)
     baseline_f: dict[str, Fraction]
     notes: tuple[str, ...]
+    incomplete_tasks: frozenset[str] = frozenset()
 
     @property
     def headline_tasks(self) -> tuple[str, ...]:
-        return tuple(t for t in self.tasks if t not in self.split_tasks)
+        out = self.split_tasks | self.incomplete_tasks
+        return tuple(t for t in self.tasks if t not in out)
 
     @property
     def suites(self) -> tuple[str, ...]:
@@ -370,14 +373,22 @@ class Leaderboard:
         )
 
     def headline_note(self) -> str:
+        parts = []
         split = sorted(self.split_tasks)
-        if not split:
-            return ""
-        return (
-            f"Literature-split task(s) left out of the headline columns (O-Eval, Multi-BO, "
-            f"Robust BO, per-suite): {', '.join(split)}; they stay in the per-task table "
-            f"(Artifacts, Cost and Gate-zeroed count all {len(self.tasks)} tasks)."
-        )
+        if split:
+            parts.append(
+                f"Literature-split task(s) left out of the headline columns (O-Eval, Multi-BO, "
+                f"Robust BO, per-suite): {', '.join(split)}; they stay in the per-task table "
+                f"(Artifacts, Cost and Gate-zeroed count all {len(self.tasks)} tasks)."
+            )
+        incomplete = sorted(self.incomplete_tasks)
+        if incomplete:
+            parts.append(
+                f"Incomplete task(s) (an official attachment is missing, so they cannot be "
+                f"solved as posed) left out of the headline columns: {', '.join(incomplete)}; "
+                f"their trials stay in the per-task table."
+            )
+        return " ".join(parts)
 
 
 # ---------------------------------------------------------------------------- compute
@@ -405,6 +416,7 @@ def compute(
     tasks: Sequence[str],
     task_suites: Mapping[str, str],
     split_tasks: Iterable[str] = (),
+    incomplete_tasks: Iterable[str] = (),
 ) -> Leaderboard:
     """Aggregate trials into the leaderboard; `tasks` is the fixed denominator (all 18 slugs).
 
@@ -419,7 +431,8 @@ def compute(
     if no_suite:
         raise ValueError(f"tasks without a suite: {', '.join(no_suite)}")
     split = frozenset(split_tasks) & frozenset(tasks)
-    headline = [t for t in tasks if t not in split]
+    incomplete = frozenset(incomplete_tasks) & frozenset(tasks)
+    headline = [t for t in tasks if t not in split and t not in incomplete]
     notes: list[str] = []
 
     cells: dict[str, dict[tuple[str, int], TrialRow]] = {}
@@ -551,6 +564,7 @@ def compute(
         baseline_state=state,
         baseline_f=f_t,
         notes=tuple(notes),
+        incomplete_tasks=incomplete,
     )
 
 
@@ -623,6 +637,8 @@ def suite_rows(lb: Leaderboard) -> list[list[str]]:
 
 
 def _task_label(lb: Leaderboard, t: str) -> str:
+    if t in lb.incomplete_tasks:
+        return f"{t} (incomplete)"
     return f"{t} (literature split)" if t in lb.split_tasks else t
 
 
@@ -829,6 +845,7 @@ def to_json(lb: Leaderboard) -> dict[str, Any]:
         "tasks": list(lb.tasks),
         "headline_tasks": list(lb.headline_tasks),
         "literature_split_tasks": sorted(lb.split_tasks),
+        "incomplete_tasks": sorted(lb.incomplete_tasks),
         "task_suites": dict(lb.task_suites),
         "notes": all_notes(lb),
         "columns": COLUMN_HELP,

@@ -146,6 +146,8 @@ def _suites_and_tasks_html(lb: Leaderboard) -> str:
         link = f'<a href="#{anchor_id(t)}">{esc(t)}</a>'
         if t in lb.split_tasks:
             link += ' <span class="badge split">literature split</span>'
+        if t in lb.incomplete_tasks:
+            link += ' <span class="badge split">incomplete</span>'
         rows.append([link] + [esc(c) for c in r[1:]])
     out.append(_table(["Task", "Suite"] + [x.entry for x in lb.entries], rows, 2))
     out.append(f'<p class="note">{esc(L.TASK_MARKS_NOTE)}</p>')

@@ -109,6 +109,20 @@ class Task:
     def output_path(self) -> str:
         return self.manifest.output_path
 
+    @property
+    def missing_attachments(self) -> list[str]:
+        """Declared attachments absent from the task folder (not shipped, not fetched yet)."""
+        return [
+            a.path.removeprefix("environment/data/attachments/")
+            for a in self.manifest.attachments
+            if not a.present and not (self.dir / a.path).is_file()
+        ]
+
+    @property
+    def incomplete(self) -> bool:
+        """The task cannot be solved as posed: an official attachment is missing."""
+        return bool(self.missing_attachments)
+
     @cached_property
     def harbor(self) -> dict[str, Any]:
         return _read_data(self.dir / "task.toml")
