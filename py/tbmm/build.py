@@ -36,6 +36,7 @@ CURATED = (
     "replay.toml",
     "reference.json",
     "verification.md",
+    "exploits.toml",
 )
 
 # Upstream files absent from the source release (each >= 4 MiB upstream). Their size and

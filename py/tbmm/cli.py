@@ -211,6 +211,57 @@ def tasks_validate(tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag = False
     raise typer.Exit(1 if problems else 0)
 
 
+@tasks_app.command("exploits")
+def tasks_exploits(
+    only: Annotated[str, typer.Option("--only", help="One task slug (default: all).")] = "",
+    tasks_root: TasksRoot = TASKS_ROOT,
+    as_json: JsonFlag = False,
+) -> None:
+    """Try the generated adversarial artifacts on every task (blind extremes, pushed claims,
+    stripped support, omitted gated fields). Exit 1 if one earns credit unexplained."""
+    from tbmm.exploits import KINDS, audit, summary
+
+    try:
+        tasks = [_task(only, tasks_root)] if only else load_suite(tasks_root)
+        results = {t.slug: audit(t) for t in tasks}
+    except TaskFormatError as exc:
+        raise _fail(str(exc)) from exc
+    open_ = [a for found in results.values() for a in found if a.unexplained]
+    if as_json:
+        print(
+            json.dumps(
+                {
+                    slug: {
+                        "summary": summary(t, results[slug]),
+                        "attempts": [a.to_json() for a in results[slug]],
+                    }
+                    for slug, t in ((t.slug, t) for t in tasks)
+                },
+                indent=2,
+                ensure_ascii=False,
+            )
+        )
+        raise typer.Exit(1 if open_ else 0)
+    table = Table(title="exploits: max effective O-Eval per kind (caught ≤ 0.1)")
+    table.add_column("task", overflow="fold")
+    for k in KINDS:
+        table.add_column(k, justify="right")
+    style = {"caught": "green", "known": "yellow", "OPEN": "red", "n/a": "dim"}
+    for t in tasks:
+        found = results[t.slug]
+        row = summary(t, found)
+        cells = []
+        for k in KINDS:
+            worst = max((a.o_eval for a in found if a.kind == k), default=None)
+            shown = "—" if worst is None else f"{float(worst):.2f}"
+            cells.append(f"[{style[row[k]]}]{shown} {row[k]}[/{style[row[k]]}]")
+        table.add_row(t.slug, *cells)
+    console.print(table)
+    for a in open_:
+        console.print(f"[red]open:[/red] {a.name} earns O-Eval {float(a.o_eval):.3f}")
+    raise typer.Exit(1 if open_ else 0)
+
+
 @tasks_app.command("build")
 def tasks_build(
     source: Annotated[

@@ -297,6 +297,14 @@ def validate_task(task_dir: Path) -> list[Problem]:
     if not gate.anchor.feasible and report.verdict != "fail":
         bad("gate", "anchor recorded infeasible but passes every check (evidence not reproduced)")
 
+    # Exploits listed as not caught yet must be well-formed (the test suite checks the rest).
+    from tbmm.exploits import known_exploits
+
+    try:
+        known_exploits(task)
+    except TaskFormatError as exc:
+        bad("exploits", str(exc))
+
     # Panel and baseline.
     try:
         panel = task.panel
