@@ -68,6 +68,8 @@ def tasks_list(tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag = False) ->
                 "missing": sum(not a.present for a in m.attachments),
                 "incomplete": t.incomplete,
                 "checks": len(t.gate.check),
+                "references": _reference_kinds(t),
+                "replayed": t.replay_spec is not None,
             }
         )
     if as_json:
@@ -99,6 +101,23 @@ def tasks_list(tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag = False) ->
     console.print(
         f"{sum(r['metrics'] for r in rows)} metrics, {sum(r['figures'] for r in rows)} figures, {sum(r['checks'] for r in rows)} gate checks"
     )
+    kinds: dict[str, int] = {}
+    for r in rows:
+        for k, n in r["references"].items():
+            kinds[k] = kinds.get(k, 0) + n
+    console.print(
+        "references by kind: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds.items())),
+        highlight=False,
+    )
+
+
+def _reference_kinds(t: Task) -> dict[str, int]:
+    """How many of the task's metrics have each reference kind ("unstated" when missing)."""
+    out: dict[str, int] = {}
+    for m in t.scoring.metric:
+        k = m.reference.kind if m.reference is not None else "unstated"
+        out[k] = out.get(k, 0) + 1
+    return out
 
 
 @tasks_app.command("show")
@@ -148,7 +167,7 @@ def tasks_show(slug: str, tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag 
             ft.add_row(f.id, str(f.page), ", ".join(f"{v:.0f}" for v in f.bbox), f.caption)
         console.print(ft)
     mt = Table(title="metric panel")
-    for c in ("id", "path", "direction", "anchor", "band", "weight", "unit", "rationale"):
+    for c in ("id", "path", "direction", "anchor", "reference", "band", "weight", "unit"):
         mt.add_column(c, overflow="fold")
     for x in metrics:
         s = x.spec
@@ -157,12 +176,25 @@ def tasks_show(slug: str, tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag 
             s.path,
             s.direction.value,
             x.anchor_text,
+            s.reference.kind if s.reference else "[red]unstated[/red]",
             s.band,
             s.weight,
             s.unit,
-            s.rationale,
         )
     console.print(mt)
+    for x in metrics:
+        s = x.spec
+        console.print(f"[bold]{s.id}[/bold]: {s.rationale}", highlight=False)
+        if s.reference:
+            console.print(
+                f"  reference ({s.reference.kind}): {s.reference.source}", highlight=False
+            )
+            if s.reference.note:
+                console.print(f"  note: {s.reference.note}", highlight=False)
+            for h in s.reference.history:
+                console.print(
+                    f"  replaced {h.value} ({h.kind}, {h.source}): {h.evidence}", highlight=False
+                )
     gt = Table(title=f"gate (anchor feasible: {t.gate.anchor.feasible})")
     for c in ("id", "form", "paths", "justification"):
         gt.add_column(c, overflow="fold")

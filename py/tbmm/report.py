@@ -157,6 +157,15 @@ def _suites_and_tasks_html(lb: Leaderboard) -> str:
 # ---------------------------------------------------------------------------- drill-down
 
 
+def _reference_text(ref: Any) -> str:
+    """A metric reference's source, note and replaced values, as one line."""
+    if ref is None:
+        return ""
+    parts = [ref.source] + ([ref.note] if ref.note else [])
+    parts += [f"replaced {h.value} ({h.kind}): {h.evidence}" for h in ref.history]
+    return " — ".join(parts)
+
+
 def _provenance_html(task: Any) -> str:
     """Where every anchor came from: the reproduced paper, its gate feasibility, the panel."""
     m = task.manifest
@@ -186,7 +195,18 @@ def _provenance_html(task: Any) -> str:
     out.append("<h3>Metrics and task anchor</h3>")
     out.append(
         _table(
-            ["id", "path", "direction", "unit", "weight", "band", "anchor", "excluded"],
+            [
+                "id",
+                "path",
+                "direction",
+                "unit",
+                "weight",
+                "band",
+                "anchor",
+                "reference kind",
+                "reference source",
+                "excluded",
+            ],
             [
                 [
                     esc(mt.id),
@@ -196,6 +216,8 @@ def _provenance_html(task: Any) -> str:
                     esc(mt.spec.weight),
                     esc(mt.spec.band),
                     esc(mt.anchor_text),
+                    esc(mt.spec.reference.kind if mt.spec.reference else "unstated"),
+                    esc(_reference_text(mt.spec.reference)),
                     esc(mt.spec.exclude),
                 ]
                 for mt in task.metrics
