@@ -265,5 +265,5 @@ def syn(tmp_path: Path) -> Task:
 @pytest.fixture(scope="session")
 def suite() -> list[Task]:
     tasks = load_suite(TASKS_ROOT)
-    assert len(tasks) == 18, f"expected 18 tasks under {TASKS_ROOT}, found {len(tasks)}"
+    assert tasks, f"no tasks under {TASKS_ROOT}"
     return tasks

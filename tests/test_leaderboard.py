@@ -337,8 +337,10 @@ def test_trial_row_from_verify_reports(suite: list[Task]) -> None:
     r = trial_row(**kw, report=None, cost_usd=None, literature_split=False, error="agent crashed")
     assert r.status == "error" and r.report == {"error": "agent crashed"}
     cfg = L.suite_config(suite)
-    assert len(cfg["tasks"]) == 18 and cfg["split_tasks"] == {"mcm-2024-c-tennis-momentum"}
-    assert cfg["task_suites"]["mcm-2023-c-wordle"] == "MCM"
+    assert cfg["tasks"] == [t.slug for t in suite]
+    assert cfg["split_tasks"] == {t.slug for t in suite if t.panel.literature_split}
+    assert cfg["task_suites"] == {t.slug: t.suite for t in suite}
+    assert cfg["incomplete_tasks"] == {t.slug for t in suite if t.incomplete}
 
 
 # ---------------------------------------------------------------------------- plots

@@ -1,4 +1,4 @@
-"""Contracts over the real 18 tasks: oracle self-consistency, gate coverage, discrimination."""
+"""Contracts over the real tasks: oracle self-consistency, gate coverage, discrimination."""
 
 from __future__ import annotations
 

@@ -19,7 +19,15 @@ from typing import Any
 
 from tbmm import exact
 from tbmm.files import sha256_file, write_text_if_changed
-from tbmm.models import REPLAYED, ArtifactMap, Attachment, Figure, Manifest, Provenance
+from tbmm.models import (
+    REPLAYED,
+    ArtifactMap,
+    Attachment,
+    Figure,
+    Manifest,
+    MissingAttachments,
+    Provenance,
+)
 from tbmm.paths import PathError, resolve, set_path
 from tbmm.stack import PYTHON_IMAGE, requirement_lines
 from tbmm.tasks import REPO_ROOT, TASKS_ROOT, Task, TaskFormatError, load_model
@@ -37,35 +45,8 @@ CURATED = (
     "reference.json",
     "verification.md",
     "exploits.toml",
+    "missing_attachments.toml",
 )
-
-# Upstream files absent from the source release (each >= 4 MiB upstream). Their size and
-# checksum were never published with the release, so they are declared unknown (null) and
-# `tbmm tasks fetch-assets` records what it downloads; see the README.
-MISSING_ATTACHMENTS: dict[str, list[dict[str, str]]] = {
-    "cumcm-2023-c-vegetable-pricing": [
-        {
-            "path": "附件2.xlsx",
-            "upstream": "CUMCM 2023 problem package (cumcm2023problems), C题/附件2.xlsx",
-            "url": "https://www.mcm.edu.cn/upload_cn/node/692/cumcm2023problems.zip",
-            "member": "C题/附件2.xlsx",
-        }
-    ],
-    "mcm-2025-c-olympic-medals": [
-        {
-            "path": "2025_MCM_Problem_C.pdf",
-            "upstream": "COMAP MCM 2025 Problem C statement PDF",
-            "url": "https://www.contest.comap.com/undergraduate/contests/mcm/contests/2025/problems/2025_MCM_Problem_C.pdf",
-            "member": "",
-        },
-        {
-            "path": "summerOly_athletes.csv",
-            "upstream": "COMAP MCM 2025 Problem C data (2025_Problem_C_Data.zip), summerOly_athletes.csv",
-            "url": "https://www.contest.comap.com/undergraduate/contests/mcm/contests/2025/problems/2025_Problem_C_Data.zip",
-            "member": "2025_Problem_C_Data/summerOly_athletes.csv",
-        },
-    ],
-}
 
 
 class BuildError(RuntimeError):
@@ -345,7 +326,9 @@ def build_task(src: Path, source_root: Path, out_root: Path) -> BuildResult:
     # Attachments: every file under the source's data/repo, relative to their common folder.
     repo = src / "environment" / "data" / "repo"
     files = sorted(p for p in repo.rglob("*") if p.is_file())
-    if not files and slug not in MISSING_ATTACHMENTS:
+    missing_path = dst / "missing_attachments.toml"
+    missing = load_model(missing_path, MissingAttachments).missing if missing_path.is_file() else []
+    if not files and not missing:
         raise BuildError(f"{src}: no attachments")
     base = _common_dir(files) if len(files) > 1 else files[0].parent
     att_dir = dst / "environment" / "data" / "attachments"
@@ -366,14 +349,13 @@ def build_task(src: Path, source_root: Path, out_root: Path) -> BuildResult:
                 present=True,
             )
         )
-    for m in MISSING_ATTACHMENTS.get(slug, []):
+    for m in missing:
         attachments.append(
             Attachment(
-                path=f"environment/data/attachments/{m['path']}",
+                path=f"environment/data/attachments/{m.path}",
                 bytes=None,
                 sha256=None,
-                upstream=f"{m['upstream']} <{m['url']}>"
-                + (f" member {m['member']}" if m["member"] else ""),
+                upstream=f"{m.upstream} <{m.url}>" + (f" member {m.member}" if m.member else ""),
                 present=False,
                 note="absent from the source release (>= 4 MiB upstream); size and sha256 unpublished; "
                 "`tbmm tasks fetch-assets` downloads it where a network exists",
@@ -482,7 +464,13 @@ def source_task_dirs(source_root: Path) -> list[Path]:
     tasks = source_root / "tasks"
     if not tasks.is_dir():
         raise BuildError(f"{source_root}: not a tbmm source release (no tasks/ folder)")
-    return sorted(p for suite in ("CUMCM", "MCM") for p in (tasks / suite).glob("*") if p.is_dir())
+    return sorted(
+        p
+        for suite in sorted(tasks.iterdir())
+        if suite.is_dir()
+        for p in suite.glob("*")
+        if p.is_dir()
+    )
 
 
 def build_all(

@@ -17,7 +17,6 @@ import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from tbmm.build import MISSING_ATTACHMENTS
 from tbmm.files import sha256_file
 from tbmm.tasks import Task
 
@@ -39,7 +38,7 @@ def _download(url: str, timeout: float) -> bytes:
 
 def fetch_task(task: Task, timeout: float = 20.0) -> list[FetchResult]:
     out: list[FetchResult] = []
-    specs = {m["path"]: m for m in MISSING_ATTACHMENTS.get(task.slug, [])}
+    specs = {m.path: m for m in task.missing_spec}
     for att in task.manifest.attachments:
         if att.present:
             continue
@@ -60,10 +59,10 @@ def fetch_task(task: Task, timeout: float = 20.0) -> list[FetchResult]:
             out.append(FetchResult(task.slug, att.path, "missing", "no download location known"))
             continue
         try:
-            blob = _download(spec["url"], timeout)
-            if spec["member"]:
+            blob = _download(spec.url, timeout)
+            if spec.member:
                 with zipfile.ZipFile(io.BytesIO(blob)) as zf:
-                    blob = zf.read(spec["member"])
+                    blob = zf.read(spec.member)
         except (urllib.error.URLError, OSError, zipfile.BadZipFile, KeyError) as exc:
             out.append(
                 FetchResult(

@@ -418,7 +418,7 @@ def compute(
     split_tasks: Iterable[str] = (),
     incomplete_tasks: Iterable[str] = (),
 ) -> Leaderboard:
-    """Aggregate trials into the leaderboard; `tasks` is the fixed denominator (all 18 slugs).
+    """Aggregate trials into the leaderboard; `tasks` is the fixed denominator (every task slug).
 
     Raises ValueError on inconsistent input (duplicate trial, unknown status, O-Eval
     outside [0, 1], a task without a suite); rows for tasks outside `tasks` are ignored

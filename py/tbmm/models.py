@@ -17,7 +17,9 @@ from tbmm.exact import ExactError, parse_decimal
 from tbmm.forms import OPS, Form
 from tbmm.rules import Direction, Domain
 
-SLUG_RE = r"^(cumcm|mcm)-20\d\d-[abc]-[a-z0-9-]+$"
+# <contest>-<year>-<problem letter>-<name>: the contest (suite) folder, year and letter are
+# read from the slug; no list of contests, years or letters is kept in code.
+SLUG_RE = r"^[a-z][a-z0-9]*-\d{4}-[a-z]-[a-z0-9-]+$"
 # Top-level key of the resolved artifact that holds a replay's outputs (never the agent's).
 REPLAYED = "replayed"
 PATH_RE = re.compile(
@@ -113,9 +115,9 @@ class Manifest(Strict):
     """Generated facts about a task: identity, attachments, figures, provenance."""
 
     slug: str = Field(pattern=SLUG_RE)
-    suite: Literal["CUMCM", "MCM"]
-    year: int = Field(ge=2023, le=2025)
-    problem: Literal["A", "B", "C"]
+    suite: str = Field(pattern=r"^[A-Z][A-Z0-9]*$")
+    year: int = Field(ge=1900, le=2999)
+    problem: str = Field(pattern=r"^[A-Z]$")
     title: str
     output_path: str
     attachments: list[Attachment]
@@ -351,6 +353,21 @@ class GateSpec(Strict):
         if len(set(ids)) != len(ids):
             raise ValueError(f"duplicate check ids: {ids}")
         return self
+
+
+class MissingAttachment(Strict):
+    """An official attachment the source release lacks, and where to fetch it."""
+
+    path: str = Field(min_length=1)  # relative to environment/data/attachments/
+    upstream: str = Field(min_length=5)
+    url: str = Field(pattern=r"^https://")
+    member: str = ""  # the file inside a downloaded zip, "" when the URL is the file
+
+
+class MissingAttachments(Strict):
+    """`missing_attachments.toml`."""
+
+    missing: list[MissingAttachment] = Field(min_length=1)
 
 
 class ReplaySpec(Strict):

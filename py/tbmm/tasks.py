@@ -27,7 +27,6 @@ from tbmm.paths import PathError, resolve
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TASKS_ROOT = REPO_ROOT / "tasks"
-SUITES = ("CUMCM", "MCM")
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -108,6 +107,14 @@ class Task:
     @property
     def output_path(self) -> str:
         return self.manifest.output_path
+
+    @cached_property
+    def missing_spec(self) -> list[Any]:
+        """Where the attachments absent from the source release can be fetched (data)."""
+        from tbmm.models import MissingAttachments
+
+        path = self.dir / "missing_attachments.toml"
+        return load_model(path, MissingAttachments).missing if path.is_file() else []
 
     @property
     def missing_attachments(self) -> list[str]:
@@ -233,8 +240,21 @@ def load_task(task_dir: Path) -> Task:
     return Task(task_dir, load_model(task_dir / "manifest.json", Manifest))
 
 
+def suites(root: Path = TASKS_ROOT) -> list[str]:
+    """The suite folders under `root` (each holds task folders): derived, never listed."""
+    if not root.is_dir():
+        return []
+    return sorted(
+        d.name
+        for d in root.iterdir()
+        if d.is_dir() and not d.name.startswith(".") and any(d.glob("*/artifact_map.toml"))
+    )
+
+
 def task_dirs(root: Path = TASKS_ROOT) -> list[Path]:
-    return sorted(p for s in SUITES for p in (root / s).glob("*") if p.is_dir())
+    return sorted(
+        p for s in suites(root) for p in (root / s).glob("*") if (p / "artifact_map.toml").is_file()
+    )
 
 
 def load_suite(root: Path = TASKS_ROOT) -> list[Task]:
