@@ -64,11 +64,11 @@ def select_tasks(
     An incomplete task (an official attachment missing) cannot be solved as posed: `all`
     leaves it out (saying so through `note`), a slug naming it is refused, unless
     `allow_incomplete`."""
-    from tbmm import tasks as tbmm_tasks
+    from tbmm.tasks import TASKS_ROOT, find_task, load_suite
 
-    root = root or tbmm_tasks.TASKS_ROOT
+    root = root or TASKS_ROOT
     if spec.strip() == "all":
-        found = tbmm_tasks.load_suite(root)
+        found = load_suite(root)
         if not found:
             raise typer.BadParameter(f"no tasks under {root}")
         if allow_incomplete:
@@ -81,7 +81,7 @@ def select_tasks(
                 + "; ".join(f"{t.slug} ({', '.join(t.missing_attachments)})" for t in skipped)
             )
         return [t for t in found if not t.incomplete]
-    chosen = [tbmm_tasks.find_task(s.strip(), root) for s in spec.split(",") if s.strip()]
+    chosen = [find_task(s.strip(), root) for s in spec.split(",") if s.strip()]
     refused = [t for t in chosen if t.incomplete and not allow_incomplete]
     if refused:
         raise ValueError(
