@@ -539,6 +539,27 @@ def replay(
     raise typer.Exit(code)
 
 
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
+    workers: Annotated[
+        int, typer.Option(help="Worker processes (default: one per core).", min=0)
+    ] = 0,
+) -> None:
+    """HTTP reward service: POST /v1/verify (batches), /v1/openrlhf, GET /v1/tasks, /healthz, /docs."""
+    import os
+
+    from tbmm.serve import run
+
+    n = workers or (os.cpu_count() or 1)
+    err.print(f"tbmm serve on http://{host}:{port} ({n} worker(s)); docs at /docs")
+    try:
+        run(host, port, n)
+    except RuntimeError as exc:
+        raise _fail(str(exc)) from exc
+
+
 def main() -> None:  # pragma: no cover - console entry
     app()
 

@@ -1,0 +1,121 @@
+"""`tbmm serve` over real HTTP: a uvicorn process on a free port, driven with httpx."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+
+httpx = pytest.importorskip("httpx", reason="httpx is in the dev group (uv sync)")
+
+import tbmm  # noqa: E402
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tbmm.cli", "serve", "--port", str(port), "--workers", "1"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{url}/healthz", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.2)
+        if proc.poll() is not None:
+            pytest.fail(f"server exited: {proc.stderr.read().decode() if proc.stderr else ''}")
+    else:
+        proc.kill()
+        pytest.fail("server did not come up in 60 s")
+    yield url
+    proc.terminate()
+    proc.wait(timeout=10)
+
+
+def test_health_tasks_and_docs(server: str) -> None:
+    assert httpx.get(f"{server}/healthz").json()["ok"] is True
+    slugs = [t["slug"] for t in httpx.get(f"{server}/v1/tasks").json()]
+    assert slugs == [t.slug for t in tbmm.tasks()]
+    spec = httpx.get(f"{server}/openapi.json").json()
+    assert "/v1/verify" in spec["paths"] and "/v1/openrlhf" in spec["paths"]
+
+
+def test_verify_batch_exact_and_mixed(server: str) -> None:
+    t = tbmm.load_task("mcm-2025-b-juneau-tourism")
+    anchor_text = t.anchor_artifact_bytes().decode()
+    body = (
+        '{"items": ['
+        f'{{"task": "{t.slug}", "artifact": {anchor_text}}},'
+        f'{{"task": "{t.slug}", "artifact": {json.dumps(anchor_text)}}},'
+        f'{{"task": "{t.slug}", "completion": {json.dumps("ok:```json" + chr(10) + anchor_text + "```")}}},'
+        f'{{"task": "{t.slug}", "completion": "no answer"}},'
+        '{"task": "no-such-task", "artifact": {}}'
+        '], "reward": "robust_bo"}'
+    )
+    r = httpx.post(
+        f"{server}/v1/verify", content=body, headers={"content-type": "application/json"}
+    )
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert out["rewards"] == [1.0, 1.0, 1.0, -1.0, -1.0]
+    assert [v["status"] for v in out["verdicts"]] == [
+        "scored",
+        "scored",
+        "scored",
+        "unreadable",
+        "unknown_task",
+    ]
+    assert out["verdicts"][0]["o_eval_exact"] == "1"
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "words"),
+    [
+        ("not json", 400, "not JSON"),
+        ('{"nope": 1}', 422, "items"),
+        ('{"items": [{"task": "x"}]}', 422, "exactly one"),
+        ('{"items": [{"task": "x", "artifact": 5}]}', 422, "object"),
+        ('{"items": [], "reward": "max"}', 422, "reward"),
+    ],
+)
+def test_bad_requests_get_clear_errors(server: str, body: str, status: int, words: str) -> None:
+    r = httpx.post(f"{server}/v1/verify", content=body)
+    assert r.status_code == status and words in r.json()["error"]
+
+
+def test_oversize_body_is_refused_before_reading(server: str) -> None:
+    """A lying Content-Length (1 TB declared, 2 bytes sent) is refused at once, not awaited."""
+    host, port = server.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        s.sendall(
+            b"POST /v1/verify HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Content-Length: 1000000000000\r\n\r\n{}"
+        )
+        reply = s.recv(4096).decode("latin-1")
+    assert reply.startswith("HTTP/1.1 413"), reply[:200]
+
+
+def test_openrlhf_protocol(server: str) -> None:
+    t = tbmm.load_task("mcm-2025-b-juneau-tourism")
+    good = t.anchor_artifact_bytes().decode()
+    r = httpx.post(
+        f"{server}/v1/openrlhf",
+        json={"query": ["P" + good, "Pnothing"], "prompts": ["P", "P"], "labels": [t.slug, t.slug]},
+    )
+    assert r.status_code == 200 and r.json()["rewards"] == [1.0, 0.0]
