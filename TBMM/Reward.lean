@@ -146,3 +146,22 @@ def multiBoCell (o f : Rat) : Rat :=
 end Reward
 
 end
+
+noncomputable section
+
+namespace Reward
+
+/-- O-Eval of a verdict, with the gate's zeroing: an infeasible artifact (a failed gate
+check) scores 0 whatever its metrics, a feasible one `oEval raw oracle`
+(`tbmm.scoring.score_task`, status `gate_failed`). -/
+def gatedOEval (feasible : Bool) (raw oracle : Rat) : Rat :=
+  cond feasible (oEval raw oracle) Rat.zero
+
+/-- Robust BO-Eval of a verdict, with the gate's zeroing: −1 for an infeasible artifact,
+else `robustBo raw oracle baseline`. -/
+def gatedRobustBo (feasible : Bool) (raw oracle baseline : Rat) : Rat :=
+  cond feasible (robustBo raw oracle baseline) (Rat.negFrac 1 1)
+
+end Reward
+
+end
