@@ -105,11 +105,26 @@ def declarations(text: str) -> list[Decl]:
 
 
 def decl_at(text: str, line: int) -> Decl | None:
-    """The declaration whose source contains `line` (the last one starting at or before it)."""
+    """The declaration whose source contains `line` (the last one starting at or before it).
+
+    A declaration starts at its doc comment: Lean reports some errors (a failed `rfl`) at
+    the start of the doc comment, which must not be blamed on the declaration before.
+    """
+    lines = text.splitlines()
     best = None
     for d in declarations(text):
-        if d.line <= line:
+        if _doc_start(lines, d.line) <= line:
             best = d
         else:
             break
     return best
+
+
+def _doc_start(lines: list[str], decl_line: int) -> int:
+    """The 1-based line where the doc comment right above `decl_line` opens (or `decl_line`)."""
+    i = decl_line - 2  # 0-based index of the line above the declaration
+    if i < 0 or not lines[i].rstrip().endswith("-/"):
+        return decl_line
+    while i >= 0 and "/--" not in lines[i]:
+        i -= 1
+    return i + 1 if i >= 0 else decl_line
