@@ -8,7 +8,7 @@ syntax is declared (`by exact …` fails with "unknown tactic"). This module sup
 few combinators those terms are built from — symmetry, transitivity and congruence of
 `Eq` (all by `Eq.rec`), case analysis on a Bool that remembers which case it is in, and
 the absurdity of `true = false` — plus `Or` for the one theorem that states a
-disjunction.
+disjunction, and the four declarations the elaborator needs to compare numerals (below).
 -/
 
 set_option genCtorIdx false

@@ -11,7 +11,8 @@ definition recurses on (`add`, `mul`, `sub` recurse on the second argument, `ble
   that no later proof rearranges a sum or a product by hand;
 * cancellation of addition (`add_right_cancel`, `ble_add_right`) and the congruence
   `ble_congr`, which turn an inequality into any other with the same difference;
-* order: reflexivity, transitivity, totality and monotonicity of `Nat.ble`;
+* order: reflexivity and totality of `Nat.ble` (transitivity and monotonicity are
+  proved once, for `Int`, by sign arguments);
 * `sub` and `beq` as far as `Int.subNatNat` and `Rat.add` use them.
 -/
 
@@ -136,24 +137,6 @@ theorem ble_congr {A B A' B' : Nat} (h : Eq (Nat.add A B') (Nat.add A' B)) :
   Eq.trans (Eq.symm (ble_add_right A B B'))
     (Eq.trans (congr2 Nat.ble h (add_comm B B')) (ble_add_right A' B' B))
 
-/-- Transitivity of `≤`, by simultaneous descent on the three numbers. -/
-theorem ble_trans {a b c : Nat} (h₁ : Eq (Nat.ble a b) Bool.true)
-    (h₂ : Eq (Nat.ble b c) Bool.true) : Eq (Nat.ble a c) Bool.true :=
-  Nat.rec
-    (motive := fun a => (b c : Nat) → Eq (Nat.ble a b) Bool.true → Eq (Nat.ble b c) Bool.true →
-      Eq (Nat.ble a c) Bool.true)
-    (fun _ _ _ _ => rfl)
-    (fun a' ih b c =>
-      Nat.casesOn (motive := fun b => Eq (Nat.ble (Nat.succ a') b) Bool.true →
-          Eq (Nat.ble b c) Bool.true → Eq (Nat.ble (Nat.succ a') c) Bool.true) b
-        (fun h _ => absurdFT h)
-        (fun b' h₁ h₂ =>
-          Nat.casesOn (motive := fun c => Eq (Nat.ble (Nat.succ b') c) Bool.true →
-              Eq (Nat.ble (Nat.succ a') c) Bool.true) c
-            (fun h => absurdFT h)
-            (fun c' h₂ => ih b' c' h₁ h₂) h₂))
-    a b c h₁ h₂
-
 /-- Totality: `¬(n ≤ m) → m ≤ n`. -/
 theorem ble_total {n m : Nat} (h : Eq (Nat.ble n m) Bool.false) : Eq (Nat.ble m n) Bool.true :=
   Nat.rec
@@ -165,13 +148,6 @@ theorem ble_total {n m : Nat} (h : Eq (Nat.ble n m) Bool.false) : Eq (Nat.ble m 
         (fun _ => rfl)
         (fun m' h => ih m' h))
     n m h
-
-/-- `a ≤ b` and `c ≤ d` give `a + c ≤ b + d`. -/
-theorem ble_add_mono {a b c d : Nat} (h₁ : Eq (Nat.ble a b) Bool.true)
-    (h₂ : Eq (Nat.ble c d) Bool.true) : Eq (Nat.ble (Nat.add a c) (Nat.add b d)) Bool.true :=
-  ble_trans (Eq.trueOf (Eq.symm (ble_add_right a b c)) h₁)
-    (Eq.trueOf (Eq.symm (Eq.trans (congr2 Nat.ble (add_comm b c) (add_comm b d))
-      (ble_add_right c d b))) h₂)
 
 /-! ## Subtraction and equality test -/
 
