@@ -16,7 +16,8 @@ assumes they are).
 Two statements need a hypothesis, and the ground theorems at the end show why: when
 the effective band `b'` is not positive — only for anchor 0 with band ≤ 0 — the rule
 scores every direction as `exactValue`, which is neither one-sided nor monotone. The
-hypothesis `0 < b'` follows from `0 < band` (`effectiveBand_pos`).
+hypothesis `0 < b'` follows from `0 < band` (`effectiveBand_pos`) and from `O ≠ 0`
+(`effectiveBand_pos_of_anchor`).
 -/
 
 set_option genCtorIdx false
@@ -99,6 +100,22 @@ theorem effectiveBand_pos {anchor band : Rat} (h : Eq (Rat.lt Rat.zero band) Boo
     Eq (Rat.lt Rat.zero (effectiveBand anchor band)) Bool.true :=
   congrArg not (Bool.eq_false_of_ne_true (fun hle =>
     Eq.trans (Eq.symm (Rat.le_trans (effectiveBand_ge anchor band) hle)) (Bool.false_of_not h)))
+
+/-- A non-zero anchor makes the effective band positive, whatever the band: either the
+rule widens it to `5% |O| > 0`, or it keeps `band ≥ 2% |O| > 0`. With `effectiveBand_pos`:
+`0 < b'` whenever `0 < band` or `O ≠ 0`. -/
+theorem effectiveBand_pos_of_anchor {anchor band : Rat}
+    (h : Eq (Rat.beq anchor Rat.zero) Bool.false) :
+    Eq (Rat.lt Rat.zero (effectiveBand anchor band)) Bool.true :=
+  Bool.split (C := fun c => Eq (Rat.lt Rat.zero (cond c (Rat.mul widenedTo (Rat.abs anchor)) band))
+      Bool.true)
+    (bandWidened anchor band)
+    (fun hw => Rat.lt_of_lt_of_le
+      (Rat.pos_of_num (q := Rat.mul degenerateBelow (Rat.abs anchor))
+        (Int.pos_mul (u := Rat.num degenerateBelow) rfl (Rat.abs_pos h)))
+      (Bool.true_of_not hw))
+    (fun _ => Rat.pos_of_num (q := Rat.mul widenedTo (Rat.abs anchor))
+      (Int.pos_mul (u := Rat.num widenedTo) rfl (Rat.abs_pos h)))
 
 /-! ## One-sidedness and monotonicity (positive effective band) -/
 

@@ -46,6 +46,9 @@ SPEC: dict[str, str] = {
     "Eq (Rat.le band (effectiveBand anchor band)) Bool.true",
     "Reward.effectiveBand_pos": "{anchor band : Rat} (h : Eq (Rat.lt Rat.zero band) Bool.true) : "
     "Eq (Rat.lt Rat.zero (effectiveBand anchor band)) Bool.true",
+    "Reward.effectiveBand_pos_of_anchor": "{anchor band : Rat} "
+    "(h : Eq (Rat.beq anchor Rat.zero) Bool.false) : "
+    "Eq (Rat.lt Rat.zero (effectiveBand anchor band)) Bool.true",
     # one-sidedness and monotonicity, under a positive effective band
     "Reward.reward_higher_one_sided": f"{{x anchor band : Rat}} {POS_BAND} "
     "(h : Eq (Rat.le anchor x) Bool.true) : "
@@ -180,6 +183,11 @@ FALSE_VARIANTS = {
     "Reward.effectiveBand_ge": (
         "Eq (Rat.le band (effectiveBand anchor band)) Bool.true :=",
         "Eq (Rat.le (effectiveBand anchor band) band) Bool.true :=",
+    ),
+    # a zero anchor always has a positive effective band: false (band 0)
+    "Reward.effectiveBand_pos_of_anchor": (
+        "(h : Eq (Rat.beq anchor Rat.zero) Bool.false) :",
+        "(h : Eq (Rat.beq anchor Rat.zero) Bool.true) :",
     ),
     # higherIsBetter decreasing in the value: false
     "Reward.reward_higher_mono": (

@@ -13,7 +13,8 @@ environment `List Int`). `parts e` computes two `Nat` polynomials over the atoms
 * `IExpr.ble_congr`: `Int.ble (eval a) (eval b) = Int.ble (eval c) (eval d)` when
   `b − a` and `d − c` have the same normal form — how an inequality is rearranged.
 
-The order lemmas at the end only need signs; everything else is moved into place by
+The order lemmas at the end only need signs (`pos_mul` for a strictly positive product);
+everything else is moved into place by
 `ble_congr`: `a ≤ b ⟺ 0 ≤ b − a`, so transitivity is `nonneg_add`, monotonicity of
 `· c` is `nonneg_mul`, and cancellation of a positive `c` is `nonneg_of_mul_pos`.
 -/
@@ -358,6 +359,23 @@ theorem nonneg_of_mul_pos {u c : Int} (h : Eq (Int.ble (Int.ofNat 0) (Int.mul u 
         (fun _ _ h => absurdFT h))
       (fun _ hc _ => absurdFT hc) hc h)
     h
+
+/-- `1 ≤ u → 1 ≤ v → 1 ≤ u · v`: both are `ofNat (succ _)`, and so is their product. -/
+theorem pos_mul {u v : Int} (hu : Eq (Int.ble (Int.ofNat 1) u) Bool.true)
+    (hv : Eq (Int.ble (Int.ofNat 1) v) Bool.true) :
+    Eq (Int.ble (Int.ofNat 1) (Int.mul u v)) Bool.true :=
+  Int.casesOn (motive := fun u => Eq (Int.ble (Int.ofNat 1) u) Bool.true →
+      Eq (Int.ble (Int.ofNat 1) (Int.mul u v)) Bool.true) u
+    (fun m => Nat.casesOn (motive := fun m => Eq (Int.ble (Int.ofNat 1) (Int.ofNat m)) Bool.true →
+        Eq (Int.ble (Int.ofNat 1) (Int.mul (Int.ofNat m) v)) Bool.true) m
+      (fun h => absurdFT h)
+      (fun a _ => Int.casesOn (motive := fun v => Eq (Int.ble (Int.ofNat 1) v) Bool.true →
+          Eq (Int.ble (Int.ofNat 1) (Int.mul (Int.ofNat (Nat.succ a)) v)) Bool.true) v
+        (fun n => Nat.casesOn (motive := fun n => Eq (Int.ble (Int.ofNat 1) (Int.ofNat n)) Bool.true →
+            Eq (Int.ble (Int.ofNat 1) (Int.mul (Int.ofNat (Nat.succ a)) (Int.ofNat n))) Bool.true) n
+          (fun h => absurdFT h) (fun _ _ => rfl))
+        (fun _ h => absurdFT h) hv))
+    (fun _ h => absurdFT h) hu
 
 /-- Transitivity: `b − a ≥ 0` and `c − b ≥ 0` add up to `c − a ≥ 0`. -/
 theorem ble_trans {a b c : Int} (h₁ : Eq (Int.ble a b) Bool.true)

@@ -170,6 +170,33 @@ theorem div_nonneg {d b : Rat} (hd : Eq (Rat.le Rat.zero d) Bool.true)
     (hb : Eq (Rat.le Rat.zero b) Bool.true) : Eq (Rat.le Rat.zero (Rat.div d b)) Bool.true :=
   nonneg_mul hd (inv_nonneg hb)
 
+/-- A numerator of at least 1 means `0 < q`: `q ≤ 0` would give `1 ≤ N q ≤ 0`. -/
+theorem pos_of_num {q : Rat} (h : Eq (Int.ble (Int.ofNat 1) q.num) Bool.true) :
+    Eq (Rat.lt Rat.zero q) Bool.true :=
+  congrArg not (Bool.eq_false_of_ne_true (fun hle => Eq.symm (Int.ble_trans h
+    (Eq.trueOf (IExpr.ble_congr (List.cons q.num (List.cons (Int.ofNat q.den) List.nil))
+      (.mul (.atom 0) .one) (.mul .zero (.atom 1)) (.atom 0) .zero rfl) hle))))
+
+/-- A non-zero value has a positive absolute value. -/
+theorem abs_pos {q : Rat} (h : Eq (Rat.beq q Rat.zero) Bool.false) :
+    Eq (Int.ble (Int.ofNat 1) (Rat.abs q).num) Bool.true :=
+  let env := List.cons q.num (List.cons (Int.ofNat q.den) List.nil)
+  Int.casesOn (motive := fun n => Eq (Int.beq n (Int.ofNat 0)) Bool.false →
+      Eq (Int.ble (Int.ofNat 1) (Int.ofNat (Int.natAbs n))) Bool.true) q.num
+    (fun n => Nat.casesOn (motive := fun n => Eq (Int.beq (Int.ofNat n) (Int.ofNat 0)) Bool.false →
+        Eq (Int.ble (Int.ofNat 1) (Int.ofNat (Int.natAbs (Int.ofNat n)))) Bool.true) n
+      (fun h => absurdTF h) (fun _ _ => rfl))
+    (fun _ _ => rfl)
+    (Eq.trans (Eq.symm (congr2 Int.beq
+      (IExpr.eq env (.mul (.atom 0) .one) (.atom 0) rfl)
+      (IExpr.eq env (.mul .zero (.atom 1)) .zero rfl))) h)
+
+/-- `0 < p → p ≤ q → 0 < q`. -/
+theorem lt_of_lt_of_le {p q : Rat} (h₁ : Eq (Rat.lt Rat.zero p) Bool.true)
+    (h₂ : Eq (Rat.le p q) Bool.true) : Eq (Rat.lt Rat.zero q) Bool.true :=
+  congrArg not (Bool.eq_false_of_ne_true (fun hq =>
+    Eq.trans (Eq.symm (le_trans h₂ hq)) (Bool.false_of_not h₁)))
+
 /-! ## Products, differences, `max`, `clamp` -/
 
 /-- Multiplying by a non-negative `r` keeps `≤`. -/
