@@ -2,23 +2,20 @@ prelude
 import TBMM.Int
 import TBMM.Lemmas.Poly
 /-!
-# TBMM.Lemmas.Int — integers as an ordered commutative ring, by reduction to `Nat`
+# TBMM.Lemmas.Int — integers as differences of naturals
 
 Every integer is read as a difference of two naturals, `a = posPart a − negPart a`
 (`ofNat n ↦ n − 0`, `negSucc n ↦ 0 − (n+1)`). Under that reading
 
 * `Int.ble a b` is `Nat.ble (posPart a + negPart b) (posPart b + negPart a)` (`ble_parts`);
 * `+`, `·` and negation act on the parts as on formal differences (`add_parts`,
-  `mul_parts`, `neg_parts`), up to the equivalence `(p, n) ~ (p', n') ⟺ p + n' = p' + n`;
+  `mul_parts`, `neg_posPart`/`neg_negPart`), up to the equivalence
+  `(p, n) ~ (p', n') ⟺ p + n' = p' + n`;
 * equivalent parts mean equal integers (`eq_of_parts`): representations are unique.
 
-On top of that, `IExpr` is a reflective ring normaliser for `Int`: an expression over
-atoms (`+`, `·`, `−`, 0, 1) is mapped to two `Nat` polynomials over the atoms' parts, and
-`IExpr.eq` / `IExpr.ble_congr` prove an identity, or replace an inequality by another
-with the same difference, from an equality of normal forms checked by `rfl`. The order
-facts then need only sign arguments: `nonneg_add`, `nonneg_mul`, `nonneg_of_mul_pos`
-(the one place positivity is used), and transitivity, monotonicity and cancellation
-follow by moving everything to one side (`ble_trans`, `mul_mono`, `mul_cancel`).
+Each lemma is a case split on the constructors (the definitions' own shape) closed by
+`Nat` facts, the rearrangements by `NExpr.eq`. `TBMM.Lemmas.IntRing` builds the ring
+normaliser and the order lemmas on these.
 -/
 
 set_option genCtorIdx false
