@@ -13,9 +13,10 @@ Statements use the library's own notions: `Rat.le p q = true` is `p ≤ q` on ex
 rationals, for every term of type `Rat` (values are not normalised, and nothing here
 assumes they are).
 
-Two statements need a hypothesis, and the ground theorems at the end show why: when
-the effective band `b'` is not positive — only for anchor 0 with band ≤ 0 — the rule
-scores every direction as `exactValue`, which is neither one-sided nor monotone. The
+One-sidedness and monotonicity need a hypothesis, and the ground theorems at the end
+show why: when the effective band `b'` is not positive — only for anchor 0 with band
+≤ 0 — the rule scores every direction as `exactValue`, which is neither one-sided nor
+monotone. The
 hypothesis `0 < b'` follows from `0 < band` (`effectiveBand_pos`) and from `O ≠ 0`
 (`effectiveBand_pos_of_anchor`).
 -/
