@@ -16,9 +16,8 @@ assumes they are).
 One-sidedness and monotonicity need a hypothesis, and the ground theorems at the end
 show why: when the effective band `b'` is not positive — only for anchor 0 with band
 ≤ 0 — the rule scores every direction as `exactValue`, which is neither one-sided nor
-monotone. The
-hypothesis `0 < b'` follows from `0 < band` (`effectiveBand_pos`) and from `O ≠ 0`
-(`effectiveBand_pos_of_anchor`).
+monotone. The hypothesis `0 < b'` follows from `0 < band` (`effectiveBand_pos`) and
+from `O ≠ 0` (`effectiveBand_pos_of_anchor`).
 -/
 
 set_option genCtorIdx false
