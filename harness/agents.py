@@ -41,6 +41,8 @@ class TaskLike(Protocol):
     @property
     def memory_mb(self) -> int: ...
     @property
+    def storage_mb(self) -> int: ...
+    @property
     def instruction(self) -> str: ...
 
     def anchor_artifact_bytes(self) -> bytes: ...
@@ -74,6 +76,11 @@ class AgentContext:
             raise RuntimeError("the session is already open")
         self._session = self.opener(extra, dict(env or {}))
         return self._session
+
+    @property
+    def results_dir(self) -> Path | None:
+        """Host dir behind /root/results, once the sandbox has been opened."""
+        return self._session.results_dir if self._session is not None else None
 
     @property
     def session(self) -> Session:
@@ -342,7 +349,7 @@ class CommandAgent:
         full = ["/bin/sh", "-c", script, "sh", *argv]
         stdin = ctx.task.instruction.encode() if tpl.instruction_on_stdin else None
         ctx.trajectory.add("start", argv=argv, env=env)
-        extra = (Bind(proxy.dir, SANDBOX_DIR),) if proxy is not None else ()
+        extra = (Bind(proxy.dir, SANDBOX_DIR, grant=True),) if proxy is not None else ()
         session = ctx.open(extra)
         res = session.exec(
             full,

@@ -6,7 +6,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from harness.sandbox import Bind, ExecResult, Limits, SandboxBackend, bwrap_path, unshare_works
+from harness.isolation import Isolation
+from harness.sandbox import Bind, ExecResult, Limits, SandboxBackend, bwrap_path
 
 
 class Session(Protocol):
@@ -37,6 +38,10 @@ class Backend(Protocol):
 
     def describe(self) -> str: ...
 
+    def isolation(self, limits: Limits) -> Isolation:
+        """What enforces each isolation property (harness.isolation) for these limits."""
+        ...
+
     def open(
         self,
         *,
@@ -52,7 +57,7 @@ class Backend(Protocol):
 def choose_backend(name: str = "auto", venv: Path | None = None) -> tuple[Backend, str]:
     """The backend to use and a one-line reason to print.
 
-    auto: docker if an engine answers, else the sandbox (bwrap if installed, else unshare).
+    auto: docker if an engine answers, else the sandbox (bubblewrap).
     """
     from harness.docker_backend import DockerBackend, docker_available
 
@@ -65,10 +70,15 @@ def choose_backend(name: str = "auto", venv: Path | None = None) -> tuple[Backen
         auto_note = f"{why}; "
     else:
         auto_note = ""
-    if name not in ("auto", "sandbox", "bwrap", "unshare"):
-        raise ValueError(f"unknown backend {name!r} (docker|sandbox|bwrap|unshare|auto)")
-    method = name if name in ("bwrap", "unshare") else "auto"
-    if method == "auto" and not bwrap_path() and not unshare_works():
+    if name == "unshare":
+        raise ValueError(
+            "the unshare backend was removed (no user namespace of its own); "
+            "use --backend sandbox (bubblewrap)"
+        )
+    if name not in ("auto", "sandbox", "bwrap"):
+        raise ValueError(f"unknown backend {name!r} (docker|sandbox|bwrap|auto)")
+    method = "bwrap" if name == "bwrap" else "auto"
+    if not bwrap_path():
         raise RuntimeError("no sandbox available: install bubblewrap (apt-get install bubblewrap)")
     if venv is None:
         from harness.venv import ensure_agent_venv

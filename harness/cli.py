@@ -11,8 +11,9 @@ from rich.console import Console
 
 from harness.agents import TEMPLATES, Agent, CommandAgent, OracleAgent, ReplayAgent
 from harness.backends import Backend, choose_backend
+from harness.isolation import missing, table
 from harness.llm_agent import LLMAgent
-from harness.runner import DEFAULT_ARTIFACT_MAX_BYTES, SweepSummary, run_sweep
+from harness.runner import DEFAULT_ARTIFACT_MAX_BYTES, SweepSummary, run_sweep, trial_limits
 
 AGENTS = ("oracle", "replay", "llm", "command", *TEMPLATES)
 
@@ -97,8 +98,11 @@ def run_command(
     model: str | None = typer.Option(None, "--model", help="model name (llm / CLI agents)"),
     tasks: str = typer.Option("all", "--tasks", help="all | SLUG[,SLUG...]"),
     seeds: int = typer.Option(1, "--seeds", min=1, help="seeds 0..N-1 per task"),
-    backend: str = typer.Option(
-        "auto", "--backend", help="auto | docker | sandbox | bwrap | unshare"
+    backend: str = typer.Option("auto", "--backend", help="auto | docker | sandbox | bwrap"),
+    allow_weaker_isolation: bool = typer.Option(
+        False,
+        "--allow-weaker-isolation",
+        help="run even when an isolation property is not enforced on this machine",
     ),
     concurrency: int = typer.Option(1, "--concurrency", min=1),
     db: Path = typer.Option(Path("runs/tbmm.sqlite"), "--db", help="SQLite results DB"),
@@ -144,14 +148,20 @@ def run_command(
         temperature=temperature,
         price=price,
     )
-    chosen, why = choose_backend(backend)
-    console.print(why)
     try:
+        chosen, why = choose_backend(backend)
+        console.print(why)
+        selected = select_tasks(
+            tasks,
+            tasks_root,
+            allow_incomplete=allow_incomplete,
+            note=lambda msg: console.print(f"[yellow]note:[/yellow] {msg}", highlight=False),
+        )
+        check_isolation(chosen, selected, timeout, allow_weaker_isolation, console)
         summary = _sweep(
             the_agent,
             model,
-            tasks,
-            tasks_root,
+            selected,
             seeds,
             chosen,
             concurrency,
@@ -160,7 +170,6 @@ def run_command(
             timeout,
             artifact_max_bytes,
             console,
-            allow_incomplete,
         )
     except (RuntimeError, ValueError, KeyError, sqlite3.Error, OSError) as exc:
         console.print(f"[red]error:[/red] {str(exc).strip(chr(39))}", highlight=False)
@@ -172,11 +181,39 @@ def run_command(
     _print_leaderboard(db, tasks_root)
 
 
+def check_isolation(
+    backend: Backend,
+    tasks: list[Any],
+    timeout: float | None,
+    allow_weaker: bool,
+    console: Console,
+) -> None:
+    """Print what enforces each isolation property for the selected tasks' limits; refuse
+    (RuntimeError) when one is missing, unless the user allowed weaker isolation."""
+    if not tasks:
+        return
+    limits = {trial_limits(t, timeout) for t in tasks}
+    for lim in sorted(limits, key=lambda x: (x.cpus, x.memory_mb, x.storage_mb, x.wall_sec)):
+        iso = backend.isolation(lim)
+        title = (
+            f"isolation ({lim.cpus} CPUs, {lim.memory_mb} MB memory, {lim.storage_mb} MB "
+            f"storage, {lim.pids} processes, timeout {lim.wall_sec:g} s; from task.toml)"
+        )
+        console.print(table(iso, title))
+        gaps = missing(iso)
+        if gaps and not allow_weaker:
+            raise RuntimeError(
+                f"refusing to run: not enforced here: {', '.join(gaps)} "
+                "(pass --allow-weaker-isolation to run anyway)"
+            )
+        if gaps:
+            console.print(f"[yellow]weaker isolation allowed: {', '.join(gaps)} not enforced")
+
+
 def _sweep(
     the_agent: Agent,
     model: str | None,
-    tasks: str,
-    tasks_root: Path | None,
+    tasks: list[Any],
     seeds: int,
     chosen: Backend,
     concurrency: int,
@@ -185,19 +222,12 @@ def _sweep(
     timeout: float | None,
     artifact_max_bytes: int,
     console: Console,
-    allow_incomplete: bool = False,
 ) -> SweepSummary:
-    """Select the tasks and run the sweep (errors surface as one-line messages in the caller)."""
-    chosen_tasks = select_tasks(
-        tasks,
-        tasks_root,
-        allow_incomplete=allow_incomplete,
-        note=lambda msg: console.print(f"[yellow]note:[/yellow] {msg}", highlight=False),
-    )
+    """Run the sweep (errors surface as one-line messages in the caller)."""
     return run_sweep(
         the_agent,
         model,
-        chosen_tasks,
+        tasks,
         seeds,
         chosen,
         concurrency,

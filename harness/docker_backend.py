@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.isolation import Isolation
 from harness.sandbox import DATA, RESULTS, WORK, Bind, ExecResult, Limits, MiB
 
 IMAGE_PREFIX = "tbmm-task"
@@ -80,7 +81,7 @@ def docker_run_kwargs(
     }
     for b in extra:
         volumes[str(b.src)] = {"bind": b.dest, "mode": "rw" if b.rw else "ro"}
-    mem = f"{limits.memory_mb or 8192}m"
+    mem = f"{limits.memory_mb}m"
     return {
         "image": image,
         "command": ["sleep", "infinity"],
@@ -92,7 +93,9 @@ def docker_run_kwargs(
         "nano_cpus": int(limits.cpus * 1_000_000_000),
         "mem_limit": mem,
         "memswap_limit": mem,
-        "pids_limit": 4096,
+        "pids_limit": limits.pids,
+        "shm_size": limits.shm_bytes,
+        "tmpfs": {"/tmp": f"size={limits.tmp_bytes},mode=1777"},
         "cap_drop": ["ALL"],
         "security_opt": ["no-new-privileges"],
         "volumes": volumes,
@@ -185,6 +188,30 @@ class DockerBackend:
 
     def describe(self) -> str:
         return "docker"
+
+    def isolation(self, limits: Limits) -> Isolation:
+        """What the container configuration enforces (None: not enforced by it)."""
+        try:
+            security = " ".join(self.client.info().get("SecurityOptions") or [])
+        except Exception:  # an engine that cannot say: assume no remapping
+            security = ""
+        remap = "name=userns" in security
+        return {
+            # Without userns-remap, uid 0 in the container is uid 0 on the host.
+            "unprivileged": "daemon userns-remap" if remap else None,
+            "capabilities": "cap_drop ALL, no-new-privileges",
+            "kernel_knobs": "docker: /proc/sys and /sys read-only in the container",
+            "etc": "the task image's own /etc",
+            "network": "network_mode none",
+            "processes": "container pid namespace",
+            "host_paths": None,  # bind mounts show the host paths of the data/results dirs
+            "pids": f"pids_limit={limits.pids}",
+            "memory": f"mem_limit = memswap_limit = {limits.memory_mb} MiB",
+            "cpu": f"nano_cpus = {limits.cpus} CPU(s)",
+            "tmpfs": f"tmpfs /tmp {limits.tmp_bytes // MiB} MiB, shm_size {limits.shm_bytes // MiB} MiB",
+            "storage": None,  # needs storage-opt size (overlay2 on xfs with pquota)
+            "timeout": None,  # `timeout -s KILL` kills the command, not what it left running
+        }
 
     def ensure_image(self, slug: str, env_dir: Path) -> str:
         tag = image_tag(slug, env_dir)

@@ -30,7 +30,7 @@ from rich.progress import (
 
 from harness.agents import Agent, AgentContext, AgentOutcome, TaskLike
 from harness.backends import Backend, Session
-from harness.sandbox import ABORT, Bind, Limits, kill_all_sandboxes
+from harness.sandbox import ABORT, Bind, Limits, kill_all_sandboxes, reap_stale
 from harness.store import Store, TrialRecord
 from harness.trajectory import Trajectory
 
@@ -117,6 +117,17 @@ def _verdict_fields(verdict: Any) -> dict[str, Any]:
     }
 
 
+def trial_limits(task: TaskLike, timeout: float | None = None) -> Limits:
+    """A trial's limits, from the task's task.toml (CPUs, memory, storage, agent timeout)."""
+    wall = float(timeout if timeout is not None else task.agent_timeout_sec)
+    return Limits(
+        wall_sec=wall,
+        cpus=int(task.cpus),
+        memory_mb=int(task.memory_mb),
+        storage_mb=int(task.storage_mb),
+    )
+
+
 def run_trial(
     *,
     agent: Agent,
@@ -136,8 +147,8 @@ def run_trial(
     blobs = scratch / "blobs"
     blobs.mkdir()
     trial_dir = scratch / "trial"
-    wall = float(timeout if timeout is not None else task.agent_timeout_sec)
-    limits = Limits(wall_sec=wall, cpus=int(task.cpus), memory_mb=int(task.memory_mb))
+    limits = trial_limits(task, timeout)
+    wall = limits.wall_sec
     traj = Trajectory(blobs / "trajectory.jsonl")
     stdout_p, stderr_p = blobs / "stdout.txt", blobs / "stderr.txt"
     stdout_p.touch()
@@ -176,7 +187,7 @@ def run_trial(
             fh.write("\n[tbmm harness error]\n" + tb)
         outcome = AgentOutcome("harness_error", tb.strip().splitlines()[-1][:500])
     agent_s = time.monotonic() - a0
-    results_dir = trial_dir / "results"
+    results_dir = ctx.results_dir or trial_dir / "results"
     try:
         status, data, size, reason = read_artifact(
             results_dir, task.output_path, artifact_max_bytes
@@ -300,6 +311,9 @@ def run_sweep(
     with sweep_lock(db_path):
         store = Store(db_path)
         try:
+            reaped = reap_stale()  # before clean_tmp: a killed sweep's disks may be mounted
+            if reaped:
+                console.print(reaped)
             store.clean_tmp()
             store.ensure_entry(entry.entry_id, entry.agent, entry.model, entry.settings)
             done = store.done(entry.entry_id)

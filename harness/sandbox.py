@@ -1,92 +1,123 @@
-"""Daemon-less sandbox: bubblewrap (preferred) or plain `unshare` namespaces.
+"""Daemon-less sandbox: bubblewrap in a user namespace, as a dedicated unprivileged uid.
 
-The agent sees a synthetic root built from explicit binds only: system dirs read-only
-(/usr, /etc), the task data read-only at /root/data, a private workdir /root/work and the
-results folder /root/results (both host dirs of this trial), the agent venv read-only,
-a fresh /tmp, /proc and /dev. The repository, /work, anchors, panels, gates and tests are
-never bound, so they cannot be read. Every command gets its own network namespace (no
-interfaces but loopback), its own pid namespace (killing the sandbox's first process kills
-every descendant, double-forked daemons included), and rlimits (address space, CPU time,
-file size, core dumps) applied by `prlimit` just before the command.
+What the agent gets (root harness; see harness/README.md for the table):
+* a synthetic root built from explicit binds only: /usr (read-only), its own generated /etc,
+  the task data (a read-only copy) at /root/data, /root/work and /root/results (one
+  size-capped loop filesystem per trial, see `harness.trialfs`), the agent venv read-only,
+  sized tmpfs at /tmp, /dev/shm and /root, a fresh /proc of its own pid namespace, a minimal
+  /dev. No /sys, nothing of the project, /work, anchors, panels, gates or tests;
+* a dedicated host uid/gid (setpriv), uid 1000 inside a user namespace in which nested user
+  namespaces are disabled; every capability dropped (bounding set included), no_new_privs;
+* own pid, network (loopback only), ipc, uts and cgroup namespaces, a clean environment;
+* a per-trial cgroup (`harness.cgroups`): pids, memory (the whole tree, tmpfs included) and
+  CPU quota, plus per-process rlimits (address space, CPU time, file size, no core dumps);
+* a supervisor (`harness.supervise`) that kills the cgroup at the timeout, when the command
+  ends and when the harness dies.
+Each command is a fresh sandbox over the same work/results dirs: files persist, processes
+do not. Without root (no cgroups, no loop mount, no dedicated uid) the sandbox still runs,
+as the invoking user in a user namespace, and `isolation()` reports what is missing.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
-import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import tempfile
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from functools import cache
 from pathlib import Path
 
+from harness import cgroups, trialfs
+from harness.cgroups import CgroupLimits, TrialCgroup
+from harness.isolation import Isolation
+from harness.trialfs import INSIDE_UID, AgentIds, TrialFS
 from harness.venv import venv_base_prefix
 
 DATA = "/root/data"
 WORK = "/root/work"
 RESULTS = "/root/results"
 MiB = 1024 * 1024
+DEFAULT_PIDS = 1024
+SUPERVISOR = Path(__file__).with_name("supervise.py")
+SYSTEM_DIRS = ("bin", "lib", "lib64", "sbin", "lib32", "libx32")
 
 
 @dataclass(frozen=True)
 class Limits:
-    """Resource limits of one sandboxed command (wall clock enforced by the caller)."""
+    """Resource limits of one trial (from the task's task.toml; wall clock per command).
+
+    `memory_mb` caps the whole process tree (cgroup) and, unless a command opts out with
+    `limit_memory=False` (node reserves far more address space than it uses), each
+    process's address space too. tmpfs sizes default to a share of `memory_mb`; tmpfs
+    pages are charged to the cgroup as well.
+    """
 
     wall_sec: float
     cpus: int = 2
-    memory_mb: int | None = 8192  # RLIMIT_AS; None for runtimes that reserve huge VA (node)
+    memory_mb: int = 8192
+    storage_mb: int = 20480
+    pids: int = DEFAULT_PIDS
     cpu_sec: int | None = None  # default: wall * cpus + 5
     fsize_mb: int = 2048
     nofile: int = 4096
+    tmp_mb: int | None = None  # default memory_mb // 4
+    shm_mb: int | None = None  # default memory_mb // 8
+    home_mb: int = 256
 
-    def prlimit_argv(self, wall_sec: float | None = None) -> list[str]:
+    @property
+    def tmp_bytes(self) -> int:
+        return (self.tmp_mb if self.tmp_mb is not None else self.memory_mb // 4) * MiB
+
+    @property
+    def shm_bytes(self) -> int:
+        return (self.shm_mb if self.shm_mb is not None else self.memory_mb // 8) * MiB
+
+    def prlimit_argv(self, wall_sec: float | None = None, address_space: bool = True) -> list[str]:
         wall = self.wall_sec if wall_sec is None else wall_sec
         cpu = self.cpu_sec if self.cpu_sec is not None else int(wall * max(self.cpus, 1)) + 5
         args = ["/usr/bin/prlimit", f"--cpu={cpu}", f"--fsize={self.fsize_mb * MiB}", "--core=0"]
         args.append(f"--nofile={self.nofile}")
-        if self.memory_mb is not None:
+        if address_space:
             args.append(f"--as={self.memory_mb * MiB}")
         return [*args, "--"]
+
+    def cgroup_limits(self) -> CgroupLimits:
+        return CgroupLimits(pids=self.pids, memory_bytes=self.memory_mb * MiB, cpus=self.cpus)
 
 
 @dataclass(frozen=True)
 class Bind:
-    """One host path made visible inside the sandbox."""
+    """One host path made visible inside the sandbox. `grant`: the agent's group gets
+    access to the directory and its entries (a proxy socket it must connect to)."""
 
     src: Path
     dest: str
     rw: bool = False
+    grant: bool = False
 
 
 @dataclass(frozen=True)
 class Layout:
-    """What one trial's sandbox contains."""
+    """Where each sandbox path comes from on the host (after staging)."""
 
     data_dir: Path
     work_dir: Path
     results_dir: Path
-    venv: Path | None = None
-    extra: tuple[Bind, ...] = ()
+    etc_dir: Path
+    venv: Path | None = None  # its path inside the sandbox (= its real path: shebangs)
+    extra: tuple[Bind, ...] = ()  # venv binds and the agent's own extras, sources staged
 
     def binds(self) -> list[Bind]:
-        out = [Bind(self.data_dir, DATA), Bind(self.work_dir, WORK, True)]
-        out.append(Bind(self.results_dir, RESULTS, True))
-        if self.venv is not None:
-            base = venv_base_prefix(self.venv)
-            if not _under(base, "/usr"):
-                out.append(Bind(base, str(base)))
-            out.append(Bind(self.venv, str(self.venv)))
-        out.extend(self.extra)
-        return out
-
-
-def _under(path: Path, root: str) -> bool:
-    return path == Path(root) or Path(root) in path.parents
+        out = [Bind(self.etc_dir, "/etc"), Bind(self.data_dir, DATA)]
+        out += [Bind(self.work_dir, WORK, True), Bind(self.results_dir, RESULTS, True)]
+        return out + list(self.extra)
 
 
 @dataclass
@@ -117,6 +148,7 @@ def sandbox_env(
     env = {
         "PATH": path,
         "HOME": "/root",
+        "USER": "agent",
         "TMPDIR": "/tmp",
         "LANG": "C.UTF-8",
         "LC_ALL": "C.UTF-8",
@@ -144,133 +176,59 @@ def bwrap_argv(
     env: Mapping[str, str],
     *,
     wall_sec: float | None = None,
+    address_space: bool = True,
     bwrap: str = "bwrap",
 ) -> list[str]:
-    """The full bubblewrap command line (pure: tests inspect it).
+    """The bubblewrap command line (pure: tests inspect it). It runs as the agent's uid.
 
-    As root, every namespace but the user namespace is unshared and every capability is
-    dropped explicitly (the process is uid 0 with an empty capability set). A user namespace makes bwrap's child block on an
-    eventfd until its parent has written the uid map, *before* --die-with-parent is armed:
-    a sweep killed in that window left that child blocked forever. Without root, the user
-    namespace is needed and --unshare-all keeps it.
+    --unshare-user maps the caller (the dedicated agent uid) to uid 1000 and leaves the
+    sandbox no capability; --disable-userns forbids nested user namespaces (the kernel
+    surface they open). Every other namespace is unshared too.
     """
-    unshare = (
-        [
-            "--unshare-ipc",
-            "--unshare-pid",
-            "--unshare-net",
-            "--unshare-uts",
-            "--unshare-cgroup-try",
-            "--cap-drop",
-            "ALL",  # root without a user namespace would otherwise keep every capability
-        ]
-        if os.geteuid() == 0
-        else ["--unshare-all"]
-    )
-    cmd = [bwrap, *unshare, "--die-with-parent", "--new-session", "--clearenv"]
-    cmd += ["--ro-bind", "/usr", "/usr", "--ro-bind", "/etc", "/etc"]
-    for name in ("bin", "lib", "lib64", "sbin", "lib32", "libx32"):
-        link = Path("/") / name
-        if link.is_symlink():
-            cmd += ["--symlink", os.readlink(link), f"/{name}"]
-        elif link.is_dir():
-            cmd += ["--ro-bind", str(link), f"/{name}"]
-    cmd += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "--tmpfs", "/root"]
+    cmd = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns"]
+    cmd += ["--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID), "--hostname", trialfs.HOSTNAME]
+    cmd += ["--die-with-parent", "--new-session", "--clearenv", "--ro-bind", "/usr", "/usr"]
+    cmd += [*_system_dir_args(), "--proc", "/proc", "--dev", "/dev"]
+    for dest, size, perms in (
+        ("/dev/shm", limits.shm_bytes, "1777"),
+        ("/tmp", limits.tmp_bytes, "1777"),
+        ("/root", limits.home_mb * MiB, "0700"),
+    ):
+        cmd += ["--perms", perms, "--size", str(size), "--tmpfs", dest]
     for b in layout.binds():
         cmd += ["--bind" if b.rw else "--ro-bind", str(b.src), b.dest]
     cmd += ["--remount-ro", "/", "--chdir", WORK]
     for key, value in env.items():
         cmd += ["--setenv", key, value]
-    return [*cmd, "--", *limits.prlimit_argv(wall_sec), *argv]
+    return [*cmd, "--", *limits.prlimit_argv(wall_sec, address_space), *argv]
 
 
-def unshare_argv(
-    layout: Layout,
-    limits: Limits,
-    argv: Sequence[str],
-    env: Mapping[str, str],
-    *,
-    root_dir: Path,
-    wall_sec: float | None = None,
-) -> list[str]:
-    """Fallback without bubblewrap: unshare(1) plus a setup script that builds the same
-    root under `root_dir` (an empty host dir) and chroots into it. Needs root or user
-    namespaces (then `--map-root-user`)."""
-    q = shlex.quote
-    r = q(str(root_dir))
-    lines = [
-        "set -eu",
-        f"R={r}",
-        'mount -t tmpfs -o mode=755 tbmm-root "$R"',
-        'mkdir -p "$R/usr" "$R/etc" "$R/proc" "$R/dev" "$R/tmp" "$R/root"',
-        'mount --bind /usr "$R/usr"; mount -o remount,bind,ro "$R/usr"',
-        'mount --bind /etc "$R/etc"; mount -o remount,bind,ro "$R/etc"',
-    ]
-    for name in ("bin", "lib", "lib64", "sbin", "lib32", "libx32"):
+def _system_dir_args() -> list[str]:
+    """/bin, /lib, ... as the host has them: symlinks into /usr, or read-only binds."""
+    out: list[str] = []
+    for name in SYSTEM_DIRS:
         link = Path("/") / name
         if link.is_symlink():
-            lines.append(f'ln -s {q(os.readlink(link))} "$R/{name}"')
+            out += ["--symlink", os.readlink(link), f"/{name}"]
         elif link.is_dir():
-            lines.append(f'mkdir -p "$R/{name}"; mount --bind /{name} "$R/{name}"')
-            lines.append(f'mount -o remount,bind,ro "$R/{name}"')
-    lines += [
-        'mount -t proc -o nosuid,nodev,noexec proc "$R/proc"',
-        'mount -t tmpfs -o mode=755 tbmm-dev "$R/dev"',
-        "for d in null zero full random urandom tty; do",
-        '  touch "$R/dev/$d"; mount --bind "/dev/$d" "$R/dev/$d"; done',
-        'mkdir -p "$R/dev/shm" "$R/dev/pts"; mount -t tmpfs tbmm-shm "$R/dev/shm"',
-        'ln -s /proc/self/fd "$R/dev/fd"',
-        'mount -t tmpfs -o mode=1777 tbmm-tmp "$R/tmp"',
-        'mount -t tmpfs -o mode=700 tbmm-home "$R/root"',
-    ]
-    for b in layout.binds():
-        dest = q(b.dest)
-        kind = "mkdir -p" if b.src.is_dir() else "touch"
-        if not b.src.is_dir():
-            lines.append(f'mkdir -p "$R"/$(dirname {dest})')
-        lines.append(f'{kind} "$R"{dest}; mount --bind {q(str(b.src))} "$R"{dest}')
-        if not b.rw:
-            lines.append(f'mount -o remount,bind,ro "$R"{dest}')
-    lines += [
-        'mount -o remount,ro "$R"',
-        "if command -v ip >/dev/null 2>&1; then ip link set lo up || true;",
-        f"else python3 -c {q(_LO_UP)} || true; fi",
-    ]
-    envs = [f"{k}={v}" for k, v in env.items()]
-    inner = [
-        "/usr/sbin/chroot",
-        str(root_dir),
-        # Drop every capability (empty bounding set: the exec below leaves uid 0 with none),
-        # so the agent cannot undo the read-only mounts or leave the chroot.
+            out += ["--ro-bind", str(link), f"/{name}"]
+    return out
+
+
+def setpriv_argv(ids: AgentIds) -> list[str]:
+    """Drop from root to the trial's agent uid before bubblewrap runs: no supplementary
+    groups, empty bounding/inheritable/ambient sets, no_new_privs."""
+    return [
         "/usr/bin/setpriv",
+        f"--reuid={ids.uid}",
+        f"--regid={ids.gid}",
+        "--clear-groups",
         "--bounding-set=-all",
         "--inh-caps=-all",
         "--ambient-caps=-all",
         "--no-new-privs",
         "--",
-        "/usr/bin/env",
-        "-i",
-        f"--chdir={WORK}",
-        *envs,
-        *limits.prlimit_argv(wall_sec),
-        *argv,
     ]
-    lines.append("exec " + shlex.join(inner))
-    cmd = ["unshare", "--mount", "--net", "--pid", "--ipc", "--uts", "--fork", "--kill-child"]
-    cmd += ["--propagation", "private"]
-    if os.geteuid() != 0:
-        cmd += ["--user", "--map-root-user"]
-    return [*cmd, "--", "/bin/sh", "-c", "\n".join(lines)]
-
-
-# Bring loopback up without iproute2 (SIOCGIFFLAGS / SIOCSIFFLAGS, IFF_UP).
-_LO_UP = (
-    "import fcntl, socket, struct\n"
-    "s = socket.socket()\n"
-    "r = fcntl.ioctl(s, 0x8913, struct.pack('16sH14x', b'lo', 0))\n"
-    "f = struct.unpack('16sH14x', r)[1]\n"
-    "fcntl.ioctl(s, 0x8914, struct.pack('16sH14x', b'lo', f | 1))\n"
-)
 
 
 def _read_capped(path: Path, limit: int) -> tuple[bytes, bool]:
@@ -286,6 +244,16 @@ def _read_capped(path: Path, limit: int) -> tuple[bytes, bool]:
     return head + note + tail, True
 
 
+def supervised(cmd: Sequence[str], cgroup: TrialCgroup) -> list[str]:
+    """`cmd` run by the supervisor inside `cgroup` (see harness.supervise)."""
+    out = [sys.executable, "-S", str(SUPERVISOR), "--ppid", str(os.getpid())]
+    for f in cgroup.join_files():
+        out += ["--join", str(f)]
+    for d in cgroup.unique_dirs:
+        out += ["--cgroup", str(d)]
+    return [*out, "--", *cmd]
+
+
 def run_killable(
     cmd: Sequence[str],
     *,
@@ -295,15 +263,20 @@ def run_killable(
     stderr_path: Path | None = None,
     capture_limit: int = MiB,
     env: Mapping[str, str] | None = None,
+    cgroup: TrialCgroup | None = None,
 ) -> ExecResult:
-    """Run `cmd` in its own process group; on timeout SIGKILL the whole group.
+    """Run `cmd` in its own session; at `timeout` kill everything it started.
 
-    With a pid namespace inside, the killed sandbox's init takes every descendant with it.
-    Output goes to files (not pipes) so a chatty command cannot exhaust our memory.
+    With a cgroup, the supervisor keeps the command inside it and the kill empties the
+    cgroup (every descendant, whatever its session or state). Without one: SIGKILL of the
+    process group, the pid namespace takes the rest, and `setpriv --pdeathsig` kills the
+    sandbox if this process dies. Output goes to files, so a chatty command cannot exhaust
+    our memory.
     """
     tmp = Path(tempfile.mkdtemp(prefix="tbmm-exec-"))
-    if _SETPRIV:
-        # If this process dies (even by SIGKILL), the kernel kills the sandbox too.
+    if cgroup is not None:
+        cmd = supervised(cmd, cgroup)
+    elif _SETPRIV:
         cmd = [_SETPRIV, "--pdeathsig", "KILL", "--", *cmd]
     out_p = stdout_path or tmp / "stdout"
     err_p = stderr_path or tmp / "stderr"
@@ -319,8 +292,11 @@ def run_killable(
                 start_new_session=True,
                 env=dict(env) if env is not None else {"PATH": os.environ.get("PATH", "")},
             )
+            live = _Live(proc, cgroup)
             with _LIVE_LOCK:
-                _LIVE.add(proc)
+                _LIVE.add(live)
+                if ABORT.is_set():  # the sweep is aborting: it may have swept _LIVE already
+                    live.kill()
             feeder = None
             if stdin is not None:
                 feeder = threading.Thread(target=_feed, args=(proc, stdin), daemon=True)
@@ -330,19 +306,18 @@ def run_killable(
                     proc.wait(timeout=max(timeout, 0.0))
                 except subprocess.TimeoutExpired:
                     timed_out = True
-                    _kill_group(proc)
+                    live.kill()
                     proc.wait()
             finally:
                 with _LIVE_LOCK:
-                    _LIVE.discard(proc)
+                    _LIVE.discard(live)
             if feeder is not None:
                 feeder.join(timeout=5)
         duration = time.monotonic() - start
         out, out_trunc = _read_capped(out_p, capture_limit)
         err, err_trunc = _read_capped(err_p, capture_limit)
-        code = proc.returncode
         return ExecResult(
-            exit_code=None if timed_out else code,
+            exit_code=None if timed_out else proc.returncode,
             stdout=out,
             stderr=err,
             duration_s=duration,
@@ -354,8 +329,20 @@ def run_killable(
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+@dataclass(eq=False)
+class _Live:
+    proc: subprocess.Popen[bytes]
+    cgroup: TrialCgroup | None
+
+    def kill(self) -> None:
+        if self.cgroup is not None:
+            self.cgroup.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+
 _SETPRIV = shutil.which("setpriv")
-_LIVE: set[subprocess.Popen[bytes]] = set()
+_LIVE: set[_Live] = set()
 _LIVE_LOCK = threading.Lock()
 ABORT = threading.Event()  # set on Ctrl-C: agents stop, running sandboxes are killed
 
@@ -363,9 +350,9 @@ ABORT = threading.Event()  # set on Ctrl-C: agents stop, running sandboxes are k
 def kill_all_sandboxes() -> int:
     """SIGKILL every sandbox this process is running (Ctrl-C of a sweep); returns how many."""
     with _LIVE_LOCK:
-        live = [p for p in _LIVE if p.returncode is None]
-        for proc in live:
-            _kill_group(proc)
+        live = [x for x in _LIVE if x.proc.returncode is None]
+        for x in live:
+            x.kill()
     return len(live)
 
 
@@ -380,41 +367,74 @@ def _feed(proc: subprocess.Popen[bytes], data: bytes) -> None:
             proc.stdin.close()
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
 def bwrap_path() -> str | None:
     return shutil.which("bwrap")
 
 
-def unshare_works() -> bool:
-    """Whether `unshare` can create the namespaces we need (root or user namespaces)."""
-    if shutil.which("unshare") is None:
-        return False
-    probe = ["unshare", "--mount", "--net", "--pid", "--fork"]
+def reap_stale() -> str:
+    """Remove what killed sweeps left behind (trial cgroups, mounts); a line to print."""
     if os.geteuid() != 0:
-        probe += ["--user", "--map-root-user"]
-    try:
-        proc = subprocess.run([*probe, "true"], capture_output=True, timeout=10)
-    except (OSError, subprocess.TimeoutExpired):
-        return False
-    return proc.returncode == 0
+        return ""
+    n_cg = cgroups.reap_stale()
+    n_fs = trialfs.reap_stale()
+    return (
+        f"reaped {n_cg} stale trial cgroup(s), {n_fs} stale trial mount(s)" if n_cg or n_fs else ""
+    )
+
+
+@dataclass(frozen=True)
+class Features:
+    """What this machine lets the sandbox enforce (probed once per process)."""
+
+    root: bool
+    bwrap: str | None
+    userns: bool
+    cgroup: tuple[str, ...]  # usable controllers among pids, memory, cpu
+    loop: bool
+    userns_error: str = ""
+
+
+@cache
+def probe_features() -> Features:
+    root = os.geteuid() == 0
+    bw = bwrap_path()
+    userns, why = False, "bubblewrap not installed"
+    if bw:
+        probe = [bw, "--unshare-all", "--unshare-user", "--disable-userns"]
+        probe += ["--ro-bind", "/usr", "/usr", *_system_dir_args(), "--", "/usr/bin/true"]
+        if root:
+            probe = [
+                *setpriv_argv(AgentIds(trialfs.AGENT_UID_BASE, trialfs.AGENT_UID_BASE)),
+                *probe,
+            ]
+        try:
+            proc = subprocess.run(probe, capture_output=True, text=True, timeout=20)
+            userns, why = proc.returncode == 0, proc.stderr.strip()
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            why = str(exc)
+    return Features(
+        root=root,
+        bwrap=bw,
+        userns=userns,
+        cgroup=cgroups.usable() if root else (),
+        loop=trialfs.loop_supported(),
+        userns_error=why,
+    )
 
 
 @dataclass
 class SandboxSession:
     """One trial's sandbox. Every `exec` is a fresh sandbox over the same work and results
-    dirs: files persist between commands, processes do not (the pid namespace dies with
-    the command)."""
+    dirs: files persist between commands, processes do not."""
 
     layout: Layout
     limits: Limits
-    method: str  # "bwrap" | "unshare"
     scratch: Path
     env: dict[str, str] = field(default_factory=dict)
-    _count: int = 0
+    ids: AgentIds | None = None
+    cgroup: TrialCgroup | None = None
+    fs: TrialFS | None = None
+    _closed: bool = False
 
     @property
     def results_dir(self) -> Path:
@@ -428,14 +448,16 @@ class SandboxSession:
         env: Mapping[str, str] | None = None,
         limit_memory: bool = True,
     ) -> list[str]:
-        limits = self.limits if limit_memory else _no_as(self.limits)
-        full_env = sandbox_env(self.layout, limits, {**self.env, **(env or {})})
-        if self.method == "bwrap":
-            return bwrap_argv(self.layout, limits, argv, full_env, wall_sec=wall_sec)
-        self._count += 1
-        root = self.scratch / f"root{self._count}"
-        root.mkdir(parents=True, exist_ok=True)
-        return unshare_argv(self.layout, limits, argv, full_env, root_dir=root, wall_sec=wall_sec)
+        full_env = sandbox_env(self.layout, self.limits, {**self.env, **(env or {})})
+        cmd = bwrap_argv(
+            self.layout,
+            self.limits,
+            argv,
+            full_env,
+            wall_sec=wall_sec,
+            address_space=limit_memory,
+        )
+        return [*setpriv_argv(self.ids), *cmd] if self.ids is not None else cmd
 
     def exec(
         self,
@@ -450,6 +472,8 @@ class SandboxSession:
         limit_memory: bool = True,
     ) -> ExecResult:
         """Run one command inside a fresh sandbox, killed (with all descendants) at `timeout`."""
+        if self._closed:
+            raise RuntimeError("the sandbox session is closed")
         cmd = self.command_line(argv, wall_sec=timeout, env=env, limit_memory=limit_memory)
         return run_killable(
             cmd,
@@ -458,6 +482,7 @@ class SandboxSession:
             stdout_path=stdout_path,
             stderr_path=stderr_path,
             capture_limit=capture_limit,
+            cgroup=self.cgroup,
         )
 
     def write_file(self, dest: str, data: bytes, *, timeout: float = 60.0) -> ExecResult:
@@ -469,35 +494,96 @@ class SandboxSession:
         )
 
     def close(self) -> None:
-        shutil.rmtree(self.scratch, ignore_errors=True)
-
-
-def _no_as(limits: Limits) -> Limits:
-    return Limits(
-        wall_sec=limits.wall_sec,
-        cpus=limits.cpus,
-        memory_mb=None,
-        cpu_sec=limits.cpu_sec,
-        fsize_mb=limits.fsize_mb,
-        nofile=limits.nofile,
-    )
+        """Kill every process of the trial, remove its cgroup, unmount and remove its disk."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self.cgroup is not None:
+                self.cgroup.remove()
+            if self.fs is not None:
+                self.fs.close()
+        finally:
+            if self.ids is not None:
+                self.ids.release()
+            shutil.rmtree(self.scratch, ignore_errors=True)
 
 
 class SandboxBackend:
-    """Daemon-less backend; `method` is "bwrap", "unshare" or "auto" (bwrap if installed)."""
+    """Daemon-less backend (bubblewrap). `method`: "auto" or "bwrap"; the old `unshare`
+    fallback is gone (it could not give the agent a user namespace of its own)."""
 
     name = "sandbox"
 
     def __init__(self, method: str = "auto", venv: Path | None = None) -> None:
-        if method == "auto":
-            method = "bwrap" if bwrap_path() else "unshare"
-        if method not in ("bwrap", "unshare"):
-            raise ValueError(f"unknown sandbox method {method!r}")
-        self.method = method
+        if method not in ("auto", "bwrap"):
+            raise ValueError(
+                f"unknown sandbox method {method!r}: only bubblewrap is supported "
+                "(apt-get install bubblewrap)"
+            )
+        self.method = "bwrap"
         self.venv = venv
+        self.features = probe_features()
 
     def describe(self) -> str:
-        return f"sandbox ({self.method})"
+        return "sandbox (bwrap)"
+
+    def isolation(self, limits: Limits) -> Isolation:
+        """What enforces each property of harness.isolation.PROPERTIES here (None: nothing)."""
+        f = self.features
+        priv = f.root and f.userns
+        cg = dict.fromkeys(f.cgroup, True)
+        v = {c: ctrl.version for c, ctrl in cgroups.discover().items()}
+        uns = "bwrap --unshare-user (uid 1000 inside), --disable-userns"
+        return {
+            "unprivileged": (
+                f"dedicated host uid {trialfs.AGENT_UID_BASE}+slot (setpriv); {uns}"
+                if priv
+                else (f"the invoking uid {os.getuid()}; {uns}" if f.userns and not f.root else None)
+            ),
+            "capabilities": (
+                "setpriv: empty bounding set, no_new_privs; bwrap keeps no capability"
+                if priv
+                else (
+                    "bwrap keeps no capability, no_new_privs" if f.userns and not f.root else None
+                )
+            ),
+            "kernel_knobs": (
+                "/proc/sys owned by host root, unmapped in the agent's user namespace; "
+                "/sys not mounted"
+                if f.userns
+                else None
+            ),
+            "etc": "generated per trial (harness.trialfs.write_etc)" if f.bwrap else None,
+            "network": "bwrap --unshare-net (loopback only)" if f.bwrap else None,
+            "processes": "bwrap --unshare-pid" if f.bwrap else None,
+            "host_paths": (
+                "binds come from the trial's loop filesystem and a staging dir" if priv else None
+            ),
+            "pids": f"cgroup v{v['pids']} pids.max={limits.pids}" if cg.get("pids") else None,
+            "memory": (
+                f"cgroup v{v['memory']} memory limit {limits.memory_mb} MiB (+ rlimit AS)"
+                if cg.get("memory")
+                else None
+            ),
+            "cpu": (
+                f"cgroup v{v['cpu']} CFS quota {limits.cpus} CPU(s)" if cg.get("cpu") else None
+            ),
+            "tmpfs": (
+                f"bwrap --size: /tmp {limits.tmp_bytes // MiB} MiB, /dev/shm "
+                f"{limits.shm_bytes // MiB} MiB, /root {limits.home_mb} MiB"
+                if f.bwrap
+                else None
+            ),
+            "storage": (
+                f"ext4 loop file of {limits.storage_mb} MiB per trial" if priv and f.loop else None
+            ),
+            "timeout": (
+                "supervisor freezes and kills the trial cgroup"
+                if cg
+                else None  # process-group kill alone can miss bwrap's half-started child
+            ),
+        }
 
     def open(
         self,
@@ -509,16 +595,91 @@ class SandboxBackend:
         env: Mapping[str, str] | None = None,
         task: object | None = None,
     ) -> SandboxSession:
-        work = trial_dir / "work"
-        results = trial_dir / "results"
-        scratch = trial_dir / "scratch"
-        for d in (work, results, scratch):
-            d.mkdir(parents=True, exist_ok=True)
-        layout = Layout(
-            data_dir=Path(data_dir).resolve(),
-            work_dir=work.resolve(),
-            results_dir=results.resolve(),
-            venv=self.venv,
-            extra=tuple(extra),
+        if not self.features.bwrap:
+            raise RuntimeError("bubblewrap is not installed (apt-get install bubblewrap)")
+        if not self.features.userns:
+            raise RuntimeError(
+                f"bubblewrap cannot create a user namespace: {self.features.userns_error}"
+            )
+        trial_dir.mkdir(parents=True, exist_ok=True)
+        scratch = (trial_dir / "scratch").resolve()
+        scratch.mkdir(exist_ok=True)
+        session = SandboxSession(
+            Layout(data_dir, data_dir, data_dir, data_dir), limits, scratch, dict(env or {})
         )
-        return SandboxSession(layout, limits, self.method, scratch.resolve(), dict(env or {}))
+        try:
+            if self.features.root:
+                self._open_privileged(session, Path(data_dir), trial_dir, limits, extra)
+            else:
+                self._open_plain(session, Path(data_dir), trial_dir, extra)
+        except BaseException:
+            session.close()
+            raise
+        return session
+
+    def _venv_binds(self) -> list[Bind]:
+        if self.venv is None:
+            return []
+        out = []
+        base = venv_base_prefix(self.venv)
+        if not (base == Path("/usr") or Path("/usr") in base.parents):
+            out.append(Bind(base, str(base)))
+        return [*out, Bind(self.venv, str(self.venv))]
+
+    def _open_privileged(
+        self,
+        s: SandboxSession,
+        data_dir: Path,
+        trial_dir: Path,
+        limits: Limits,
+        extra: Sequence[Bind],
+    ) -> None:
+        s.ids = AgentIds.acquire()
+        if self.features.cgroup:
+            s.cgroup = TrialCgroup.create(limits.cgroup_limits())
+        s.fs = TrialFS.create(
+            scratch=trial_dir,
+            storage_mb=limits.storage_mb if self.features.loop else None,
+            data_src=data_dir.resolve(),
+            uid=s.ids.uid,
+            gid=s.ids.gid,
+        )
+        staged = []
+        for b in [*self._venv_binds(), *extra]:
+            if b.grant:
+                _grant(b.src, s.ids.gid)
+            staged.append(replace(b, src=s.fs.stage(b.src.resolve(), rw=b.rw)))
+        s.layout = Layout(
+            data_dir=s.fs.data,
+            work_dir=s.fs.work,
+            results_dir=s.fs.results,
+            etc_dir=s.fs.etc,
+            venv=self.venv,
+            extra=tuple(staged),
+        )
+
+    def _open_plain(
+        self, s: SandboxSession, data_dir: Path, trial_dir: Path, extra: Sequence[Bind]
+    ) -> None:
+        """Without root: host dirs of the trial, bwrap as the invoking user."""
+        dirs = {n: (trial_dir / n).resolve() for n in ("work", "results", "etc")}
+        for d in dirs.values():
+            d.mkdir(parents=True, exist_ok=True)
+        trialfs.write_etc(dirs["etc"])
+        s.layout = Layout(
+            data_dir=data_dir.resolve(),
+            work_dir=dirs["work"],
+            results_dir=dirs["results"],
+            etc_dir=dirs["etc"],
+            venv=self.venv,
+            extra=(*self._venv_binds(), *extra),
+        )
+
+
+def _grant(path: Path, gid: int) -> None:
+    """Give group `gid` access to a directory and its entries (rwx for sockets: connect)."""
+    os.chown(path, -1, gid)
+    os.chmod(path, 0o750)
+    for entry in path.iterdir():
+        os.chown(entry, -1, gid, follow_symlinks=False)
+        os.chmod(entry, 0o770 if entry.is_socket() else 0o640)

@@ -28,6 +28,7 @@ class FakeTask:
     agent_timeout_sec: float = 60.0
     cpus: int = 2
     memory_mb: int = 4096
+    storage_mb: int = 1024
 
     @property
     def data_dir(self) -> Path:

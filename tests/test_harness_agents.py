@@ -13,7 +13,7 @@ import pytest
 from harness.agents import CommandAgent
 from harness.llm_agent import LLMAgent
 from harness.runner import run_sweep
-from harness.sandbox import SandboxBackend, bwrap_path, unshare_works
+from harness.sandbox import SandboxBackend, bwrap_path
 from harness.store import Store, runs_dir_for
 from harness.testing import (
     ScriptedChatServer,
@@ -26,9 +26,7 @@ from harness.trajectory import read_trajectory
 from harness.usage import ResponseUsage
 from harness.venv import ensure_agent_venv
 
-needs_sandbox = pytest.mark.skipif(
-    not (bwrap_path() or unshare_works()), reason="no sandbox (bubblewrap or unshare) available"
-)
+needs_sandbox = pytest.mark.skipif(not bwrap_path(), reason="no sandbox (bubblewrap) available")
 
 
 @pytest.fixture(scope="module")
@@ -164,18 +162,12 @@ EOF
 """
 
 
-@pytest.mark.parametrize(
-    "method",
-    [
-        pytest.param("bwrap", marks=pytest.mark.skipif(not bwrap_path(), reason="no bwrap")),
-        pytest.param("unshare", marks=pytest.mark.skipif(not unshare_works(), reason="no unshare")),
-    ],
-)
-def test_command_agent_traffic_goes_through_retry_proxy(tmp_path: Path, method: str) -> None:
+@needs_sandbox
+def test_command_agent_traffic_goes_through_retry_proxy(tmp_path: Path) -> None:
     """A stand-in CLI inside the sandbox talks to 127.0.0.1 (its own loopback); the forwarder
     and host proxy carry it to the provider, inject the real key, retry a 503, count usage."""
     task = make_fake_task(tmp_path / "tasks")
-    backend = SandboxBackend(method, ensure_agent_venv())
+    backend = SandboxBackend("bwrap", ensure_agent_venv())
 
     def check_key(req: dict[str, Any], hdrs: dict[str, str]) -> tuple[int, dict[str, Any]]:
         assert hdrs["authorization"] == "Bearer real-key", hdrs

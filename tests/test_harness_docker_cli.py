@@ -102,3 +102,41 @@ def test_cli_run_oracle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert res.exit_code == 0, res.output
     assert "ran 0" in res.output and "skipped 4" in res.output
     assert len(Store(db).trials()) == 4
+
+
+@pytest.mark.skipif(not bwrap_path(), reason="bubblewrap not installed")
+def test_cli_prints_isolation_and_refuses_weaker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`tbmm run` says what enforces each property; a missing one stops the sweep unless
+    --allow-weaker-isolation is given."""
+    tasks = [make_fake_task(tmp_path / "tasks")]
+    monkeypatch.setattr(cli, "select_tasks", lambda spec, root=None: tasks)
+    monkeypatch.setattr(
+        "harness.runner.default_verifier", lambda: (stand_in_verify, "verification: stand-in")
+    )
+    app = typer.Typer()
+    app.command("run")(cli.run_command)
+    app.command("noop")(lambda: None)
+    db = tmp_path / "r.sqlite"
+    args = ["run", "--agent", "oracle", "--backend", "sandbox", "--db", str(db), "--timeout", "30"]
+    full, _ = choose_backend("sandbox")
+    iso = full.isolation(Limits(wall_sec=30))
+    if any(v is None for v in iso.values()):
+        print(f"SKIP reason: this machine enforces less: {iso}")
+        pytest.skip("isolation is incomplete on this machine")
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    assert "pids.max=" in res.output and "NOT ENFORCED" not in res.output
+    assert res.output.count("cgroup v") >= 3  # pids, memory, cpu rows
+
+    weaker = {**iso, "storage": None}
+    monkeypatch.setattr(type(full), "isolation", lambda self, limits: weaker)
+    db2 = tmp_path / "r2.sqlite"
+    args2 = ["run", "--agent", "oracle", "--backend", "sandbox", "--db", str(db2)]
+    res = CliRunner().invoke(app, args2)
+    assert res.exit_code == 2 and "refusing to run" in res.output and "storage" in res.output
+    assert not db2.exists() or Store(db2).trials() == []
+    res = CliRunner().invoke(app, [*args2, "--allow-weaker-isolation", "--timeout", "30"])
+    assert res.exit_code == 0, res.output
+    assert "NOT ENFORCED" in res.output and len(Store(db2).trials()) == 1

@@ -146,6 +146,10 @@ class Task:
     def memory_mb(self) -> int:
         return int(self.harbor["environment"]["memory_mb"])
 
+    @property
+    def storage_mb(self) -> int:
+        return int(self.harbor["environment"]["storage_mb"])
+
     @cached_property
     def instruction(self) -> str:
         return (self.dir / "instruction.md").read_text(encoding="utf-8")
