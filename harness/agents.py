@@ -313,7 +313,12 @@ class CommandAgent:
             return None
         url_var, default, key_var, auth = PROVIDERS[self.template.provider]
         base = self.provider_env.get(url_var) or default
-        return Upstream(base_url=base, api_key=self.provider_env.get(key_var), auth=auth)
+        return Upstream(
+            base_url=base,
+            api_key=self.provider_env.get(key_var),
+            auth=auth,
+            provider=self.template.provider,
+        )
 
     def run(self, ctx: AgentContext) -> AgentOutcome:
         if self.price is not None:

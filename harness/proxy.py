@@ -7,10 +7,17 @@ pipes each connection to that socket. So the CLI's only way out is HTTP to the m
 provider, through us: we inject the real API key (the sandbox only ever sees a
 placeholder), retry 429/5xx/connection errors with backoff, log every exchange to the
 trajectory, and add up tokens and cost from the provider's usage fields.
+
+The proxy is an attack surface of the host, so it relays only what agents need: the
+endpoints in `ENDPOINTS` (method + path, per provider), request bodies with a
+Content-Length of at most `max_request_bytes` (checked before reading; a body that arrives
+slower than `read_timeout` is dropped), responses cut at `max_response_bytes`, and at most
+`max_connections` connections at a time (each costs a host thread).
 """
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import shutil
@@ -32,6 +39,18 @@ SOCKET_NAME = "model.sock"
 FORWARDER_NAME = "fwd.py"
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
 LOG_CAP = 256 * 1024
+MiB = 1024 * 1024
+
+# What an agent may call, per provider: (method, path relative to the provider's base URL).
+# OpenAI's base URL carries the version (https://api.openai.com/v1); Anthropic's does not.
+ENDPOINTS: dict[str, tuple[tuple[str, str], ...]] = {
+    "openai": (("POST", "/chat/completions"), ("POST", "/responses")),
+    "anthropic": (("POST", "/v1/messages"),),
+}
+MAX_REQUEST_BYTES = 32 * MiB  # long contexts with images; far above any real request
+MAX_RESPONSE_BYTES = 64 * MiB
+MAX_CONNECTIONS = 32
+READ_TIMEOUT_S = 60.0
 _HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "host"}
 _HOP |= {"proxy-authorization", "proxy-connection", "content-length", "accept-encoding"}
 
@@ -93,6 +112,16 @@ class Upstream:
     base_url: str  # e.g. https://api.openai.com/v1
     api_key: str | None
     auth: str = "bearer"  # "bearer" (Authorization) | "x-api-key" (Anthropic)
+    provider: str = "openai"  # key of ENDPOINTS
+
+    def allowed(self, method: str, path: str) -> bool:
+        """Whether `method path` (as the sandbox sent it, query string allowed) is one of
+        the provider's endpoints. Exact match: no normalisation that '..' or '//' could use."""
+        bare = path.split("?", 1)[0]
+        prefix = self.prefix
+        if prefix and bare.startswith(prefix + "/"):
+            bare = bare[len(prefix) :]
+        return (method, bare) in ENDPOINTS.get(self.provider, ())
 
     @property
     def parts(self) -> urllib.parse.SplitResult:
@@ -111,13 +140,45 @@ class Upstream:
 
 
 class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    """One thread per connection, at most `proxy.max_connections` of them: beyond that a
+    connection is answered 503 and closed before any thread is started for it."""
+
     daemon_threads = True
     proxy: ModelProxy
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self.proxy.slots.acquire(blocking=False):
+            with contextlib.suppress(OSError):
+                request.settimeout(1.0)
+                request.sendall(_BUSY)
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self.proxy.slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self.proxy.slots.release()
+
+
+_BUSY = (
+    b"HTTP/1.0 503 Service Unavailable\r\nContent-Type: application/json\r\n\r\n"
+    b'{"error": {"message": "too many connections to the model proxy", "type": "tbmm_proxy"}}'
+)
 
 
 class _Handler(BaseHTTPRequestHandler):
     server: _UnixHTTPServer
     protocol_version = "HTTP/1.0"
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.settimeout(self.server.proxy.read_timeout)
 
     def address_string(self) -> str:
         return "sandbox"
@@ -126,11 +187,41 @@ class _Handler(BaseHTTPRequestHandler):
         return
 
     def _relay(self) -> None:
-        length = int(self.headers.get("Content-Length") or 0)
-        body = self.rfile.read(length) if length else b""
-        self.server.proxy.relay(self, body)
+        px = self.server.proxy
+        body = self._body(px)
+        if body is not None:
+            px.relay(self, body)
 
-    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = _relay
+    def _body(self, px: ModelProxy) -> bytes | None:
+        """The request body, or None after answering an error: checks come before reading."""
+        if not px.upstream.allowed(self.command, self.path):
+            px.refuse(self, 403, f"{self.command} {self.path[:200]} is not a model endpoint")
+            return None
+        if self.headers.get("Transfer-Encoding"):
+            px.refuse(self, 411, "chunked request bodies are not accepted: send Content-Length")
+            return None
+        raw = self.headers.get("Content-Length")
+        if raw is None:
+            px.refuse(self, 411, "Content-Length is required")
+            return None
+        if not raw.strip().isdigit():
+            px.refuse(self, 400, f"bad Content-Length {raw[:40]!r}")
+            return None
+        length = int(raw)
+        if length > px.max_request_bytes:
+            px.refuse(self, 413, f"request body of {length} bytes is over {px.max_request_bytes}")
+            return None
+        try:
+            body = self.rfile.read(length)  # at most `length` (<= the cap), even if more comes
+        except TimeoutError:
+            px.refuse(self, 408, f"request body not received within {px.read_timeout:g} s")
+            return None
+        if len(body) < length:
+            px.refuse(self, 400, f"request body ended after {len(body)} of {length} bytes")
+            return None
+        return body
+
+    do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _relay
 
 
 class ModelProxy:
@@ -145,6 +236,10 @@ class ModelProxy:
         max_retries: int = 6,
         backoff_s: float = 1.0,
         timeout_s: float = 600.0,
+        max_request_bytes: int = MAX_REQUEST_BYTES,
+        max_response_bytes: int = MAX_RESPONSE_BYTES,
+        max_connections: int = MAX_CONNECTIONS,
+        read_timeout: float = READ_TIMEOUT_S,
     ) -> None:
         self.upstream = upstream
         self.trajectory = trajectory
@@ -152,6 +247,10 @@ class ModelProxy:
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.timeout_s = timeout_s
+        self.max_request_bytes = max_request_bytes
+        self.max_response_bytes = max_response_bytes
+        self.read_timeout = read_timeout
+        self.slots = threading.BoundedSemaphore(max_connections)
         self.dir = Path(tempfile.mkdtemp(prefix="tbmm-px-"))
         (self.dir / FORWARDER_NAME).write_text(FORWARDER_SOURCE)
         self._server = _UnixHTTPServer(str(self.dir / SOCKET_NAME), _Handler)
@@ -217,6 +316,7 @@ class ModelProxy:
             break
         usage = ResponseUsage()
         copy = bytearray()
+        cut = False
         try:
             handler.send_response(resp.status, resp.reason)
             for key, value in resp.getheaders():
@@ -227,9 +327,14 @@ class ModelProxy:
                 chunk = resp.read1(65536)
                 if not chunk:
                     break
+                room = self.max_response_bytes - len(copy)
+                if len(chunk) > room:
+                    chunk, cut = chunk[: max(room, 0)], True
                 handler.wfile.write(chunk)
                 handler.wfile.flush()
                 copy += chunk
+                if cut:
+                    break  # the connection closes: the client sees a truncated response
         except OSError:
             pass  # the client went away; still account what came back
         finally:
@@ -248,6 +353,27 @@ class ModelProxy:
                 usage={"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
                 request=_clip(body),
                 response=_clip(bytes(copy)),
+                **({"cut": f"response over {self.max_response_bytes} bytes"} if cut else {}),
+            )
+
+    def refuse(self, handler: BaseHTTPRequestHandler, status: int, why: str) -> None:
+        """Answer an error without contacting the provider, and record it."""
+        msg = json.dumps({"error": {"message": why, "type": "tbmm_proxy"}}).encode()
+        try:
+            handler.send_response(status)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", str(len(msg)))
+            handler.end_headers()
+            handler.wfile.write(msg)
+        except OSError:
+            pass
+        if self.trajectory is not None:
+            self.trajectory.add(
+                "http_refused",
+                method=handler.command,
+                path=(handler.path or "")[:500],
+                status=status,
+                error=why,
             )
 
     def _delay(self, attempt: int, retry_after: str | None) -> float:
