@@ -8,12 +8,14 @@ or nothing that counts: an orphan blob dir without a row is replaced when the tr
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import sqlite3
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -108,8 +110,25 @@ class TrialRecord:
         return d
 
 
+class StoreError(sqlite3.DatabaseError):
+    """A database failure of the results store; the message names the file."""
+
+
+@contextlib.contextmanager
+def _named(db_path: Path) -> Iterator[None]:
+    """Re-raise SQLite errors with the database file in the message (sqlite's own messages,
+    e.g. 'file is not a database', do not say which file)."""
+    try:
+        yield
+    except StoreError:
+        raise
+    except sqlite3.Error as exc:
+        raise StoreError(f"results store {db_path}: {exc}") from exc
+
+
 class Store:
-    """Thread-safe: one connection, one lock; each trial is one transaction."""
+    """Thread-safe: one connection, one lock; each trial is one transaction. Every SQLite
+    error leaves as a StoreError naming the database file."""
 
     def __init__(self, db_path: Path) -> None:
         self.db_path = Path(db_path)
@@ -117,19 +136,24 @@ class Store:
         self.runs_dir = runs_dir_for(self.db_path)
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._conn = sqlite3.connect(str(self.db_path), check_same_thread=False, timeout=60)
-        self._conn.execute("PRAGMA journal_mode=WAL")
-        self._conn.execute("PRAGMA synchronous=FULL")
-        self._conn.executescript(SCHEMA)
+        with _named(self.db_path):
+            self._conn = sqlite3.connect(str(self.db_path), check_same_thread=False, timeout=60)
+            try:
+                self._conn.execute("PRAGMA journal_mode=WAL")
+                self._conn.execute("PRAGMA synchronous=FULL")
+                self._conn.executescript(SCHEMA)
+            except sqlite3.Error:
+                self._conn.close()
+                raise
 
     def close(self) -> None:
-        with self._lock:
+        with self._lock, _named(self.db_path):
             self._conn.close()
 
     def ensure_entry(
         self, entry_id: str, agent: str, model: str | None, settings: dict[str, Any]
     ) -> None:
-        with self._lock, self._conn:
+        with self._lock, _named(self.db_path), self._conn:
             self._conn.execute(
                 "INSERT OR IGNORE INTO entries VALUES (?, ?, ?, ?, ?)",
                 (entry_id, agent, model, json.dumps(settings, sort_keys=True), time.time()),
@@ -137,7 +161,7 @@ class Store:
 
     def done(self, entry_id: str) -> set[tuple[str, int]]:
         """(task, seed) pairs already committed for this entry."""
-        with self._lock:
+        with self._lock, _named(self.db_path):
             cur = self._conn.execute(
                 "SELECT task, seed FROM trials WHERE entry_id = ?", (entry_id,)
             )
@@ -165,13 +189,13 @@ class Store:
             row = rec.row()
             cols = ", ".join(row)
             marks = ", ".join("?" for _ in row)
-            with self._conn:
+            with _named(self.db_path), self._conn:
                 self._conn.execute(
                     f"INSERT INTO trials ({cols}) VALUES ({marks})", list(row.values())
                 )
 
     def trials(self, entry_id: str | None = None) -> list[dict[str, Any]]:
-        with self._lock:
+        with self._lock, _named(self.db_path):
             self._conn.row_factory = sqlite3.Row
             try:
                 if entry_id is None:
