@@ -33,8 +33,9 @@ from harness.backends import Backend, Session
 from harness.sandbox import ABORT, Bind, Limits, kill_all_sandboxes, reap_stale
 from harness.store import Store, TrialRecord
 from harness.trajectory import Trajectory
+from tbmm.bounds import DEFAULT_CAPS
 
-DEFAULT_ARTIFACT_MAX_BYTES = 5 * 1024 * 1024
+DEFAULT_ARTIFACT_MAX_BYTES = DEFAULT_CAPS.max_bytes  # the verifier's own cap (tbmm.bounds)
 Verifier = Callable[[Any, bytes | None], Any]  # tbmm.verify.verify_artifact(task, data)
 
 

@@ -350,13 +350,22 @@ def tasks_fetch_assets(tasks_root: TasksRoot = TASKS_ROOT, timeout: float = 20.0
     raise typer.Exit(1 if missing else 0)
 
 
+def _read_artifact_bytes(path: Path) -> bytes:
+    """The file's bytes, refused (exit 2) past the byte cap without reading the rest."""
+    from tbmm.bounds import BoundsError, read_capped
+
+    try:
+        return read_capped(path)
+    except BoundsError as exc:
+        raise _fail(f"{path}: {exc}") from exc
+    except OSError as exc:
+        raise _fail(f"cannot read {path}: {exc.strerror or exc}") from exc
+
+
 def _read_artifact_file(path: Path) -> dict:
     from tbmm.scoring import ArtifactError, read_artifact
 
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise _fail(f"cannot read {path}: {exc.strerror or exc}") from exc
+    data = _read_artifact_bytes(path)
     try:
         return read_artifact(data)
     except ArtifactError as exc:
@@ -601,14 +610,12 @@ def verify(
         bool, typer.Option("--no-lean", help="Skip the Lean kernel check (gate and score only).")
     ] = False,
 ) -> None:
-    """Schema + gate + score + Lean kernel check. Exit 0 feasible, 1 infeasible, 2 unreadable."""
+    """Schema + gate + score + Lean kernel check. Exit 0 feasible, 1 infeasible, 2 unreadable
+    or over a cap, 3 verification budget exceeded."""
     from tbmm.verify import verify_artifact
 
     t = _task(task, tasks_root)
-    try:
-        data = artifact.read_bytes()
-    except OSError as exc:
-        raise _fail(f"cannot read {artifact}: {exc.strerror or exc}") from exc
+    data = _read_artifact_bytes(artifact)
     try:
         rep = verify_artifact(t, data, lean=not no_lean)
     except TaskFormatError as exc:
@@ -616,8 +623,8 @@ def verify(
     if as_json:
         print(json.dumps(rep.model_dump(mode="json"), indent=2, ensure_ascii=False))
         raise typer.Exit(rep.exit_code)
-    if not rep.readable:
-        raise _fail(f"{artifact}: {rep.error}")
+    if not rep.readable or rep.status == "budget_exceeded":
+        raise _fail(f"{artifact}: {rep.error}", rep.exit_code)
     for issue in rep.schema_issues:
         console.print(f"[yellow]schema:[/yellow] {issue}", highlight=False)
     style = {0: "green", 1: "red"}[rep.exit_code]

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from tbmm import exact, rules
+from tbmm import bounds, exact, rules
 from tbmm.exact import fraction_to_text
 from tbmm.paths import PathError, resolve
 from tbmm.rules import Direction
@@ -32,8 +32,17 @@ class ArtifactError(ValueError):
     """The artifact is not a JSON object (unreadable input: CLI exit code 2)."""
 
 
-def read_artifact(data: bytes | str) -> dict[str, Any]:
-    """Parse an artifact exactly; raise ArtifactError with a one-line reason if unusable."""
+def read_artifact(data: bytes | str, caps: bounds.Caps | None = None) -> dict[str, Any]:
+    """Parse an artifact exactly; raise ArtifactError with a one-line reason if unusable.
+
+    The input caps (tbmm.bounds) are checked first, before the exact parse; an artifact over
+    a cap raises ArtifactError whose __cause__ is the BoundsError. A UTF-8 BOM is dropped.
+    """
+    data = bounds.strip_bom(data)
+    try:
+        bounds.check(data, caps or bounds.DEFAULT_CAPS)
+    except bounds.BoundsError as exc:
+        raise ArtifactError(str(exc)) from exc
     try:
         doc = exact.loads(data)
     except UnicodeDecodeError as exc:

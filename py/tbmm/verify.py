@@ -2,8 +2,8 @@
 
 Exit codes: 0 feasible (the gate passed or only warned, and the Lean certificate of the
 artifact's invariants checked), 1 infeasible (names the failing obligation and field),
-2 unreadable input. A failed gate (either layer) zeroes the task: O-Eval 0, Robust
-BO-Eval -1.
+2 unreadable input (or over a cap of tbmm.bounds), 3 verification budget exceeded. A failed
+gate (either layer) zeroes the task: O-Eval 0, Robust BO-Eval -1.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from tbmm import exact
+from tbmm import bounds, exact
 from tbmm.paths import PathError, expand, resolve
 from tbmm.pipeline import evaluate
 from tbmm.scoring import ArtifactError, read_artifact, score_task
@@ -23,7 +23,7 @@ class VerifyReport(BaseModel):
     """Everything known about one artifact of one task (JSON-serialisable, stored by the harness)."""
 
     task: str
-    exit_code: int  # 0 feasible, 1 infeasible, 2 unreadable
+    exit_code: int  # 0 feasible, 1 infeasible, 2 unreadable / over caps, 3 over budget
     readable: bool
     error: str = ""
     schema_issues: list[str] = []
@@ -77,15 +77,39 @@ def _unreadable(task: Task, error: str, status: str) -> VerifyReport:
     )
 
 
-def verify_artifact(task: Task, data: bytes | None, *, lean: bool = True) -> VerifyReport:
-    """Verify one artifact (None = the agent wrote nothing). Never raises on bad input."""
+def verify_artifact(
+    task: Task, data: bytes | None, *, lean: bool = True, budget_s: float = bounds.DEFAULT_BUDGET_S
+) -> VerifyReport:
+    """Verify one artifact (None = the agent wrote nothing). Never raises on bad input.
+
+    Input over a cap of tbmm.bounds is refused before any work (status over_caps, exit 2);
+    a verification that runs past `budget_s` ends as status budget_exceeded (exit 3), scored
+    as a missing artifact: it is neither infeasible nor a verdict on the model.
+    """
+    with bounds.deadline(budget_s):
+        try:
+            return _verify(task, data, lean=lean)
+        except bounds.BudgetExceeded as exc:
+            return VerifyReport(
+                task=task.slug,
+                exit_code=3,
+                readable=True,
+                error=str(exc),
+                status="budget_exceeded",
+                score=score_task(task, None).to_json(),
+            )
+
+
+def _verify(task: Task, data: bytes | None, *, lean: bool) -> VerifyReport:
     if data is None:
         return _unreadable(task, "missing artifact", "missing_artifact")
     try:
         doc = read_artifact(data)
-    except ArtifactError as exc:
-        return _unreadable(task, str(exc), "unreadable")
+    except ArtifactError as exc:  # over a cap of tbmm.bounds: its own status
+        over = isinstance(exc.__cause__, bounds.BoundsError)
+        return _unreadable(task, str(exc), "over_caps" if over else "unreadable")
     ev = evaluate(task, doc)
+    bounds.check_budget("after the gate, the replay and scoring")
     g, s, resolved = ev.gate, ev.score, ev.doc
     assert resolved is not None
     failing = [f"gate {i.name} ({i.check.form.value}): {i.message}" for i in g.failed]
@@ -94,6 +118,7 @@ def verify_artifact(task: Task, data: bytes | None, *, lean: bool = True) -> Ver
         from tbmm.lean.certify import check_artifact
 
         lr = check_artifact(task, resolved, gate_report=g, score=s)
+        bounds.check_budget("after the Lean check")
         lean_state = "ok" if lr.ok else "fail"
         lean_detail = lr.to_json()
         failing += [f"lean {o}" for o in lr.failing]

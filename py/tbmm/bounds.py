@@ -1,0 +1,196 @@
+"""Bounded verification input: caps an artifact must meet before any real work is done.
+
+Verification runs outside the sandbox, on the host, so an artifact must not be able to
+stall it. The cost of verifying grows with the number of list entries the gate, the
+scorer and the Lean certificate expand (`[*]` paths), with the digits of each number, and
+with the nesting depth; parsing alone grows with the bytes. `check()` enforces a cap on
+each, cheapest first:
+
+1. bytes: the length, before anything is parsed (`read_capped` does not even read more);
+2. a single pass of the C JSON scanner over at most `max_bytes`, with numbers kept as their
+   text (no int or decimal conversion) and each number's length checked as it is seen;
+3. an iterative walk of that tree: nesting depth, entries per list (a generic cap, or a
+   per-path cap such as ``{"q5.uavs": 5, "q5.uavs[*].drops": 3}`` derived from the task's
+   statement) and entries over all lists together.
+
+Every rejection is a `BoundsError` with a one-line reason. `tbmm.bounds_bench` measures
+how long the largest artifact within the default caps takes to verify.
+
+Also here: `deadline()` / `check_budget()`, a per-artifact verification time budget that
+verification code polls; exceeding it raises `BudgetExceeded` (its own outcome,
+"budget_exceeded", never "infeasible").
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import stat
+import time
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+MiB = 1024 * 1024
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True)
+class Caps:
+    """Limits on one artifact. `per_path` overrides `max_list` for the list at that path
+    (paths in tbmm.paths syntax, `[*]` for "any entry of the enclosing list")."""
+
+    max_bytes: int = 1 * MiB
+    max_depth: int = 32
+    max_digits: int = 40  # characters of one number literal (digits, sign, '.', exponent)
+    max_list: int = 32
+    max_list_total: int = 48
+    per_path: Mapping[str, int] = field(default_factory=dict)
+
+    def list_cap(self, path: str) -> int:
+        return self.per_path.get(path, self.max_list)
+
+
+DEFAULT_CAPS = Caps()
+
+
+class BoundsError(ValueError):
+    """The artifact exceeds a cap; the message is a one-line reason."""
+
+
+def strip_bom(data: bytes | str) -> bytes | str:
+    """A UTF-8 byte-order mark is legal at the start of a UTF-8 file; JSON parsers refuse it."""
+    if isinstance(data, bytes):
+        return data[len(UTF8_BOM) :] if data.startswith(UTF8_BOM) else data
+    return data[1:] if data.startswith("\ufeff") else data
+
+
+def check_size(size: int, caps: Caps = DEFAULT_CAPS) -> None:
+    if size > caps.max_bytes:
+        raise BoundsError(f"artifact is {size} bytes, over the cap of {caps.max_bytes} bytes")
+
+
+def read_capped(path: Path, caps: Caps = DEFAULT_CAPS) -> bytes:
+    """A file's bytes, never reading more than the cap (OSError if it cannot be read)."""
+    with open(path, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if stat.S_ISREG(st.st_mode):
+            check_size(st.st_size, caps)
+        data = fh.read(caps.max_bytes + 1)
+    check_size(len(data), caps)
+    return data
+
+
+def check(data: bytes | str, caps: Caps = DEFAULT_CAPS) -> None:
+    """Raise BoundsError if `data` exceeds a cap. Input that is not JSON at all passes:
+    the parser proper reports it (with its own reason)."""
+    check_size(len(data), caps)
+    data = strip_bom(data)
+
+    def number(text: str) -> None:
+        if len(text) > caps.max_digits:
+            raise BoundsError(
+                f"a number has {len(text)} characters, over the cap of {caps.max_digits}: "
+                f"{text[:20]}..."
+            )
+
+    try:
+        doc = json.loads(data, parse_int=number, parse_float=number, parse_constant=number)
+    except BoundsError:
+        raise
+    except RecursionError as exc:
+        raise BoundsError(f"artifact is nested deeper than the cap of {caps.max_depth}") from exc
+    except ValueError:  # not JSON (or not UTF-8): the artifact parser says so
+        return
+    _walk(doc, caps)
+
+
+def _walk(doc: Any, caps: Caps) -> None:
+    total = 0
+    stack: list[tuple[Any, str, int]] = [(doc, "", 1)]
+    while stack:
+        node, path, depth = stack.pop()
+        if depth > caps.max_depth:
+            raise BoundsError(
+                f"artifact is nested deeper than the cap of {caps.max_depth} (at {_show(path)})"
+            )
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if isinstance(value, dict | list):
+                    stack.append((value, f"{path}.{key}" if path else str(key), depth + 1))
+        elif isinstance(node, list):
+            cap = caps.list_cap(path)
+            if len(node) > cap:
+                raise BoundsError(
+                    f"list {_show(path)} has {len(node)} entries, over the cap of {cap}"
+                )
+            total += len(node)
+            if total > caps.max_list_total:
+                raise BoundsError(
+                    f"lists hold {total} or more entries in all, over the cap of "
+                    f"{caps.max_list_total} (reached at {_show(path)})"
+                )
+            sub = f"{path}[*]"
+            stack.extend((v, sub, depth + 1) for v in node if isinstance(v, dict | list))
+
+
+def _show(path: str) -> str:
+    if not path:
+        return "<root>"
+    return path if len(path) <= 80 else path[:77] + "..."
+
+
+# -- per-artifact time budget ------------------------------------------------------------
+
+DEFAULT_BUDGET_S = 60.0
+
+
+class BudgetExceeded(Exception):
+    """Verification of one artifact ran past its time budget."""
+
+    def __init__(self, budget_s: float, stage: str) -> None:
+        super().__init__(f"verification budget of {budget_s:g} s exceeded ({stage})")
+        self.budget_s = budget_s
+        self.stage = stage
+
+
+@dataclass
+class Deadline:
+    budget_s: float
+    start: float = field(default_factory=time.monotonic)
+
+    def remaining(self) -> float:
+        return self.budget_s - (time.monotonic() - self.start)
+
+    def check(self, stage: str) -> None:
+        if self.remaining() < 0:
+            raise BudgetExceeded(self.budget_s, stage)
+
+
+_CURRENT: ContextVar[Deadline | None] = ContextVar("tbmm_verify_deadline", default=None)
+
+
+@contextlib.contextmanager
+def deadline(budget_s: float) -> Iterator[Deadline]:
+    """Make a budget current for this thread/context: `check_budget()` anywhere below sees it."""
+    d = Deadline(budget_s)
+    token = _CURRENT.set(d)
+    try:
+        yield d
+    finally:
+        _CURRENT.reset(token)
+
+
+def check_budget(stage: str) -> None:
+    """Raise BudgetExceeded if the current budget (if any) is spent. Cheap: call it in loops."""
+    d = _CURRENT.get()
+    if d is not None:
+        d.check(stage)
+
+
+def remaining_budget() -> float | None:
+    d = _CURRENT.get()
+    return d.remaining() if d is not None else None

@@ -1,0 +1,154 @@
+"""Bounded verification input: every cap rejects the artifact just over it (and accepts the
+one at it), before any heavy work, with a one-line reason; the CLI exits 2; the time budget
+is its own outcome; a UTF-8 BOM is accepted."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tbmm import bounds
+from tbmm.bounds import DEFAULT_CAPS, BoundsError, Caps
+from tbmm.scoring import ArtifactError, read_artifact
+from tbmm.tasks import Task
+from tbmm.verify import verify_artifact
+
+C = DEFAULT_CAPS
+TBMM = str(Path(sys.executable).with_name("tbmm"))  # the installed console script
+
+
+def nested(depth: int) -> str:
+    """An artifact whose containers nest `depth` deep (the root object counts as 1)."""
+    return '{"a": ' + "[" * (depth - 1) + "1" + "]" * (depth - 1) + "}"
+
+
+def over_each_cap() -> dict[str, str]:
+    """The smallest artifact over each default cap (what the attacker would try)."""
+    return {
+        "bytes": '{"a": "' + "x" * C.max_bytes + '"}',
+        "depth": nested(C.max_depth + 1),
+        "digits": '{"a": 1.' + "1" * (C.max_digits - 1) + "}",
+        "list": json.dumps({"a": list(range(C.max_list + 1))}),
+        "total": json.dumps(
+            {f"l{i}": [0] * C.max_list for i in range(C.max_list_total // C.max_list + 1)}
+        ),
+        "nested lists": json.dumps({"a": [[0] * 8 for _ in range(C.max_list_total // 8)]}),
+        "very deep": '{"a": ' + "[" * 200_000 + "]" * 200_000 + "}",
+    }
+
+
+@pytest.mark.parametrize("cap", list(over_each_cap()))
+def test_just_over_a_cap_is_rejected_with_a_reason(cap: str) -> None:
+    text = over_each_cap()[cap]
+    with pytest.raises(BoundsError) as info:
+        bounds.check(text.encode())
+    msg = str(info.value)
+    assert "\n" not in msg and "cap" in msg, msg
+    with pytest.raises(ArtifactError) as info2:  # the parser entry point refuses it too
+        read_artifact(text)
+    assert isinstance(info2.value.__cause__, BoundsError)
+
+
+def test_at_the_caps_is_accepted() -> None:
+    at = [
+        nested(C.max_depth),
+        '{"a": 1.' + "1" * (C.max_digits - 2) + "}",
+        json.dumps({"a": list(range(C.max_list))}),
+        json.dumps({f"l{i}": [0] * C.max_list for i in range(C.max_list_total // C.max_list)}),
+        '{"a": "' + "x" * (C.max_bytes - 9) + '"}',
+    ]
+    for text in at:
+        bounds.check(text)
+        assert isinstance(read_artifact(text), dict)
+
+
+def test_per_path_caps_override_the_generic_one() -> None:
+    caps = Caps(per_path={"q5.uavs": 5, "q5.uavs[*].drops": 3})
+    ok = {"q5": {"uavs": [{"drops": [1, 2, 3]}] * 5}}
+    bounds.check(json.dumps(ok), caps)
+    too_many_uavs = {"q5": {"uavs": [{"drops": [1]}] * 6}}
+    with pytest.raises(BoundsError, match=r"list q5\.uavs has 6 entries, over the cap of 5"):
+        bounds.check(json.dumps(too_many_uavs), caps)
+    too_many_drops = {"q5": {"uavs": [{"drops": [1, 2, 3, 4]}]}}
+    with pytest.raises(BoundsError, match=r"q5\.uavs\[\*\]\.drops has 4 entries"):
+        bounds.check(json.dumps(too_many_drops), caps)
+    # a larger per-path cap lets a statement's own maximum through the generic cap
+    bounds.check(json.dumps({"days": list(range(100))}), Caps(per_path={"days": 365}))
+
+
+def test_not_json_is_left_to_the_parser_and_numbers_stay_cheap() -> None:
+    bounds.check(b"{not json")  # the parser reports it, with its own reason
+    with pytest.raises(ArtifactError, match="not valid JSON"):
+        read_artifact(b"{not json")
+    # huge exponents are short literals: bounds passes them, exact.py refuses the value
+    doc = read_artifact('{"a": 1e999999999}')
+    assert type(doc["a"]).__name__ == "NonFinite"
+
+
+def test_utf8_bom_is_accepted(suite: list[Task]) -> None:
+    t = suite[0]
+    plain = t.anchor_artifact_bytes()
+    with_bom = bounds.UTF8_BOM + plain
+    assert read_artifact(with_bom) == read_artifact(plain)
+    assert read_artifact("\ufeff" + plain.decode()) == read_artifact(plain)
+    a, b = verify_artifact(t, plain, lean=False), verify_artifact(t, with_bom, lean=False)
+    assert (a.status, a.o_eval_exact) == (b.status, b.o_eval_exact) and b.readable
+
+
+def test_verify_over_caps_is_its_own_status(suite: list[Task]) -> None:
+    rep = verify_artifact(suite[0], over_each_cap()["list"].encode(), lean=False)
+    assert (rep.status, rep.exit_code, rep.readable) == ("over_caps", 2, False)
+    assert "over the cap of" in rep.error and rep.o_eval == 0.0
+
+
+def test_budget_exceeded_is_not_infeasible(suite: list[Task]) -> None:
+    t = suite[0]
+    rep = verify_artifact(t, t.anchor_artifact_bytes(), lean=False, budget_s=0.0)
+    assert (rep.status, rep.exit_code) == ("budget_exceeded", 3)
+    assert "verification budget of 0 s exceeded (after the gate)" in rep.error
+    assert rep.o_eval == 0.0 and rep.gate == "skipped"
+    # with time to spare the same artifact verifies normally
+    assert verify_artifact(t, t.anchor_artifact_bytes(), lean=False).status != "budget_exceeded"
+
+
+def test_budget_is_seen_by_code_deep_below_and_only_inside() -> None:
+    def deep() -> None:
+        bounds.check_budget("deep loop")
+
+    deep()  # no budget: nothing to exceed
+    assert bounds.remaining_budget() is None
+    with bounds.deadline(0.0), pytest.raises(bounds.BudgetExceeded, match="deep loop"):
+        deep()
+    with bounds.deadline(100.0) as d:
+        deep()
+        assert 0 < d.remaining() <= 100
+    assert bounds.remaining_budget() is None
+
+
+def test_cli_rejects_each_cap_with_exit_2(suite: list[Task], tmp_path: Path) -> None:
+    """Real subprocesses: `tbmm score/gate/verify` on an artifact over each cap."""
+    t = suite[0]
+    cases = over_each_cap()
+    huge = tmp_path / "huge.json"  # 50 GB, sparse: only a reader that stops at the cap returns
+    with open(huge, "wb") as fh:
+        fh.truncate(50 * 1024**3)
+    files = {"sparse 50 GB": huge}
+    for name, text in cases.items():
+        files[name] = tmp_path / f"{name.replace(' ', '_')}.json"
+        files[name].write_text(text)
+    runs = [("score", name) for name in files]  # every cap through one command...
+    runs += [(cmd, name) for cmd in ("gate", "verify") for name in ("sparse 50 GB", "total")]
+    for cmd, name in runs:  # ...and the byte and structure caps through the other two
+        proc = subprocess.run(
+            [TBMM, cmd, str(files[name]), "--task", t.slug],
+            capture_output=True,
+            text=True,
+            timeout=120,  # a guard against reading 50 GB, not a timing assertion
+        )
+        assert proc.returncode == 2, (cmd, name, proc.stderr)
+        err = " ".join(proc.stderr.split())
+        assert "over the cap" in err or "deeper than the cap" in err, (cmd, name, err)
