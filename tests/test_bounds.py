@@ -77,7 +77,10 @@ def test_per_path_caps_override_the_generic_one() -> None:
     with pytest.raises(BoundsError, match=r"q5\.uavs\[\*\]\.drops has 4 entries"):
         bounds.check(json.dumps(too_many_drops), caps)
     # a larger per-path cap lets a statement's own maximum through the generic cap
-    bounds.check(json.dumps({"days": list(range(100))}), Caps(per_path={"days": 365}))
+    lenient = Caps(per_path={"days": 365}, max_list_total=400)
+    bounds.check(json.dumps({"days": list(range(100))}), lenient)
+    with pytest.raises(BoundsError, match="list days has 100 entries, over the cap of 32"):
+        bounds.check(json.dumps({"days": list(range(100))}))
 
 
 def test_not_json_is_left_to_the_parser_and_numbers_stay_cheap() -> None:
