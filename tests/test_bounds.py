@@ -133,7 +133,7 @@ def test_budget_is_seen_by_code_deep_below_and_only_inside() -> None:
 
 
 def test_cli_rejects_each_cap_with_exit_2(suite: list[Task], tmp_path: Path) -> None:
-    """Real subprocesses: `tbmm score/gate/verify` on an artifact over each cap."""
+    """Real subprocesses: `tbmm score/gate/verify/replay` on an artifact over each cap."""
     t = suite[0]
     cases = over_each_cap()
     huge = tmp_path / "huge.json"  # 50 GB, sparse: only a reader that stops at the cap returns
@@ -145,9 +145,13 @@ def test_cli_rejects_each_cap_with_exit_2(suite: list[Task], tmp_path: Path) -> 
         files[name].write_text(text)
     runs = [("score", name) for name in files]  # every cap through one command...
     runs += [(cmd, name) for cmd in ("gate", "verify") for name in ("sparse 50 GB", "total")]
-    for cmd, name in runs:  # ...and the byte and structure caps through the other two
+    replayed = next((x for x in suite if x.replay_spec is not None), None)
+    if replayed is not None:
+        runs += [("replay", name) for name in ("sparse 50 GB", "total")]
+    for cmd, name in runs:  # ...and the byte and structure caps through the other commands
+        slug = replayed.slug if cmd == "replay" and replayed is not None else t.slug
         proc = subprocess.run(
-            [TBMM, cmd, str(files[name]), "--task", t.slug],
+            [TBMM, cmd, str(files[name]), "--task", slug],
             capture_output=True,
             text=True,
             timeout=120,  # a guard against reading 50 GB, not a timing assertion

@@ -85,7 +85,9 @@ def test_auto_backend_says_what_it_chose() -> None:
 def test_cli_run_oracle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     tasks = [make_fake_task(tmp_path / "tasks", f"cumcm-2099-{c}-fake") for c in "ab"]
     monkeypatch.setattr(
-        cli, "select_tasks", lambda spec, root=None, **kw: [t for t in tasks if spec in ("all", t.slug)]
+        cli,
+        "select_tasks",
+        lambda spec, root=None, **kw: [t for t in tasks if spec in ("all", t.slug)],
     )
     monkeypatch.setattr(
         "harness.runner.default_verifier", lambda: (stand_in_verify, "verification: stand-in")
@@ -111,7 +113,7 @@ def test_cli_prints_isolation_and_refuses_weaker(
     """`tbmm run` says what enforces each property; a missing one stops the sweep unless
     --allow-weaker-isolation is given."""
     tasks = [make_fake_task(tmp_path / "tasks")]
-    monkeypatch.setattr(cli, "select_tasks", lambda spec, root=None: tasks)
+    monkeypatch.setattr(cli, "select_tasks", lambda spec, root=None, **kw: tasks)
     monkeypatch.setattr(
         "harness.runner.default_verifier", lambda: (stand_in_verify, "verification: stand-in")
     )

@@ -42,7 +42,7 @@ def test_tbmm_run_on_corrupt_store_names_the_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     tasks = [make_fake_task(tmp_path / "tasks")]
-    monkeypatch.setattr(cli, "select_tasks", lambda spec, root=None: tasks)
+    monkeypatch.setattr(cli, "select_tasks", lambda spec, root=None, **kw: tasks)
     monkeypatch.setattr(cli, "check_isolation", lambda *a, **k: None)  # not what is tested
     db = tmp_path / "corrupt.sqlite"
     db.write_bytes(b"garbage" * 1000)
