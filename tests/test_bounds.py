@@ -112,7 +112,7 @@ def test_budget_exceeded_is_not_infeasible(suite: list[Task]) -> None:
     t = suite[0]
     rep = verify_artifact(t, t.anchor_artifact_bytes(), lean=False, budget_s=0.0)
     assert (rep.status, rep.exit_code) == ("budget_exceeded", 3)
-    assert "verification budget of 0 s exceeded (after the gate)" in rep.error
+    assert rep.error.startswith("verification budget of 0 s exceeded (after the gate")
     assert rep.o_eval == 0.0 and rep.gate == "skipped"
     # with time to spare the same artifact verifies normally
     assert verify_artifact(t, t.anchor_artifact_bytes(), lean=False).status != "budget_exceeded"
