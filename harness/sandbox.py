@@ -45,6 +45,7 @@ WORK = "/root/work"
 RESULTS = "/root/results"
 MiB = 1024 * 1024
 DEFAULT_PIDS = 1024
+OUTPUT_KEEP = 16 * MiB  # of a command's stdout (and of its stderr) kept in the trial's blobs
 SUPERVISOR = Path(__file__).with_name("supervise.py")
 SYSTEM_DIRS = ("bin", "lib", "lib64", "sbin", "lib32", "libx32")
 
@@ -435,6 +436,7 @@ class SandboxSession:
     cgroup: TrialCgroup | None = None
     fs: TrialFS | None = None
     _closed: bool = False
+    _count: int = 0
 
     @property
     def results_dir(self) -> Path:
@@ -475,15 +477,37 @@ class SandboxSession:
         if self._closed:
             raise RuntimeError("the sandbox session is closed")
         cmd = self.command_line(argv, wall_sec=timeout, env=env, limit_memory=limit_memory)
-        return run_killable(
-            cmd,
-            timeout=timeout,
-            stdin=stdin,
-            stdout_path=stdout_path,
-            stderr_path=stderr_path,
-            capture_limit=capture_limit,
-            cgroup=self.cgroup,
-        )
+        if self.fs is None:
+            return run_killable(
+                cmd,
+                timeout=timeout,
+                stdin=stdin,
+                stdout_path=stdout_path,
+                stderr_path=stderr_path,
+                capture_limit=capture_limit,
+                cgroup=self.cgroup,
+            )
+        # Output is written on the trial's own disk (so the storage cap bounds it, not the
+        # host's disk); the caller's files get at most OUTPUT_KEEP bytes of it, head and tail.
+        self._count += 1
+        out_tmp, err_tmp = (self.fs.io / f"{self._count}.{n}" for n in ("out", "err"))
+        try:
+            res = run_killable(
+                cmd,
+                timeout=timeout,
+                stdin=stdin,
+                stdout_path=out_tmp,
+                stderr_path=err_tmp,
+                capture_limit=capture_limit,
+                cgroup=self.cgroup,
+            )
+            for tmp, dest in ((out_tmp, stdout_path), (err_tmp, stderr_path)):
+                if dest is not None:
+                    dest.write_bytes(_read_capped(tmp, OUTPUT_KEEP)[0])
+        finally:
+            for tmp in (out_tmp, err_tmp):
+                tmp.unlink(missing_ok=True)
+        return res
 
     def write_file(self, dest: str, data: bytes, *, timeout: float = 60.0) -> ExecResult:
         """Write bytes at a sandbox path from inside (the agent's own permissions apply)."""

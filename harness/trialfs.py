@@ -4,8 +4,8 @@
   (`AGENT_UID_BASE + slot`, held by a file lock so concurrent sweeps never share one),
   mapped to uid 1000 inside the sandbox's user namespace. Files the agent creates belong
   to that uid on the host, never to root.
-* **Disk.** `/root/work`, `/root/results` and the read-only copy of the task data live on
-  one ext4 filesystem in a sparse loop file of `storage_mb` (the task's `storage_mb`),
+* **Disk.** `/root/work`, `/root/results`, the read-only copy of the task data and the
+  commands' stdout/stderr files live on one ext4 filesystem in a sparse loop file of `storage_mb` (the task's `storage_mb`),
   mounted on the host under `RUNTIME_DIR/trials/<name>/fs`. The cap therefore holds across
   all the commands of the trial (each command is a fresh sandbox over the same dirs), and
   bind mounts from it show only `/workdir`, `/results`, ... in the sandbox's mountinfo,
@@ -171,6 +171,11 @@ class TrialFS:
         return self.fs / "results"
 
     @property
+    def io(self) -> Path:
+        """Where commands' stdout/stderr go (root-only dir; the cap covers them too)."""
+        return self.fs / "io"
+
+    @property
     def data(self) -> Path:
         return self.fs / "data"
 
@@ -207,6 +212,7 @@ class TrialFS:
         for d in (self.work, self.results):
             d.mkdir(mode=0o700)
             os.chown(d, self.uid, self.gid)
+        self.io.mkdir(mode=0o700)
         shutil.copytree(data_src, self.data, symlinks=False)
         _chmod_tree(self.data, 0o755, 0o644)
         write_etc(self.etc)

@@ -29,9 +29,7 @@ def sandbox():  # noqa: ANN201
     return backend
 
 
-def test_oracle_over_every_task_in_the_sandbox(
-    suite: list[Task], sandbox, tmp_path: Path
-) -> None:  # noqa: ANN001
+def test_oracle_over_every_task_in_the_sandbox(suite: list[Task], sandbox, tmp_path: Path) -> None:  # noqa: ANN001
     db = tmp_path / "oracle.sqlite"
     summary = run_sweep(OracleAgent(), None, suite, 1, sandbox, 2, db, False, progress=False)
     n = len(suite)

@@ -19,7 +19,14 @@ import pytest
 
 from harness import cgroups, trialfs
 from harness.runner import read_artifact
-from harness.sandbox import Limits, SandboxBackend, SandboxSession, bwrap_path, probe_features
+from harness.sandbox import (
+    OUTPUT_KEEP,
+    Limits,
+    SandboxBackend,
+    SandboxSession,
+    bwrap_path,
+    probe_features,
+)
 from harness.testing import make_fake_task
 from harness.trialfs import mounts_under
 from harness.venv import ensure_agent_venv
@@ -368,6 +375,28 @@ def test_tmp_and_results_stop_at_their_caps(tmp_path: Path, venv: Path) -> None:
     assert b"rc=0" in first.stdout, first.stdout
     assert b"No space left on device" in second.stdout and b"rc=0" not in second.stdout
     assert used <= 64 << 20
+
+
+def test_chatty_output_is_bounded_by_the_trial_disk(tmp_path: Path, venv: Path) -> None:
+    """stdout goes to the trial's own disk, not the host's: 100 MiB of output under a 32 MiB
+    cap stops at the cap, and the caller's copy keeps at most OUTPUT_KEEP of it."""
+    need("loop")
+    s = open_session(tmp_path, venv, storage_mb=32)
+    blob = tmp_path / "stdout.txt"
+    try:
+        res = s.exec(
+            ["sh", "-c", "head -c 100000000 /dev/zero; echo rc=$? >&2"],
+            timeout=60,
+            stdout_path=blob,
+            capture_limit=1024,
+        )
+        left = list(s.fs.io.iterdir())  # type: ignore[union-attr]
+    finally:
+        s.close()
+    assert b"rc=0" not in res.stderr, res.stderr  # the write failed at the disk cap
+    assert blob.stat().st_size <= OUTPUT_KEEP + 100
+    assert res.stdout_truncated and len(res.stdout) < 2048
+    assert left == []
 
 
 def _alive(marker: str) -> list[int]:
