@@ -24,6 +24,7 @@ removes what a killed sweep left behind.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import fcntl
 import os
 import shutil
@@ -127,6 +128,24 @@ def _run(*argv: str) -> None:
     proc = subprocess.run(list(argv), capture_output=True, text=True)
     if proc.returncode != 0:
         raise OSError(f"{' '.join(argv)}: {proc.stderr.strip() or proc.returncode}")
+
+
+# mount(2) / umount2(2) directly: a bind mount is two system calls, not two processes.
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_REMOUNT, MS_BIND = 1, 2, 4, 32, 4096
+MNT_DETACH = 2
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _sys_mount(src: str | None, dst: Path, flags: int) -> None:
+    if _libc.mount(src.encode() if src else None, str(dst).encode(), None, flags, None) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"mount {src} {dst}: {os.strerror(err)}")
+
+
+def _sys_umount(target: Path, flags: int = 0) -> None:
+    if _libc.umount2(str(target).encode(), flags) != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"umount {target}: {os.strerror(err)}")
 
 
 def mounts_under(root: Path) -> list[Path]:
@@ -245,9 +264,9 @@ class TrialFS:
         else:
             dest.touch()
         self.staged.append(dest)
-        _run("mount", "--bind", str(src), str(dest))
-        if not rw:
-            _run("mount", "-o", "remount,bind,ro,nosuid,nodev", str(dest))
+        _sys_mount(str(src), dest, MS_BIND)
+        ro = 0 if rw else MS_RDONLY
+        _sys_mount(None, dest, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NODEV | ro)
         return dest
 
     def close(self) -> None:
@@ -261,10 +280,10 @@ class TrialFS:
 def _teardown(root: Path) -> None:
     for point in mounts_under(root):
         try:
-            _run("umount", str(point))
+            _sys_umount(point)
         except OSError:
             with contextlib.suppress(OSError):
-                _run("umount", "-l", str(point))
+                _sys_umount(point, MNT_DETACH)
     if mounts_under(root):
         raise OSError(f"could not unmount everything under {root}")
     shutil.rmtree(root, ignore_errors=True)
