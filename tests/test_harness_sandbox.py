@@ -6,6 +6,7 @@ with the reason printed; the rest run everywhere bubblewrap runs.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -519,3 +520,51 @@ def test_killed_harness_strands_nothing(tmp_path: Path) -> None:
     # what they left (cgroups, mounts) is reaped by the next sweep
     cgroups.reap_stale()
     trialfs.reap_stale()
+
+
+UNPRIVILEGED_HARNESS = """
+import json, tempfile
+from pathlib import Path
+from harness.sandbox import Limits, SandboxBackend
+from harness.testing import make_fake_task
+tmp = Path(tempfile.mkdtemp())
+task = make_fake_task(tmp / "tasks")
+b = SandboxBackend("bwrap", None)
+iso = b.isolation(Limits(wall_sec=10))
+s = b.open(data_dir=task.data_dir, trial_dir=tmp / "t", limits=Limits(wall_sec=10))
+r = s.exec(["sh", "-c", "id -u; wc -l < /etc/passwd; cat /etc/shadow 2>&1 | head -c 0; echo ok"],
+           timeout=20)
+s.close()
+print(json.dumps({"missing": sorted(k for k, v in iso.items() if not v),
+                  "out": r.stdout.decode().split(), "code": r.exit_code}))
+"""
+
+
+def test_without_root_it_still_runs_and_says_what_is_missing() -> None:
+    """A harness that is not root (here: uid 65534) gets a user-namespace sandbox and an
+    isolation report that names every property it cannot enforce."""
+    need("root")  # to play the non-root harness
+    proc = subprocess.run(
+        [
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            sys.executable,
+            "-c",
+            UNPRIVILEGED_HARNESS,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd="/tmp",
+    )
+    if proc.returncode != 0 and "Permission denied" in proc.stderr:
+        why = f"the project is not readable by uid 65534: {proc.stderr[-200:]}"
+        print(f"SKIP reason: {why}")
+        pytest.skip(why)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert got["code"] == 0 and got["out"] == ["1000", "3", "ok"], got
+    assert {"pids", "memory", "cpu", "storage", "timeout", "host_paths"} <= set(got["missing"])
+    assert "unprivileged" not in got["missing"] and "network" not in got["missing"]
