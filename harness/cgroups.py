@@ -12,10 +12,10 @@ hold for the whole process tree, whatever it forks, unlike rlimits.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -49,10 +49,10 @@ def _unescape(text: str) -> str:
     return "".join(out)
 
 
-def _cgroup_mounts() -> list[tuple[str, Path, str, set[str]]]:
+def _cgroup_mounts(mountinfo: str) -> list[tuple[str, Path, str, set[str]]]:
     """(mount root, mount point, fstype, super options) of every cgroup filesystem."""
     out = []
-    for line in Path("/proc/self/mountinfo").read_text().splitlines():
+    for line in mountinfo.splitlines():
         left, _, right = line.partition(" - ")
         f, r = left.split(), right.split()
         if len(r) >= 3 and r[0] in ("cgroup", "cgroup2"):
@@ -71,14 +71,30 @@ def _under(path: str, root: str) -> Path | None:
 @cache
 def discover() -> dict[str, Controller]:
     """The controllers this process can use (v1 first, then the unified hierarchy)."""
-    found: dict[str, Controller] = {}
-    mounts = _cgroup_mounts()
     try:
-        lines = Path("/proc/self/cgroup").read_text().splitlines()
+        proc_cgroup = Path("/proc/self/cgroup").read_text()
+        mountinfo = Path("/proc/self/mountinfo").read_text()
     except OSError:
-        return found
+        return {}
+    return parse_controllers(proc_cgroup, mountinfo, _read_controllers)
+
+
+def _read_controllers(base: Path) -> set[str]:
+    try:
+        return set((base / "cgroup.controllers").read_text().split())
+    except OSError:
+        return set()
+
+
+def parse_controllers(
+    proc_cgroup: str, mountinfo: str, v2_controllers: Callable[[Path], set[str]]
+) -> dict[str, Controller]:
+    """Controllers from /proc/self/cgroup and mountinfo texts (pure but for the callback
+    that lists a v2 cgroup's controllers): v1 hierarchies first, then the unified one."""
+    found: dict[str, Controller] = {}
+    mounts = _cgroup_mounts(mountinfo)
     v2_path = None
-    for line in lines:
+    for line in proc_cgroup.splitlines():
         hid, ctrls, path = line.split(":", 2)
         if hid == "0" and ctrls == "":
             v2_path = path
@@ -97,11 +113,10 @@ def discover() -> dict[str, Controller]:
             if fstype != "cgroup2" or rel is None:
                 continue
             base = point / rel
-            with contextlib.suppress(OSError):
-                available = set((base / "cgroup.controllers").read_text().split())
-                for ctrl in LIMITED:
-                    if ctrl in available and ctrl not in found:
-                        found[ctrl] = Controller(ctrl, 2, base)
+            available = v2_controllers(base)
+            for ctrl in LIMITED:
+                if ctrl in available and ctrl not in found:
+                    found[ctrl] = Controller(ctrl, 2, base)
             break
     return found
 
@@ -165,18 +180,22 @@ class TrialCgroup:
         return [d / "cgroup.procs" for d in self.unique_dirs]
 
     @classmethod
-    def create(cls, limits: CgroupLimits, name: str | None = None) -> TrialCgroup:
+    def create(
+        cls,
+        limits: CgroupLimits,
+        name: str | None = None,
+        controllers: dict[str, Controller] | None = None,
+    ) -> TrialCgroup:
         """Create the cgroup dirs and write the limits; raise OSError if a write fails."""
         cg = cls(name or f"{owner_tag()}-{uuid.uuid4().hex[:8]}")
         try:
-            cg._create(limits)
+            cg._create(limits, discover() if controllers is None else controllers)
         except BaseException:
             cg.remove()
             raise
         return cg
 
-    def _create(self, limits: CgroupLimits) -> None:
-        ctrls = discover()
+    def _create(self, limits: CgroupLimits, ctrls: dict[str, Controller]) -> None:
         by_base: dict[Path, list[str]] = {}
         for c in ctrls.values():
             if c.version == 2:
