@@ -102,10 +102,49 @@ def test_utf8_bom_is_accepted(suite: list[Task]) -> None:
     assert (a.status, a.o_eval_exact) == (b.status, b.o_eval_exact) and b.readable
 
 
+def _referenced_list(suite: list[Task]) -> tuple[Task, str]:
+    """A task and one list its gate, fields or metrics reach into (verification expands it)."""
+    for t in suite:
+        for path in sorted(t.caps.referenced or ()):
+            if "[*]" not in path:
+                return t, path
+    raise AssertionError("no task refers to a list")
+
+
+def _over(t: Task, path: str) -> str:
+    from tbmm import exact
+    from tbmm.paths import set_path
+
+    doc: dict = {}
+    set_path(doc, path, [exact.Num(None, "0", True)] * (t.caps.list_cap(path) + 1))
+    return exact.dumps(doc)
+
+
 def test_verify_over_caps_is_its_own_status(suite: list[Task]) -> None:
-    rep = verify_artifact(suite[0], over_each_cap()["list"].encode(), lean=False)
+    t, path = _referenced_list(suite)
+    rep = verify_artifact(t, _over(t, path).encode(), lean=False)
     assert (rep.status, rep.exit_code, rep.readable) == ("over_caps", 2, False)
-    assert "over the cap of" in rep.error and rep.o_eval == 0.0
+    assert f"list {path} has" in rep.error and "over the cap of" in rep.error
+    assert rep.o_eval == 0.0
+
+
+def test_an_unreferenced_extra_table_is_not_a_reason_to_refuse(suite: list[Task]) -> None:
+    """Lists nothing verifies are only parsed: an honest answer may carry a long table."""
+    t = suite[0]
+    doc = json.loads(t.anchor_artifact_bytes())
+    doc["supporting_table"] = [[i, i * 0.5] for i in range(2000)]
+    rep = verify_artifact(t, json.dumps(doc).encode(), lean=False)
+    assert rep.readable and rep.status == "scored" and rep.o_eval == 1.0
+    doc["supporting_table"] = list(range(Caps().max_list_unreferenced + 1))
+    rep = verify_artifact(t, json.dumps(doc).encode(), lean=False)
+    assert rep.status == "over_caps"
+
+
+def test_task_caps_derive_from_the_declared_lists(suite: list[Task]) -> None:
+    for t in suite:
+        for ls in t.artifact_map.lists:
+            assert t.caps.list_cap(ls.path) == ls.max_items
+            assert ls.path in (t.caps.referenced or ())
 
 
 def test_budget_exceeded_is_not_infeasible(suite: list[Task]) -> None:
@@ -134,8 +173,11 @@ def test_budget_is_seen_by_code_deep_below_and_only_inside() -> None:
 
 def test_cli_rejects_each_cap_with_exit_2(suite: list[Task], tmp_path: Path) -> None:
     """Real subprocesses: `tbmm score/gate/verify/replay` on an artifact over each cap."""
-    t = suite[0]
+    t, path = _referenced_list(suite)
     cases = over_each_cap()
+    cases["total"] = _over(t, path)  # an over-cap list the task's verification would expand
+    # generic lists nothing refers to are only parsed (test_an_unreferenced_extra_table_...)
+    del cases["list"], cases["nested lists"]
     huge = tmp_path / "huge.json"  # 50 GB, sparse: only a reader that stops at the cap returns
     with open(huge, "wb") as fh:
         fh.truncate(50 * 1024**3)
@@ -150,6 +192,9 @@ def test_cli_rejects_each_cap_with_exit_2(suite: list[Task], tmp_path: Path) -> 
         runs += [("replay", name) for name in ("sparse 50 GB", "total")]
     for cmd, name in runs:  # ...and the byte and structure caps through the other commands
         slug = replayed.slug if cmd == "replay" and replayed is not None else t.slug
+        if cmd == "replay" and name == "total" and replayed is not None:
+            rt, rpath = _referenced_list([replayed])
+            files[name].write_text(_over(rt, rpath))
         proc = subprocess.run(
             [TBMM, cmd, str(files[name]), "--task", slug],
             capture_output=True,

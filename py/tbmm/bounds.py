@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import stat
 import time
 from collections.abc import Iterator, Mapping
@@ -41,17 +42,43 @@ UTF8_BOM = b"\xef\xbb\xbf"
 @dataclass(frozen=True)
 class Caps:
     """Limits on one artifact. `per_path` overrides `max_list` for the list at that path
-    (paths in tbmm.paths syntax, `[*]` for "any entry of the enclosing list")."""
+    (paths in tbmm.paths syntax, `[*]` for "any entry of the enclosing list").
 
-    max_bytes: int = 1 * MiB
+    Only *referenced* lists cost verification work (the gate, the scorer and the Lean
+    certificate expand them); `referenced` names them (None: every list is). A list nothing
+    refers to is only parsed: it is held to the looser `max_list_unreferenced` and does not
+    count toward `max_list_total`, so an honest extra table does not sink an answer."""
+
+    max_bytes: int = 4 * MiB
     max_depth: int = 32
     max_digits: int = 40  # characters of one number literal (digits, sign, '.', exponent)
     max_list: int = 32
     max_list_total: int = 48
     per_path: Mapping[str, int] = field(default_factory=dict)
+    referenced: frozenset[str] | None = None
+    max_list_unreferenced: int = 100_000
 
     def list_cap(self, path: str) -> int:
         return self.per_path.get(path, self.max_list)
+
+    def is_referenced(self, path: str) -> bool:
+        return self.referenced is None or path in self.referenced
+
+
+_INDEX = re.compile(r"\[(\d+|\*)\]")
+
+
+def list_paths(paths: Iterator[str] | list[str]) -> frozenset[str]:
+    """Every list a set of artifact paths reaches into, with `[*]` for any index:
+    `a.b[2].c[*].d` -> {`a.b`, `a.b[*].c`}."""
+    out = set()
+    for p in paths:
+        norm = _INDEX.sub("[*]", p)
+        i = norm.find("[*]")
+        while i >= 0:
+            out.add(norm[:i])
+            i = norm.find("[*]", i + 3)
+    return frozenset(out)
 
 
 DEFAULT_CAPS = Caps()
@@ -122,12 +149,14 @@ def _walk(doc: Any, caps: Caps) -> None:
                 if isinstance(value, dict | list):
                     stack.append((value, f"{path}.{key}" if path else str(key), depth + 1))
         elif isinstance(node, list):
-            cap = caps.list_cap(path)
+            referenced = caps.is_referenced(path)
+            cap = caps.list_cap(path) if referenced else caps.max_list_unreferenced
             if len(node) > cap:
                 raise BoundsError(
                     f"list {_show(path)} has {len(node)} entries, over the cap of {cap}"
                 )
-            total += len(node)
+            if referenced:
+                total += len(node)
             if total > caps.max_list_total:
                 raise BoundsError(
                     f"lists hold {total} or more entries in all, over the cap of "
@@ -159,15 +188,21 @@ class BudgetExceeded(Exception):
 
 @dataclass
 class Deadline:
+    """A cooperative time budget: long loops call `check()`."""
+
     budget_s: float
     start: float = field(default_factory=time.monotonic)
 
     def remaining(self) -> float:
         return self.budget_s - (time.monotonic() - self.start)
 
-    def check(self, stage: str) -> None:
+    def check(self, stage: str = "") -> None:
         if self.remaining() < 0:
-            raise BudgetExceeded(self.budget_s, stage)
+            raise BudgetExceeded(self.budget_s, stage or "a replay")
+
+    @property
+    def elapsed(self) -> float:
+        return time.monotonic() - self.start
 
 
 _CURRENT: ContextVar[Deadline | None] = ContextVar("tbmm_verify_deadline", default=None)

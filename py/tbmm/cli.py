@@ -350,24 +350,25 @@ def tasks_fetch_assets(tasks_root: TasksRoot = TASKS_ROOT, timeout: float = 20.0
     raise typer.Exit(1 if missing else 0)
 
 
-def _read_artifact_bytes(path: Path) -> bytes:
+def _read_artifact_bytes(path: Path, task: Task | None = None) -> bytes:
     """The file's bytes, refused (exit 2) past the byte cap without reading the rest."""
-    from tbmm.bounds import BoundsError, read_capped
+    from tbmm.bounds import DEFAULT_CAPS, BoundsError, read_capped
 
     try:
-        return read_capped(path)
+        return read_capped(path, task.caps if task is not None else DEFAULT_CAPS)
     except BoundsError as exc:
         raise _fail(f"{path}: {exc}") from exc
     except OSError as exc:
         raise _fail(f"cannot read {path}: {exc.strerror or exc}") from exc
 
 
-def _read_artifact_file(path: Path) -> dict:
+def _read_artifact_file(path: Path, task: Task) -> dict:
+    """The artifact of `task` parsed exactly, within the task's input caps (exit 2 if not)."""
     from tbmm.scoring import ArtifactError, read_artifact
 
-    data = _read_artifact_bytes(path)
+    data = _read_artifact_bytes(path, task)
     try:
-        return read_artifact(data)
+        return read_artifact(data, task.caps)
     except ArtifactError as exc:
         raise _fail(f"{path}: {exc}") from exc
 
@@ -391,7 +392,7 @@ def score(
     from tbmm.scoring import score_task
 
     t = _task(task, tasks_root)
-    doc = _read_artifact_file(artifact)
+    doc = _read_artifact_file(artifact, t)
     try:
         ev = evaluate(t, doc)
         result = ev.score
@@ -437,7 +438,7 @@ def gate(
     from tbmm.pipeline import evaluate
 
     t = _task(task, tasks_root)
-    doc = _read_artifact_file(artifact)
+    doc = _read_artifact_file(artifact, t)
     try:
         report = evaluate(t, doc).gate
     except TaskFormatError as exc:
@@ -492,7 +493,7 @@ def replay(
         raise _fail(str(exc)) from exc
     if spec is None:
         raise _fail(f"task {t.slug} has no replay (no replay.toml)")
-    doc = _read_artifact_file(artifact)
+    doc = _read_artifact_file(artifact, t)
     ev = evaluate(t, doc)
     rep = ev.replay
     assert rep is not None
@@ -615,7 +616,7 @@ def verify(
     from tbmm.verify import verify_artifact
 
     t = _task(task, tasks_root)
-    data = _read_artifact_bytes(artifact)
+    data = _read_artifact_bytes(artifact, t)
     try:
         rep = verify_artifact(t, data, lean=not no_lean)
     except TaskFormatError as exc:

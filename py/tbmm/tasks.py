@@ -167,6 +167,28 @@ class Task:
         return load_model(self.dir / "gate.toml", GateSpec)
 
     @cached_property
+    def caps(self) -> Any:
+        """The input caps of this task's artifacts (`tbmm.bounds.Caps`): each declared list at
+        its statement's `max_items`; other lists that a field, metric or gate check reaches
+        into at the generic cap; lists nothing refers to are only parsed (looser cap)."""
+        from tbmm.bounds import DEFAULT_CAPS, Caps, list_paths
+
+        amap = self.artifact_map
+        per_path = {ls.path: ls.max_items for ls in amap.lists}
+        paths = [f.path for f in amap.field] + [m.path for m in self.scoring.metric]
+        paths += [p for c in self.gate.check for p in c.paths()]
+        referenced = list_paths(p for p in paths if not p.startswith("replayed."))
+        referenced |= frozenset(per_path)
+
+        def bound(path: str) -> int:
+            """Entries a declared list can hold over the whole artifact (nested lists multiply)."""
+            parent = path.rsplit("[*]", 1)[0] if "[*]" in path else ""
+            return per_path[path] * (bound(parent) if parent in per_path else 1)
+
+        total = DEFAULT_CAPS.max_list_total + sum(bound(p) for p in per_path)
+        return Caps(per_path=per_path, referenced=referenced, max_list_total=total)
+
+    @cached_property
     def replay_spec(self) -> ReplaySpec | None:
         """The task's replay (`replay.toml`), or None when its answers are not replayed."""
         path = self.dir / "replay.toml"

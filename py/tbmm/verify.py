@@ -104,7 +104,7 @@ def _verify(task: Task, data: bytes | None, *, lean: bool) -> VerifyReport:
     if data is None:
         return _unreadable(task, "missing artifact", "missing_artifact")
     try:
-        doc = read_artifact(data)
+        doc = read_artifact(data, task.caps)
     except ArtifactError as exc:  # over a cap of tbmm.bounds: its own status
         over = isinstance(exc.__cause__, bounds.BoundsError)
         return _unreadable(task, str(exc), "over_caps" if over else "unreadable")

@@ -37,32 +37,13 @@ from fractions import Fraction
 from typing import Any
 
 from tbmm import exact
+from tbmm.bounds import BudgetExceeded, Deadline
 from tbmm.models import REPLAYED, ReplaySpec
 from tbmm.paths import set_path
 
 
 class ReplayInputError(ValueError):
     """The decisions cannot be replayed (missing, malformed, out of the statement's range)."""
-
-
-class BudgetExceeded(RuntimeError):
-    """Verification of one artifact ran past its time budget (its own outcome, not a verdict)."""
-
-
-@dataclass
-class Deadline:
-    """A cooperative time budget: long loops call `check()`."""
-
-    seconds: float
-    start: float = field(default_factory=time.monotonic)
-
-    def check(self) -> None:
-        if time.monotonic() - self.start > self.seconds:
-            raise BudgetExceeded(f"verification budget of {self.seconds:g} s exceeded")
-
-    @property
-    def elapsed(self) -> float:
-        return time.monotonic() - self.start
 
 
 @dataclass
@@ -149,7 +130,12 @@ def run_replay(
     if spec is None:
         return base, None
     report = ReplayReport(module=spec.module, status="ok", notes=notes)
-    deadline = deadline or Deadline(float(exact.parse_decimal(spec.budget_seconds)))
+    if deadline is None:
+        from tbmm.bounds import remaining_budget
+
+        own = float(exact.parse_decimal(spec.budget_seconds))
+        left = remaining_budget()
+        deadline = Deadline(own if left is None else max(0.0, min(own, left)))
     fn = load_module(spec.module)
     t0 = time.monotonic()
     try:
@@ -178,3 +164,14 @@ def run_replay(
     resolved = dict(base)
     resolved[REPLAYED] = tree
     return resolved, report
+
+
+__all__ = [
+    "BudgetExceeded",
+    "Deadline",
+    "Outcome",
+    "ReplayInputError",
+    "ReplayReport",
+    "run_replay",
+    "to_exact",
+]
