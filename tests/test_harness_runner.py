@@ -131,7 +131,7 @@ def test_replay_layouts_and_missing(tmp_path: Path, backend: SandboxBackend) -> 
 def test_oversized_artifact_rejected_with_reason(tmp_path: Path, backend: SandboxBackend) -> None:
     task = make_fake_task(tmp_path / "tasks")
     agent = CommandAgent.from_shell(
-        'head -c 2000000 /dev/zero | tr "\\0" " " > "$TBMM_OUTPUT_PATH"', provider="none"
+        'head -c 5000000 /dev/zero | tr "\\0" " " > "$TBMM_OUTPUT_PATH"', provider="none"
     )
     db = tmp_path / "r.sqlite"
     run_sweep(
@@ -140,7 +140,7 @@ def test_oversized_artifact_rejected_with_reason(tmp_path: Path, backend: Sandbo
     (r,) = rows(db)
     assert r["exit_reason"] == "completed"
     assert r["artifact_status"] == "too_large" and r["artifact"] is None
-    assert r["artifact_size"] == 2_000_000
+    assert r["artifact_size"] == 5_000_000 > DEFAULT_CAPS.max_bytes
     assert f"over the {DEFAULT_CAPS.max_bytes}-byte limit" in r["detail"]
     assert (r["o_eval"], r["verify_exit"]) == (0.0, 2)  # scored as missing
 
