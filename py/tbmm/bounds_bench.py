@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tbmm import exact
-from tbmm.bounds import DEFAULT_CAPS, Caps
+from tbmm.bounds import DEFAULT_CAPS, BoundsError, Caps
 from tbmm.tasks import TASKS_ROOT, Task, load_suite
 
 _NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
@@ -38,15 +38,6 @@ def _lists(doc: Any) -> int:
     if isinstance(doc, list):
         return 1 + sum(_lists(v) for v in doc)
     return 0
-
-
-def _grow(doc: Any, n: int) -> Any:
-    if isinstance(doc, dict):
-        return {k: _grow(v, n) for k, v in doc.items()}
-    if isinstance(doc, list):
-        base = [_grow(v, n) for v in doc] or [exact.Num(None, "0", True)]
-        return [base[i % len(base)] for i in range(n)]
-    return doc
 
 
 def _entries(doc: Any) -> int:
@@ -71,24 +62,51 @@ def _long_digits(doc: Any, width: int) -> Any:
     return doc
 
 
-def worst_lists(task: Task, caps: Caps = DEFAULT_CAPS) -> bytes:
-    """The anchor with its lists at the caps and its numbers at the digit cap."""
-    doc = task.anchor_artifact
-    n_lists = _lists(doc)
-    grown = doc
-    if n_lists:
-        n = caps.max_list
-        while n > 1:
-            grown = _grow(doc, n)
-            if _entries(grown) <= caps.max_list_total:
+def _grow_to_caps(doc: Any, caps: Caps, scale: float, path: str = "") -> Any:
+    """Each referenced list grown to `scale` x its cap (the task's per-path caps included)."""
+    if isinstance(doc, dict):
+        return {
+            k: _grow_to_caps(v, caps, scale, f"{path}.{k}" if path else k) for k, v in doc.items()
+        }
+    if isinstance(doc, list):
+        sub = f"{path}[*]"
+        base = [_grow_to_caps(v, caps, scale, sub) for v in doc] or [exact.Num(None, "0", True)]
+        if not caps.is_referenced(path):
+            return base
+        n = max(1, int(caps.list_cap(path) * scale))
+        return [base[i % len(base)] for i in range(n)]
+    return doc
+
+
+def worst_lists(task: Task, caps: Caps | None = None) -> bytes:
+    """The anchor with its referenced lists as long as the caps admit (each at its own cap,
+    scaled down together until the total fits) and its numbers at the digit cap."""
+    caps = caps or task.caps
+    doc = {k: v for k, v in task.anchor_artifact.items() if k != "replayed"}
+    grown, scale = doc, 1.0
+    if _lists(doc):
+        while scale > 0.01:
+            grown = _grow_to_caps(doc, caps, scale)
+            try:
+                bounds_check(grown, caps)
                 break
-            n -= 1
+            except BoundsError:
+                scale *= 0.9
     return exact.dumps(_long_digits(grown, caps.max_digits), indent=None).encode()
 
 
-def worst_bytes(task: Task, caps: Caps = DEFAULT_CAPS) -> bytes:
+def bounds_check(doc: Any, caps: Caps) -> None:
+    from tbmm.bounds import check
+
+    check(exact.dumps(doc, indent=None), caps)
+
+
+def worst_bytes(task: Task, caps: Caps | None = None) -> bytes:
     """The anchor padded to the byte cap with long numbers and a chain at the depth cap."""
-    base = exact.dumps(task.anchor_artifact, indent=None)
+    caps = caps or task.caps
+    base = exact.dumps(
+        {k: v for k, v in task.anchor_artifact.items() if k != "replayed"}, indent=None
+    )
     number = "1." + "2" * (caps.max_digits - 2)
     chain = "[" * (caps.max_depth - 2) + "]" * (caps.max_depth - 2)
     head = base[:-1] + ', "tbmm_chain": ' + chain + ', "tbmm_padding": {'
@@ -120,7 +138,7 @@ class Timing:
     status: str
 
 
-def bench_task(task: Task, *, lean: bool = True, caps: Caps = DEFAULT_CAPS) -> list[Timing]:
+def bench_task(task: Task, *, lean: bool = True, caps: Caps | None = None) -> list[Timing]:
     from tbmm.verify import verify_artifact
 
     verify_artifact(task, task.anchor_artifact_bytes(), lean=lean)  # warm-up (Lean build)
