@@ -16,10 +16,19 @@ Design rules of this core (and of every TBMM module):
 * Definitions use recursors (`rec`/`casesOn`) directly instead of `match` or structural
   recursion: the equation compiler would need much more of the prelude (`PProd`,
   `below`/`brecOn`, `noConfusion`, …), and recursors are exactly what the kernel reduces.
-* The kernel evaluates `Nat.add`, `Nat.sub`, `Nat.mul`, `Nat.mod`, `Nat.beq` and
-  `Nat.ble` on numerals with GMP, *found by name*. The definitions below are therefore
-  the genuine functions (the kernel's shortcut must agree with them), written so that
-  they are correct for every input, not only for numerals.
+* The kernel evaluates a fixed list of `Nat` functions on numerals with GMP, *found by
+  name*, and trusts whatever definition bears the name: a module that declares, say,
+  `Nat.div` with a wrong body makes the kernel accept `Nat.div 4 2 = 2` (GMP) and
+  `Nat.div x 2 = 0` (the body), hence `false = true`. So this core declares *every* such
+  name, with the genuine function (Lean's conventions: `n / 0 = 0`, `n % 0 = n`,
+  `gcd 0 n = n`, `0 ^ 0 = 1`, `log2 0 = 0`), correct for every input and not only for
+  numerals; a later module that tries to claim one fails with "already declared". The
+  list (`ACCELERATED` in `tbmm.lean.audit`, which checks this module declares them all):
+  `add sub mul div mod gcd beq ble land lor xor shiftLeft shiftRight pow` — probed on the
+  v4.35.0 runtime by giving each name a wrong body in a scratch prelude and seeing `rfl`
+  on numerals follow GMP, not the body — plus `log2`, which Lean's sources list but the
+  v4.35.0 kernel evaluates by its body: it is declared here all the same, so a later
+  kernel that accelerates it finds the genuine function.
 * No new axioms, no proof holes and no compiler-trusted decision procedures: every obligation is a closed Bool computation
   proved by `rfl`, and `#print axioms` reports no axioms.
 -/
@@ -117,6 +126,65 @@ wrapping at `m` is a single structural recursion that is correct for every `m`,
 including `0` (it never wraps, giving `n`). -/
 def Nat.mod (n m : Nat) : Nat :=
   Nat.rec 0 (fun _ r => cond (Nat.beq (Nat.succ r) m) 0 (Nat.succ r)) n
+
+/-- Quotient, rounded down, with Lean's convention `n / 0 = 0` (kernel: GMP). Counting up
+from 0: `(k+1) / m = k / m + 1` exactly when `m` divides `k+1`; for `m = 0` the remainder
+`(k+1) % 0 = k+1` is never 0, so the quotient stays 0. -/
+def Nat.div (n m : Nat) : Nat :=
+  Nat.rec 0 (fun k q => cond (Nat.beq (Nat.mod (Nat.succ k) m) 0) (Nat.succ q) q) n
+
+/-- Greatest common divisor, with `gcd 0 n = n` and `gcd n 0 = n` (kernel: GMP). Euclid's
+algorithm, `gcd a b = if a = 0 then b else gcd (b % a) a`, run on a fuel of `n + 1` steps:
+the first argument strictly decreases from `n`, so it reaches 0 within `n + 1` calls and
+the fuel never runs out. -/
+def Nat.gcd (n m : Nat) : Nat :=
+  Nat.rec (motive := fun _ => Nat → Nat → Nat)
+    (fun _ b => b)
+    (fun _ g a b => Nat.casesOn (motive := fun _ => Nat) a b (fun _ => g (Nat.mod b a) a))
+    (Nat.succ n) n m
+
+/-- Power, `n ^ 0 = 1` (also for `n = 0`), by recursion on the exponent (kernel: GMP). -/
+def Nat.pow (n m : Nat) : Nat := Nat.rec 1 (fun _ p => Nat.mul p n) m
+
+/-- `n <<< m = n * 2 ^ m` (kernel: GMP). -/
+def Nat.shiftLeft (n m : Nat) : Nat := Nat.rec n (fun _ s => Nat.mul 2 s) m
+
+/-- `n >>> m = n / 2 ^ m`, halving `m` times (kernel: GMP). -/
+def Nat.shiftRight (n m : Nat) : Nat := Nat.rec n (fun _ s => Nat.div s 2) m
+
+/-- Floor of the base-2 logarithm, with `log2 0 = log2 1 = 0`: `log2 x = log2 (x / 2) + 1`
+for `x ≥ 2`. The fuel `n` suffices, since `n` halvings bring any `x ≤ n` below 2. -/
+def Nat.log2 (n : Nat) : Nat :=
+  Nat.rec (motive := fun _ => Nat → Nat)
+    (fun _ => 0)
+    (fun _ l x => cond (Nat.ble 2 x) (Nat.succ (l (Nat.div x 2))) 0)
+    n n
+
+/-- Exclusive or. -/
+def Bool.xor (a b : Bool) : Bool := cond a (not b) b
+
+/-- Lean's `Nat.bitwise f n m`: combine the binary digits of `n` and `m` with `f`, from the
+lowest up, a missing digit reading as `false`. Once `n` is 0 the rest is `m` when
+`f false true`, else 0; once `m` is 0 it is `n` when `f true false`, else 0. The fuel `n`
+suffices: `n` halvings bring the first argument to 0, which is the fuel-0 case itself. -/
+def Nat.bitwise (f : Bool → Bool → Bool) (n m : Nat) : Nat :=
+  Nat.rec (motive := fun _ => Nat → Nat → Nat)
+    (fun _ b => cond (f Bool.false Bool.true) b 0)
+    (fun _ r a b =>
+      cond (Nat.beq a 0) (cond (f Bool.false Bool.true) b 0)
+        (cond (Nat.beq b 0) (cond (f Bool.true Bool.false) a 0)
+          (Nat.add (Nat.mul 2 (r (Nat.div a 2) (Nat.div b 2)))
+            (cond (f (Nat.beq (Nat.mod a 2) 1) (Nat.beq (Nat.mod b 2) 1)) 1 0))))
+    n n m
+
+/-- Bitwise and (kernel: GMP). -/
+def Nat.land (n m : Nat) : Nat := Nat.bitwise and n m
+
+/-- Bitwise or (kernel: GMP). -/
+def Nat.lor (n m : Nat) : Nat := Nat.bitwise or n m
+
+/-- Bitwise exclusive or (kernel: GMP). -/
+def Nat.xor (n m : Nat) : Nat := Nat.bitwise Bool.xor n m
 
 end
 

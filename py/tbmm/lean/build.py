@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tbmm.lean.runtime import Toolchain, find_toolchain, run_lean
-from tbmm.lean.source import decl_at, read_imports
+from tbmm.lean.source import SourceIndex, index, read_imports
 
 LIBRARY = "TBMM"
 BUILD_DIR = Path("build") / "lean"  # relative to the project root; git-ignored (/build/)
@@ -225,13 +225,14 @@ def parse_messages(
     are read from `base` (Lean's working directory), or taken from `sources`.
     """
     sources = sources or {}
+    indexes: dict[str, SourceIndex | None] = {}  # each file lexed once, however many messages
     msgs: list[LeanMessage] = []
     current: dict[str, object] | None = None
 
     def flush() -> None:
         nonlocal current
         if current is not None:
-            msgs.append(_message(current, base, sources))
+            msgs.append(_message(current, base, sources, indexes))
             current = None
 
     for raw in output.splitlines():
@@ -277,15 +278,23 @@ def parse_messages(
     return msgs
 
 
-def _message(d: dict[str, object], base: Path | None, sources: dict[str, str]) -> LeanMessage:
+def _message(
+    d: dict[str, object],
+    base: Path | None,
+    sources: dict[str, str],
+    indexes: dict[str, SourceIndex | None],
+) -> LeanMessage:
     file, line = str(d["file"]), int(d["line"])  # type: ignore[call-overload]
     decl = None
-    text = sources.get(file)
-    src = (base or Path.cwd()) / file
-    if text is None and file.endswith(".lean") and src.is_file():
-        text = src.read_text(encoding="utf-8")
-    if text is not None and line > 0:
-        found = decl_at(text, line)
+    if file not in indexes:
+        text = sources.get(file)
+        src = (base or Path.cwd()) / file
+        if text is None and file.endswith(".lean") and src.is_file():
+            text = src.read_text(encoding="utf-8")
+        indexes[file] = index(text) if text is not None else None
+    idx = indexes[file]
+    if idx is not None and line > 0:
+        found = idx.decl_at(line)
         decl = found.name if found else None
     return LeanMessage(
         str(d["severity"]),
