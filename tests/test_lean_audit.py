@@ -1,15 +1,24 @@
-"""The Lean audit: `#print axioms` over core and obligations, and the forbidden-source scan."""
+"""The Lean audit: core soundness, forbidden-source scan, certificate allowlist, fidelity, axioms.
+
+These audit synthetic projects (a copy of the library with no task certificates, or with
+the certificate of the synthetic task of `conftest.py`); `test_lean_fidelity.py` attacks
+the committed certificates of the real suite.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
 import pytest
 
+from tbmm.lean.allowlist import check_certificate, check_term, library_names
 from tbmm.lean.audit import (
+    ACCELERATED,
     CORE_MARKER,
+    THEOREMS_MODULE,
     Obligation,
     audit,
     print_axioms,
@@ -17,7 +26,9 @@ from tbmm.lean.audit import (
     scan_text,
 )
 from tbmm.lean.build import build, copy_project, project_root
+from tbmm.lean.certify import render, write_anchor_certificates
 from tbmm.lean.serialize import module, rat, theorem
+from tbmm.tasks import Task
 
 REPO = project_root(Path(__file__).resolve().parent)
 
@@ -25,7 +36,7 @@ REPO = project_root(Path(__file__).resolve().parent)
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = copy_project(tmp_path_factory.mktemp("lean") / "proj", REPO, with_build=False)
-    build(root).raise_for_failure()
+    build(root, certs=False).raise_for_failure()
     return root
 
 
@@ -57,65 +68,64 @@ def test_repository_sources_are_clean() -> None:
 
 
 def test_core_has_no_axioms(project: Path) -> None:
-    res = audit(project)
-    assert res.ok, (res.errors, res.findings)
+    res = audit(project, tasks=[])
+    assert res.ok, (res.errors, res.findings, res.stale)
     assert {
         "Forms.interval",
         "Forms.product",
         "Reward.reward",
         "Reward.multiBoCell",
-        "Nat.mod",
+        *ACCELERATED,
     } <= set(res.axioms)
     assert all(a == [] for a in res.axioms.values())
     doc = res.to_json()
-    assert set(doc) >= {"ok", "obligations", "tasks", "forms", "axioms"}
+    assert set(doc) >= {"ok", "obligations", "tasks", "forms", "axioms", "theorems", "fidelity"}
     assert doc["ok"] is True and doc["obligations"] == 0
 
 
-def test_certificate_obligations_are_audited(project: Path) -> None:
-    write_cert(
-        project,
-        "Synthetic",
-        [
-            theorem(
-                "syn_height",
-                f"Forms.interval {rat(3)} (Option.some {rat(2)}) (Option.some {rat(6)})",
-            ),
-            theorem("syn_rated", f"Forms.threshold {rat(61)} Cmp.ge {rat(60)}"),
-        ],
-        [ob("syn_height", "interval"), ob("syn_rated", "threshold")],
-    )
-    res = audit(project)
-    assert res.ok, (res.errors, res.findings)
+def test_synthetic_certificate_is_audited(project: Path, syn: Task) -> None:
+    (cert,) = write_anchor_certificates([syn], project)
+    res = audit(project, tasks=[syn])
+    assert res.ok, (res.errors, res.findings, res.stale)
     doc = res.to_json()
-    assert doc["obligations"] == 2
-    assert doc["tasks"] == {"cumcm-2099-a-synthetic": 2}
-    assert doc["forms"] == {"interval": 1, "threshold": 1}
-    assert doc["axioms"]["syn_height"] == [] and doc["axioms"]["syn_rated"] == []
-    assert "TBMM.Cert.Synthetic" in res.modules
+    assert doc["obligations"] == len(cert.stated) > 10
+    assert doc["tasks"] == {syn.slug: len(cert.stated)}
+    assert doc["fidelity"] == {"certificates": 1, "stale": []}
+    assert {"interval", "threshold", "product", "order", "count", "sum_to"} <= set(doc["forms"])
+    assert all(doc["axioms"][o["decl"]] == [] for o in cert.sidecar())
+    assert cert.module in res.modules
 
 
-def test_sorry_is_rejected_twice(project: Path) -> None:
-    # Without Init there is no `sorryAx`, so a `sorry` cannot even build; the scan names it too.
+def test_certificate_of_a_task_not_given_is_unexpected(project: Path, syn: Task) -> None:
+    write_anchor_certificates([syn], project)
+    res = audit(project, tasks=[])
+    assert not res.ok
+    assert any("is not generated from any task" in s for s in res.stale)
+
+
+def test_sorry_is_rejected_three_times(project: Path) -> None:
+    # Without Init there is no `sorryAx`, so a `sorry` cannot even build; the scan names it
+    # and the allowlist refuses any proof but `rfl`.
     write_cert(
         project,
         "Cheat",
         ["theorem cheat : Eq Bool.true Bool.false := sorry\n"],
         [ob("cheat", "order")],
     )
-    res = audit(project)
+    res = audit(project, tasks=[])
     assert not res.ok
-    assert [f.token for f in res.findings] == ["sorry"]
+    assert "sorry" in [f.token for f in res.findings]
+    assert any("header" in f.reason for f in res.findings)  # the allowlist: no frame
     assert any("build failed" in e and "cheat" in e for e in res.errors)
 
 
-def test_new_axiom_is_rejected_twice(project: Path) -> None:
+def test_new_axiom_is_rejected(project: Path) -> None:
     body = [
         "axiom trustMe : Eq (Forms.threshold (Rat.frac 59 1) Cmp.ge (Rat.frac 60 1)) Bool.true\n",
         "theorem power : Eq (Forms.threshold (Rat.frac 59 1) Cmp.ge (Rat.frac 60 1)) Bool.true := trustMe\n",
     ]
     write_cert(project, "Axiom", body, [ob("power", "threshold")])
-    res = audit(project)
+    res = audit(project, tasks=[])
     assert not res.ok
     assert any(f.token == "axiom" for f in res.findings)
     assert res.axioms["power"] == ["trustMe"]
@@ -128,7 +138,7 @@ def test_native_decide_is_rejected(project: Path) -> None:
         ["theorem t : Eq Bool.true Bool.true := by native_decide\n"],
         [ob("t", "count")],
     )
-    res = audit(project)
+    res = audit(project, tasks=[])
     assert not res.ok
     assert any(f.token == "native_decide" for f in res.findings)
 
@@ -167,7 +177,7 @@ def test_sidecar_must_name_theorems(project: Path) -> None:
         [theorem("real_one", f"Forms.count {rat(7)} Option.none")],
         [ob("real_one", "count"), ob("missing_one", "count"), ob("Rat.add", "count")],
     )
-    res = audit(project)
+    res = audit(project, tasks=[])
     assert not res.ok
     assert any("missing_one is not declared" in e for e in res.errors)
     assert any("Rat.add is not declared" in e for e in res.errors)
@@ -181,7 +191,157 @@ def test_print_axioms_rejects_odd_names(project: Path) -> None:
 
 
 def test_explicit_obligations(project: Path) -> None:
-    res = audit(project, obligations=[Obligation("Forms.count", task="t", form="count")])
+    res = audit(project, tasks=[], obligations=[Obligation("Forms.count", task="t", form="count")])
     # A core definition is not a certificate theorem: the module check does not apply.
     assert res.ok, res.errors
     assert res.to_json()["forms"] == {"count": 1}
+
+
+# --- the core and the layout ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["Nat.gcd", "Nat.log2"])
+def test_core_must_claim_every_accelerated_name(project: Path, name: str) -> None:
+    core = project / "TBMM" / "Core.lean"
+    short = name.removeprefix("Nat.")
+    text = re.sub(rf"\bNat\.{short}\b", f"Nat.{short}Unclaimed", core.read_text())
+    core.write_text(text)
+    res = audit(project, tasks=[])
+    assert not res.ok
+    assert any(f"does not define {name}" in e for e in res.errors), res.errors
+
+
+def test_library_names_shadowing_a_certificate_name_are_rejected(project: Path) -> None:
+    forms = project / "TBMM" / "Forms.lean"
+    forms.write_text(
+        forms.read_text()
+        + "\nnamespace TBMM\nnoncomputable def Rat.frac (n d : Nat) : Rat := Rat.zero\nend TBMM\n"
+    )
+    res = audit(project, tasks=[])
+    assert not res.ok
+    assert any("TBMM.Rat.frac" in e and "shadows" in e for e in res.errors), res.errors
+
+
+def test_stray_module_is_rejected(project: Path) -> None:
+    (project / "TBMM" / "Extra.lean").write_text("prelude\nimport TBMM.Core\n")
+    res = audit(project, tasks=[])
+    assert not res.ok
+    assert any("TBMM.Extra is not imported" in e for e in res.errors), res.errors
+
+
+THEOREMS = """prelude
+import TBMM
+/-! Statements proved for all inputs (a stand-in for the real module). -/
+
+theorem Theorems.cond_true {α : Type} (x y : α) : Eq (cond Bool.true x y) x := rfl
+
+theorem Theorems.not_not_true : Eq (not (not Bool.true)) Bool.true := rfl
+"""
+
+
+def test_theorems_module_is_listed_apart(project: Path) -> None:
+    (project / "TBMM" / "Theorems.lean").write_text(THEOREMS)
+    res = audit(project, tasks=[])
+    assert res.ok, (res.errors, res.findings)
+    doc = res.to_json()["theorems"]
+    assert doc == {
+        "module": THEOREMS_MODULE,
+        "count": 2,
+        "names": ["Theorems.cond_true", "Theorems.not_not_true"],
+        "axiom_free": True,
+    }
+    assert THEOREMS_MODULE in res.modules
+
+
+def test_theorem_resting_on_an_axiom_fails_the_audit(project: Path) -> None:
+    (project / "TBMM" / "Theorems.lean").write_text(
+        THEOREMS + "\naxiom cheat : Eq Bool.true Bool.false\n"
+        "theorem Theorems.bad : Eq Bool.true Bool.false := cheat\n"
+    )
+    res = audit(project, tasks=[])
+    assert not res.ok
+    assert res.axioms["Theorems.bad"] == ["cheat"]
+    assert res.to_json()["theorems"]["axiom_free"] is False
+
+
+# --- the allowlist, line by line ------------------------------------------------------
+
+
+@pytest.fixture
+def syn_cert(syn: Task) -> tuple[str, str, list[tuple[str, bool]]]:
+    cert = render(syn, syn.anchor_artifact, contract=True)
+    return cert.text, cert.module, [(o.name, o.expect) for o in cert.stated]
+
+
+def test_generated_certificate_is_allowed(syn_cert: tuple[str, str, list]) -> None:
+    text, mod, expected = syn_cert
+    assert check_certificate(text, mod, library_names(REPO), expected=expected) == []
+
+
+FIRST = "set_option maxRecDepth 65536 in\ntheorem "
+
+
+def _after_namespace(text: str, extra: str) -> str:
+    head, rest = text.split("\n\n", 1)
+    return f"{head}\n{extra}\n\n{rest}"
+
+
+@pytest.mark.parametrize(
+    ("edit", "reason"),
+    [
+        (
+            lambda t: _after_namespace(
+                t, "def Forms.threshold (x : Rat) (o : Cmp) (c : Rat) : Bool := Bool.true"
+            ),
+            "before each theorem",
+        ),
+        (
+            lambda t: _after_namespace(t, "instance : OfNat Rat 7 := OfNat.mk (Rat.frac 7 1)"),
+            "before each theorem",
+        ),
+        (lambda t: _after_namespace(t, "open Forms"), "before each theorem"),
+        (lambda t: _after_namespace(t, "attribute [irreducible] Rat.le"), "before each theorem"),
+        (lambda t: _after_namespace(t, 'notation "T" => Bool.true'), "before each theorem"),
+        (lambda t: _after_namespace(t, "-- a comment"), "before each theorem"),
+        (
+            lambda t: t.replace(FIRST, "set_option maxHeartbeats 0 in\ntheorem ", 1),
+            "before each theorem",
+        ),
+        (lambda t: t.replace(FIRST, FIRST + "_root_.", 1), "not a `theorem"),
+        (lambda t: t.replace(":= rfl", ":= by decide", 1), "not a `theorem"),
+        (lambda t: t.replace(":= rfl", ":= sorry", 1), "not a `theorem"),
+        (lambda t: t.replace("import TBMM", "import TBMM.Core", 1), "only import"),
+        (lambda t: t.replace("namespace ", "namespace Other.", 1), "namespace"),
+        (lambda t: t.replace("Forms.", "Forms.Other.", 1), "not a library definition"),
+        (lambda t: t.replace("(Rat.frac", "(fun x => x) (Rat.frac", 1), "not a library definition"),
+        (lambda t: t.replace("(Rat.frac", '(Rat.frac "1"', 1), "not allowed"),
+        (lambda t: t.replace(FIRST + "gate_", FIRST + "Rat ", 1), "not a `theorem"),
+        (lambda t: t.replace(FIRST + "gate_ratio_ge_one ", FIRST + "Rat ", 1), "shadow"),
+        (lambda t: t.replace("Bool.true := rfl", "Bool.false := rfl", 1), "truth value"),
+        (lambda t: t.replace(FIRST + "gate_", FIRST + "gate_x", 1), "differ"),
+        (lambda t: t + "theorem extra : Eq Bool.true Bool.true := rfl\n", "close with"),
+        (
+            lambda t: re.sub(
+                r"(end TBMM\.Cert\.\w+\n)",
+                r"\1" + FIRST + "late : Eq (Bool.true) Bool.true := rfl\n",
+                t,
+            ),
+            "close with",
+        ),
+    ],
+)
+def test_allowlist_rejects(syn_cert: tuple[str, str, list], edit, reason: str) -> None:  # noqa: ANN001
+    text, mod, expected = syn_cert
+    mutated = edit(text)
+    assert mutated != text
+    found = check_certificate(mutated, mod, library_names(REPO), expected=expected)
+    assert any(reason in v.reason for v in found), [str(v) for v in found]
+
+
+def test_check_term() -> None:
+    allowed = frozenset({"Rat.frac", "Forms.count", "Option.none"})
+    assert check_term("Forms.count (Rat.frac 7 1) Option.none", allowed) is None
+    assert check_term("Forms.count (Rat.frac 7 1) Option.none)", allowed) is not None
+    assert check_term("Forms.count (Rat.frac 07 1) Option.none", allowed) is not None
+    assert check_term("Forms.count (Rat.frac 7 1) @Option.none", allowed) is not None
+    assert check_term("Forms.count (Rat.frac 7 1) Option.none.x", allowed) is not None

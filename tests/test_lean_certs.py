@@ -14,7 +14,7 @@ import pytest
 from tbmm import exact
 from tbmm.gate import run_gate
 from tbmm.lean.audit import audit
-from tbmm.lean.build import build, project_root
+from tbmm.lean.build import build, check_module, project_root
 from tbmm.lean.certify import CERT_DIR, check_artifact, render, write_anchor_certificates
 from tbmm.mutate import violations, with_leaf
 from tbmm.scoring import read_artifact
@@ -87,7 +87,9 @@ def _mutations(suite: list[Task]) -> list[tuple[str, str, str, Fraction]]:
     return picked
 
 
-def test_mutations_break_the_build_and_name_the_field(suite: list[Task]) -> None:
+def test_mutations_are_kernel_proved_and_name_the_field(suite: list[Task], tmp_path: Path) -> None:
+    """A single-leaf violation: the kernel proves the violation (the verify certificate states
+    Python's verdict) and refuses the claim of feasibility (the old certificate shape)."""
     muts = _mutations(suite)
     forms = {
         next(c.form.value for c in by_slug(suite, s).gate.check if c.id == n.split("[")[0])
@@ -101,22 +103,33 @@ def test_mutations_break_the_build_and_name_the_field(suite: list[Task]) -> None
         "threshold",
         "product",
     }, (len(muts), forms)
+    claims = []
     for slug, inst_name, path, value in muts:
         t = by_slug(suite, slug)
         mutated = with_leaf(t.anchor_artifact, path, value)
         res = check_artifact(t, mutated)
-        assert not res.ok, (slug, inst_name, path)
+        assert res.outcome == "fail" and res.ok, (slug, inst_name, path, res.to_json())
         decl = "gate_" + inst_name.replace("[", "_").replace("]", "")
-        hit = [f for f in res.failing if f.startswith(decl + " ")]
-        assert hit, (slug, decl, res.failing)
-        assert path in hit[0], (path, hit[0])
+        hit = [f for f in res.failing if f.startswith(decl + "_violated ")]
+        assert hit and path in hit[0] and "kernel proved" in hit[0], (slug, decl, res.failing)
+        failed = {
+            "gate_" + i.name.replace("[", "_").replace("]", "") for i in run_gate(t, mutated).failed
+        }
+        assert decl in failed
+        claims.append((failed, render(t, mutated, module=f"Claim{len(claims)}")))
+    for failed, cert in claims:  # claiming feasibility instead: the kernel refuses exactly those
+        f = tmp_path / f"{cert.module}.lean"
+        f.write_text(cert.text)
+        checked = check_module(f, ROOT)
+        refused = {m.decl for m in checked.messages if m.severity == "error"}
+        assert refused == {f"{cert.module}.{d}" for d in failed}, (failed, refused)
 
 
 def test_non_vacuity_predicate_rejects_then_accepts_corrected(suite: list[Task]) -> None:
     """The dragon-dance anchor is rejected; the same predicates accept a corrected artifact."""
     t = by_slug(suite, "cumcm-2024-a-dragon-dance")
     bad = check_artifact(t, t.anchor_artifact)
-    assert not bad.ok
+    assert bad.outcome == "fail"
     assert any("max_head_speed_mps" in f for f in bad.failing)
     assert any("max_speed_ratio_when_head_1mps" in f for f in bad.failing)
     doc = json.loads(exact.dumps(t.anchor_artifact))
@@ -126,7 +139,7 @@ def test_non_vacuity_predicate_rejects_then_accepts_corrected(suite: list[Task])
     }  # 1.6 * 1.25 = 2
     doc["q2"]["terminal_time_s"] = 412.47
     good = check_artifact(t, read_artifact(json.dumps(doc)))
-    assert good.ok, good.failing
+    assert good.outcome == "ok", good.to_json()
 
 
 def test_artifact_strings_never_reach_lean(suite: list[Task]) -> None:
@@ -140,7 +153,7 @@ def test_artifact_strings_never_reach_lean(suite: list[Task]) -> None:
     cert = render(t, art)
     assert "pwn" not in cert.text and "sorry" not in cert.text and "axiom" not in cert.text
     res = check_artifact(t, art)
-    assert not res.ok  # the gated string is a hard failure, reported without any Lean text
+    assert res.outcome == "fail"  # the gated string is a hard failure, without any Lean text
     assert any("not a finite number" in f for f in res.failing)
     assert run_gate(t, art).verdict == "fail"
 
@@ -148,17 +161,18 @@ def test_artifact_strings_never_reach_lean(suite: list[Task]) -> None:
 @pytest.mark.parametrize("slug", ["mcm-2025-b-juneau-tourism", "cumcm-2023-a-heliostat-field"])
 def test_feasible_anchor_verifies_in_lean(suite: list[Task], slug: str) -> None:
     res = check_artifact(by_slug(suite, slug), by_slug(suite, slug).anchor_artifact)
-    assert res.ok and res.obligations > 5 and not res.gaps
+    assert res.outcome == "ok" and res.obligations > 5 and not res.gaps
 
 
-def test_every_task_has_a_kernel_rejected_mutation(suite: list[Task]) -> None:
-    """For every task, one single-leaf violation of a real anchor field fails in Lean."""
+def test_every_task_has_a_kernel_proved_mutation(suite: list[Task]) -> None:
+    """For every task, one single-leaf violation of a real anchor field is proved in Lean."""
     for t in suite:
         found = next(violations(t, t.anchor_artifact), None)
         assert found, t.slug
         inst, path, value = found
         res = check_artifact(t, with_leaf(t.anchor_artifact, path, value))
-        decl = "gate_" + inst.name.replace("[", "_").replace("]", "")
+        decl = "gate_" + inst.name.replace("[", "_").replace("]", "") + "_violated"
+        assert res.outcome == "fail"
         assert any(f.startswith(decl + " ") and path in f for f in res.failing), (
             t.slug,
             decl,

@@ -611,8 +611,12 @@ def verify(
         bool, typer.Option("--no-lean", help="Skip the Lean kernel check (gate and score only).")
     ] = False,
 ) -> None:
-    """Schema + gate + score + Lean kernel check. Exit 0 feasible, 1 infeasible, 2 unreadable
-    or over a cap, 3 verification budget exceeded."""
+    """Schema + gate + score + Lean kernel check.
+
+    Exit 0 feasible, 1 infeasible, 2 unreadable, over a cap or no Lean toolchain, 3 no
+    verdict (verification budget exceeded, or Python and Lean disagree).
+    """
+    from tbmm.lean.runtime import ToolchainError
     from tbmm.verify import verify_artifact
 
     t = _task(task, tasks_root)
@@ -621,6 +625,8 @@ def verify(
         rep = verify_artifact(t, data, lean=not no_lean)
     except TaskFormatError as exc:
         raise _fail(str(exc)) from exc
+    except ToolchainError as exc:
+        raise _fail(f"{exc} (or pass --no-lean)") from exc
     if as_json:
         print(json.dumps(rep.model_dump(mode="json"), indent=2, ensure_ascii=False))
         raise typer.Exit(rep.exit_code)
@@ -628,8 +634,8 @@ def verify(
         raise _fail(f"{artifact}: {rep.error}", rep.exit_code)
     for issue in rep.schema_issues:
         console.print(f"[yellow]schema:[/yellow] {issue}", highlight=False)
-    style = {0: "green", 1: "red"}[rep.exit_code]
-    verdict = "FEASIBLE" if rep.exit_code == 0 else "INFEASIBLE"
+    style = {0: "green", 1: "red"}.get(rep.exit_code, "magenta")
+    verdict = {0: "FEASIBLE", 1: "INFEASIBLE"}.get(rep.exit_code, "NO VERDICT (Lean disagrees)")
     lean = rep.lean_detail
     console.print(
         f"[{style}]{verdict}[/{style}] {rep.task}: gate {rep.gate}, Lean {rep.lean}"

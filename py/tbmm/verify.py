@@ -2,8 +2,11 @@
 
 Exit codes: 0 feasible (the gate passed or only warned, and the Lean certificate of the
 artifact's invariants checked), 1 infeasible (names the failing obligation and field),
-2 unreadable input (or over a cap of tbmm.bounds), 3 verification budget exceeded. A failed
-gate (either layer) zeroes the task: O-Eval 0, Robust BO-Eval -1.
+2 unreadable input (or over a cap of tbmm.bounds), 3 no verdict: the verification budget
+was exceeded (status `budget_exceeded`), or the Lean kernel did not confirm what Python
+computed (status `lean_disagreement`, both values shown) — never "infeasible". A failed
+gate zeroes the task: O-Eval 0, Robust BO-Eval -1. A missing Lean toolchain raises
+`tbmm.lean.runtime.ToolchainError` (an infrastructure failure, not a score).
 """
 
 from __future__ import annotations
@@ -23,12 +26,12 @@ class VerifyReport(BaseModel):
     """Everything known about one artifact of one task (JSON-serialisable, stored by the harness)."""
 
     task: str
-    exit_code: int  # 0 feasible, 1 infeasible, 2 unreadable / over caps, 3 over budget
+    exit_code: int  # 0 feasible, 1 infeasible, 2 unreadable / over caps, 3 no verdict
     readable: bool
     error: str = ""
     schema_issues: list[str] = []
     gate: str = "skipped"  # pass | warn | fail | skipped
-    lean: str = "skipped"  # ok | fail | skipped
+    lean: str = "skipped"  # ok | fail | disagreement | error | skipped
     lean_detail: dict[str, Any] = {}
     failing: list[str] = []  # failing obligations / checks, each naming the artifact field
     o_eval: float = 0.0
@@ -119,9 +122,27 @@ def _verify(task: Task, data: bytes | None, *, lean: bool) -> VerifyReport:
 
         lr = check_artifact(task, resolved, gate_report=g, score=s)
         bounds.check_budget("after the Lean check")
-        lean_state = "ok" if lr.ok else "fail"
+        lean_state = lr.outcome
         lean_detail = lr.to_json()
         failing += [f"lean {o}" for o in lr.failing]
+        failing += [f"lean disagreement: {d}" for d in lr.disagreements]
+        if lr.error:
+            failing.append(f"lean error: {lr.error}")
+    if lean_state in ("disagreement", "error"):  # no verdict: Python's scores kept for diagnosis
+        return VerifyReport(
+            task=task.slug,
+            exit_code=3,
+            readable=True,
+            schema_issues=schema_issues(task, doc),
+            gate=g.verdict,
+            lean=lean_state,
+            lean_detail=lean_detail,
+            failing=failing,
+            status=f"lean_{lean_state}",
+            score=s.to_json(),
+            gate_report=g.to_json(),
+            replay=ev.replay.to_json() if ev.replay is not None else {},
+        )
     infeasible = g.verdict == "fail" or lean_state == "fail"
     if infeasible and s.status != "gate_failed":
         s = score_task(task, resolved, gate_failed=True, unverifiable=g.unverifiable)

@@ -1,19 +1,29 @@
 """Auditing the Lean layer: what the kernel was trusted with, and what the sources contain.
 
-Two independent checks, both required for `ok`:
+Every check below is required for `ok`:
 
-1. Axioms: a generated module imports the library and the certificates and runs
-   `#print axioms` for every core definition and every obligation. Each must report
-   "does not depend on any axioms" (no `sorryAx`, no `propext`, no `Lean.ofReduceBool`).
-2. Sources: every `.lean` file of the library is scanned (comments and strings
-   blanked) for `sorry`, `native_decide`, `Lean.ofReduceBool`/`ofReduceNat`,
-   `implemented_by`, `extern`, `axiom`, `unsafe`, `debug.skipKernelTC`,
-   `trustCompiler`, and options outside a short whitelist. The one exception is the
-   compiler marker `unsafe axiom lcAny : Type` in `TBMM/Core.lean`, which no safe
-   declaration can mention.
+1. Soundness of the core: `TBMM.Core` declares every `Nat` function the kernel evaluates
+   with GMP by name (`ACCELERATED`), so no other module can give one a wrong body; no
+   library module declares a name that would shadow, inside a certificate's namespace, a
+   name the certificates use.
+2. Sources: every `.lean` file is scanned (comments and strings blanked) for `sorry`,
+   `native_decide`, `Lean.ofReduceBool`/`ofReduceNat`, `implemented_by`, `extern`,
+   `axiom`, `unsafe`, `debug.skipKernelTC`, `trustCompiler`, and options outside a short
+   whitelist. The one exception is the compiler marker `unsafe axiom lcAny : Type` in
+   `TBMM/Core.lean`, which no safe declaration can mention. Every module under `TBMM/` is
+   part of the library (imported by `TBMM.lean`), the theorem module, or a certificate.
+3. Certificates, by allowlist (`tbmm.lean.allowlist`): nothing but the generated
+   `theorem NAME : Eq (TERM) b := rfl` of the expected names, in the module's namespace.
+4. Fidelity: every certificate is regenerated in memory from the task data and anchors
+   (`tbmm.lean.certify`) and must equal the committed file byte for byte, sidecar
+   included; a missing, stale, edited or extra file fails.
+5. Axioms: after a build, a generated module imports everything and runs
+   `#print axioms` for every core declaration, every obligation and every theorem of
+   `TBMM.Theorems` (the statements proved for all inputs, listed apart). Each must report
+   "does not depend on any axioms".
 
 Obligations are described by sidecar files `TBMM/Cert/<Name>.json` next to each
-certificate module: ``[{"decl", "task", "form", "check", "field"}, ...]``.
+certificate module: ``[{"decl", "task", "kind", "form", "check", "field", "expect"}, ...]``.
 """
 
 from __future__ import annotations
@@ -25,7 +35,9 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from tbmm.lean.allowlist import check_certificate, library_names
 from tbmm.lean.build import (
     BUILD_DIR,
     CERT_DIR,
@@ -35,28 +47,53 @@ from tbmm.lean.build import (
     cert_modules,
     check_module,
     module_file,
+    module_name,
     project_root,
 )
 from tbmm.lean.runtime import Toolchain, find_toolchain
-from tbmm.lean.source import blank_comments, declarations
+from tbmm.lean.source import SourceIndex, blank_comments, index
+
+if TYPE_CHECKING:
+    from tbmm.tasks import Task
 
 CORE_MARKER = "unsafe axiom lcAny : Type"
 CORE_MODULE = f"{LIBRARY}.Core"
+THEOREMS_MODULE = f"{LIBRARY}.Theorems"  # statements proved for all inputs, audited apart
+# The Nat functions the Lean kernel evaluates on numerals with GMP, trusting any
+# definition that bears the name (see `TBMM/Core.lean` for how the list was probed).
+ACCELERATED = (
+    "Nat.add",
+    "Nat.sub",
+    "Nat.mul",
+    "Nat.div",
+    "Nat.mod",
+    "Nat.gcd",
+    "Nat.beq",
+    "Nat.ble",
+    "Nat.land",
+    "Nat.lor",
+    "Nat.xor",
+    "Nat.shiftLeft",
+    "Nat.shiftRight",
+    "Nat.pow",
+    "Nat.log2",
+)
 ALLOWED_OPTIONS = frozenset(
     {"genCtorIdx", "bootstrap.inductiveCheckResultingUniverse", "maxRecDepth", "maxHeartbeats"}
 )
 FORBIDDEN: dict[str, str] = {
-    r"\bsorry\b": "sorry (an unproved goal)",
-    r"\bnative_decide\b": "native_decide (trusts compiled code, not the kernel)",
-    r"\bofReduceBool\b": "Lean.ofReduceBool (trusts compiled code)",
-    r"\bofReduceNat\b": "Lean.ofReduceNat (trusts compiled code)",
-    r"\bimplemented_by\b": "implemented_by (code differing from the definition)",
-    r"\bextern\b": "extern (code differing from the definition)",
-    r"\baxiom\b": "a new axiom",
-    r"\bunsafe\b": "unsafe declaration",
-    r"\bskipKernelTC\b": "debug.skipKernelTC (skips the kernel)",
-    r"\btrustCompiler\b": "Lean.trustCompiler",
+    "sorry": "sorry (an unproved goal)",
+    "native_decide": "native_decide (trusts compiled code, not the kernel)",
+    "ofReduceBool": "Lean.ofReduceBool (trusts compiled code)",
+    "ofReduceNat": "Lean.ofReduceNat (trusts compiled code)",
+    "implemented_by": "implemented_by (code differing from the definition)",
+    "extern": "extern (code differing from the definition)",
+    "axiom": "a new axiom",
+    "unsafe": "unsafe declaration",
+    "skipKernelTC": "debug.skipKernelTC (skips the kernel)",
+    "trustCompiler": "Lean.trustCompiler",
 }
+_FORBIDDEN_RE = re.compile(r"\b(?:" + "|".join(map(re.escape, FORBIDDEN)) + r")\b")
 _OPTION_RE = re.compile(r"\bset_option\s+(?P<name>[A-Za-z_][\w.]*)")
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_']*(\.[A-Za-z_][A-Za-z0-9_']*)*$")
 _AXIOMS_RE = re.compile(
@@ -67,7 +104,7 @@ _AXIOMS_RE = re.compile(
 
 @dataclass(frozen=True)
 class Obligation:
-    """One proved gate check, as described by a certificate's sidecar JSON."""
+    """One proved check, as described by a certificate's sidecar JSON."""
 
     decl: str
     task: str = ""
@@ -75,6 +112,7 @@ class Obligation:
     check: str = ""
     field: str = ""
     module: str = ""
+    kind: str = ""
 
     @classmethod
     def from_json(cls, obj: dict[str, object], module: str = "") -> Obligation:
@@ -85,12 +123,13 @@ class Obligation:
             check=str(obj.get("check", "")),
             field=str(obj.get("field", "")),
             module=str(obj.get("module", module)),
+            kind=str(obj.get("kind", "")),
         )
 
 
 @dataclass(frozen=True)
 class Finding:
-    """A forbidden construct found in a source file."""
+    """A forbidden construct, or a departure from the allowlist, found in a source file."""
 
     path: str
     line: int
@@ -106,22 +145,39 @@ class AuditResult:
     """The audit's verdict and its evidence."""
 
     obligations: list[Obligation] = field(default_factory=list)
+    theorems: list[str] = field(default_factory=list)  # TBMM.Theorems: proved for all inputs
     axioms: dict[str, list[str]] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)  # certificate files the data do not generate
     errors: list[str] = field(default_factory=list)
     modules: list[str] = field(default_factory=list)
+    certificates_checked: int = 0
     seconds: float = 0.0
 
     @property
     def ok(self) -> bool:
-        return not self.errors and not self.findings and not any(self.axioms.values())
+        return (
+            not self.errors
+            and not self.findings
+            and not self.stale
+            and not any(self.axioms.values())
+        )
 
     def to_json(self) -> dict[str, object]:
         return {
             "ok": self.ok,
             "obligations": len(self.obligations),
             "tasks": dict(sorted(Counter(o.task for o in self.obligations).items())),
+            "kinds": dict(sorted(Counter(o.kind for o in self.obligations).items())),
             "forms": dict(sorted(Counter(o.form for o in self.obligations).items())),
+            "theorems": {
+                "module": THEOREMS_MODULE,
+                "count": len(self.theorems),
+                "names": self.theorems,
+                "axiom_free": all(not self.axioms.get(t, ["(not audited)"]) for t in self.theorems),
+            },
+            "fidelity": {"certificates": self.certificates_checked, "stale": self.stale},
+            "accelerated": list(ACCELERATED),
             "axioms": self.axioms,
             "findings": [f.to_json() for f in self.findings],
             "errors": self.errors,
@@ -140,11 +196,11 @@ def scan_text(text: str, path: str, *, allow_marker: bool = False) -> list[Findi
         # The compiler marker is allowed once, exactly, and nowhere but the core.
         code = code.replace(CORE_MARKER, " " * len(CORE_MARKER), 1)
     found: list[Finding] = []
-    lines = code.splitlines()
-    for lineno, line in enumerate(lines, start=1):
-        for pattern, reason in FORBIDDEN.items():
-            for m in re.finditer(pattern, line):
-                found.append(Finding(path, lineno, m.group(0), reason))
+    if not _FORBIDDEN_RE.search(code) and "set_option" not in code:
+        return found
+    for lineno, line in enumerate(code.splitlines(), start=1):
+        for m in _FORBIDDEN_RE.finditer(line):
+            found.append(Finding(path, lineno, m.group(0), FORBIDDEN[m.group(0)]))
         for m in _OPTION_RE.finditer(line):
             if m["name"] not in ALLOWED_OPTIONS:
                 found.append(Finding(path, lineno, m["name"], "option outside the whitelist"))
@@ -157,10 +213,15 @@ def scan_sources(root: Path, paths: Iterable[Path] | None = None) -> list[Findin
     found: list[Finding] = []
     core = module_file(root, CORE_MODULE).resolve()
     for p in files:
-        rel = str(p.resolve().relative_to(root)) if p.resolve().is_relative_to(root) else str(p)
+        rel = _rel(root, p)
         text = p.read_text(encoding="utf-8")
         found += scan_text(text, rel, allow_marker=p.resolve() == core)
     return found
+
+
+def _rel(root: Path, p: Path) -> str:
+    rp = p.resolve()
+    return str(rp.relative_to(root)) if rp.is_relative_to(root) else str(p)
 
 
 def _library_files(root: Path) -> list[Path]:
@@ -168,7 +229,54 @@ def _library_files(root: Path) -> list[Path]:
     return files + sorted((root / LIBRARY).rglob("*.lean"))
 
 
-# --- obligations --------------------------------------------------------------------
+# --- the core and the layout ---------------------------------------------------------
+
+
+def core_modules(root: Path) -> list[str]:
+    """The library's hand-written modules: `TBMM`'s imports, then `TBMM.Theorems` if present."""
+    mods = build_order(root, [LIBRARY])
+    if module_file(root, THEOREMS_MODULE).is_file() and THEOREMS_MODULE not in mods:
+        mods += [m for m in build_order(root, [THEOREMS_MODULE]) if m not in mods]
+    return mods
+
+
+def check_core(root: Path, indexes: dict[str, SourceIndex]) -> list[str]:
+    """The core claims every accelerated name; nothing shadows a certificate's names."""
+    errors: list[str] = []
+    core = indexes.get(CORE_MODULE)
+    claimed = set(core.names("def")) if core is not None else set()
+    for name in ACCELERATED:
+        if name not in claimed:
+            errors.append(
+                f"{CORE_MODULE} does not define {name}: the kernel evaluates it by name, so "
+                "any module could give it a wrong body"
+            )
+        owners = [m for m, i in indexes.items() if m != CORE_MODULE and name in i.names()]
+        errors += [f"{m} redeclares the kernel-accelerated {name}" for m in owners]
+    used = library_names(root)
+    for mod, idx in indexes.items():
+        for d in idx.decls:
+            for prefix in ("TBMM.Cert.", "TBMM."):
+                if d.name.startswith(prefix) and d.name.removeprefix(prefix) in used:
+                    errors.append(
+                        f"{mod} declares {d.name}, which shadows "
+                        f"{d.name.removeprefix(prefix)} inside every certificate's namespace"
+                    )
+    return errors
+
+
+def check_layout(root: Path, core: Sequence[str]) -> list[str]:
+    """Every module under `TBMM/` is a core module or a certificate under `TBMM/Cert/`."""
+    known = set(core)
+    errors = []
+    for p in sorted((root / LIBRARY).rglob("*.lean")):
+        mod = module_name(root, p)
+        if mod not in known and not mod.startswith(f"{LIBRARY}.Cert."):
+            errors.append(f"{_rel(root, p)}: module {mod} is not imported by {LIBRARY}.lean")
+    return errors
+
+
+# --- certificates -------------------------------------------------------------------
 
 
 def load_obligations(root: Path) -> tuple[list[Obligation], list[str]]:
@@ -195,13 +303,35 @@ def load_obligations(root: Path) -> tuple[list[Obligation], list[str]]:
     return obligations, errors
 
 
-def core_declarations(root: Path) -> list[str]:
-    """Definitions and theorems of the library's own modules (certificates excluded)."""
-    names: list[str] = []
-    for mod in build_order(root, [LIBRARY]):
-        text = module_file(root, mod).read_text(encoding="utf-8")
-        names += [d.name for d in declarations(text) if d.kind in ("def", "theorem", "abbrev")]
-    return names
+def _expected(root: Path, module: str) -> list[tuple[str, bool]] | None:
+    """The (theorem, truth value) pairs the module's sidecar lists, or None when unreadable."""
+    sidecar = module_file(root, module).with_suffix(".json")
+    try:
+        items = json.loads(sidecar.read_text(encoding="utf-8"))
+        prefix = module + "."
+        return [
+            (str(o["decl"]).removeprefix(prefix), bool(o.get("expect", True)))
+            for o in items
+            if str(o["decl"]).startswith(prefix)
+        ]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def check_certificates(root: Path, allowed: frozenset[str]) -> list[Finding]:
+    """The allowlist over every committed certificate, against its sidecar's theorem list."""
+    found: list[Finding] = []
+    for mod in cert_modules(root):
+        path = module_file(root, mod)
+        expected = _expected(root, mod)
+        rel = _rel(root, path)
+        if expected is None:
+            found.append(Finding(rel, 0, "", "no readable sidecar listing its theorems"))
+        for v in check_certificate(
+            path.read_text(encoding="utf-8"), mod, allowed, expected=expected, path=rel
+        ):
+            found.append(Finding(v.path, v.line, v.text[:80], v.reason))
+    return found
 
 
 def _check_obligation_sources(root: Path, obligations: Sequence[Obligation]) -> list[str]:
@@ -214,12 +344,23 @@ def _check_obligation_sources(root: Path, obligations: Sequence[Obligation]) -> 
         if o.module not in cache:
             f = module_file(root, o.module)
             text = f.read_text(encoding="utf-8") if f.is_file() else ""
-            cache[o.module] = {d.name: d.kind for d in declarations(text)}
+            cache[o.module] = {d.name: d.kind for d in index(text).decls}
         kind = cache[o.module].get(o.decl)
         if kind != "theorem":
             what = "is not declared" if kind is None else f"is a {kind}, not a theorem"
             errors.append(f"obligation {o.decl} {what} in {o.module}")
     return errors
+
+
+def check_fidelity(root: Path, tasks: Sequence[Task]) -> tuple[list[str], int]:
+    """Certificate files that differ from a fresh rendering, and how many were rendered."""
+    from tbmm.lean.certify import anchor_certificates, stale_certificates
+
+    certs = anchor_certificates(tasks)
+    return [str(s) for s in stale_certificates(root, tasks, certs)], len(certs)
+
+
+# --- axioms -------------------------------------------------------------------------
 
 
 def print_axioms(
@@ -275,35 +416,65 @@ def _mentioned(name: str, errors: Sequence[str]) -> bool:
     return any(e.startswith(f"{name}: ") for e in errors)
 
 
+# --- the audit ----------------------------------------------------------------------
+
+
 def audit(
     root: Path | None = None,
     *,
+    tasks: Sequence[Task] | None = None,
     obligations: Sequence[Obligation] | None = None,
     extra_decls: Sequence[str] = (),
     toolchain: Toolchain | None = None,
     timeout: float | None = 600.0,
 ) -> AuditResult:
-    """Build, then audit the core and the certificates (or the given obligations).
+    """Check the core, the sources, the certificates' shape and fidelity, then the axioms.
 
-    `obligations` defaults to those listed in the `TBMM/Cert/*.json` sidecars.
+    `tasks` are the tasks whose anchors the certificates must reproduce (default: the
+    suite under `tasks/`); `obligations` default to those the sidecars list. Raises
+    `ToolchainError` when no Lean is available.
     """
     root = (root or project_root()).resolve()
     tc = toolchain or find_toolchain()
     t0 = time.monotonic()
     result = AuditResult()
+    core = core_modules(root)
+    indexes = {m: index(module_file(root, m).read_text(encoding="utf-8")) for m in core}
     result.findings = scan_sources(root)
+    result.errors += check_core(root, indexes)
+    result.errors += check_layout(root, core)
+    result.findings += check_certificates(root, library_names(root))
+    if tasks is None:
+        from tbmm.tasks import TaskFormatError, load_suite
+
+        try:
+            tasks = load_suite()
+        except TaskFormatError as exc:
+            result.errors.append(f"cannot load the tasks to regenerate the certificates: {exc}")
+    if tasks is not None:
+        try:
+            result.stale, result.certificates_checked = check_fidelity(root, tasks)
+        except ValueError as exc:
+            result.errors.append(f"cannot regenerate the certificates: {exc}")
     if obligations is None:
         obligations, errs = load_obligations(root)
         result.errors += errs
     result.obligations = list(obligations)
-    built = build(root, toolchain=tc, timeout=timeout)
+    if THEOREMS_MODULE in indexes:
+        result.theorems = indexes[THEOREMS_MODULE].names("theorem")
+    certs = cert_modules(root)
+    built = build(root, targets=[*core, *certs], toolchain=tc, timeout=timeout)
     if built.failure is not None:
         result.errors.append(f"build failed: {built.failure.summary()}")
         result.seconds = time.monotonic() - t0
         return result
-    result.modules = [LIBRARY, *cert_modules(root)]
+    result.modules = [LIBRARY, *([THEOREMS_MODULE] if THEOREMS_MODULE in indexes else []), *certs]
     result.errors += _check_obligation_sources(root, result.obligations)
-    decls = [*core_declarations(root), *(o.decl for o in result.obligations), *extra_decls]
+    decls = [
+        *(n for m in core for n in indexes[m].names("def", "theorem", "abbrev")),
+        *(o.decl for o in result.obligations),
+        *extra_decls,
+    ]
     axioms, errs = print_axioms(root, decls, result.modules, toolchain=tc, timeout=timeout)
     result.axioms = axioms
     result.errors += errs

@@ -528,7 +528,9 @@ def check_module(
                 path, built.failure.exit_code, time.monotonic() - t0, [], built.failure
             )
         lp = built.lean_path or lp
-    args = ["--json"]
+    # Lean stops after `maxErrors` (100) messages, which would leave every later theorem
+    # unchecked and unreported; a certificate's verdict needs each one.
+    args = ["--json", "-DmaxErrors=0"]
     if path.is_relative_to(root):
         args.append(f"--root={root}")
     args.append(str(path))
@@ -540,6 +542,10 @@ def check_module(
     out = proc.stdout + proc.stderr
     msgs = parse_messages(out, root, {str(path): text})
     failure = None
+    stopped = next((m for m in msgs if "maximum number of errors" in m.text), None)
+    if stopped is not None:  # cannot happen with maxErrors=0; never read a cut-off run as data
+        failure = BuildFailure(path.stem, str(path), None, stopped.text, proc.returncode, ())
+        return CheckResult(path, proc.returncode, time.monotonic() - t0, msgs, failure)
     if proc.returncode != 0 or _first_error(msgs):
         name = module_name(root, path) if path.is_relative_to(root) else path.stem
         failure = _failure(name, path, msgs, proc.returncode, out)

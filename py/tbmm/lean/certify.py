@@ -26,12 +26,14 @@ import json
 import re
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
 from tbmm import rules
+from tbmm.exact import fraction_to_text as exact_text
 from tbmm.exact import parse_decimal
 from tbmm.files import write_text_if_changed
 from tbmm.forms import Form
@@ -41,6 +43,8 @@ from tbmm.scoring import TaskScore, lookup, panel_scores, score_metric
 from tbmm.tasks import Task
 
 CERT_DIR = Path("TBMM") / "Cert"
+REGENERATE = "uv run tbmm lean certify"
+UNCHECKED = "unchecked"  # the kind of a gate instance whose value is not a number
 
 
 @dataclass(frozen=True)
@@ -73,8 +77,18 @@ class Certificate:
     gaps: list[str]  # gated or scored fields the artifact does not give: reported, never claimed
     text: str = ""
 
+    @property
+    def stated(self) -> list[Obligation]:
+        """The obligations that are theorems of the module (not the unchecked instances)."""
+        return [o for o in self.obligations if o.kind != UNCHECKED]
+
     def sidecar(self) -> list[dict[str, Any]]:
-        return [o.sidecar(self.module, self.task) for o in self.obligations]
+        return [o.sidecar(self.module, self.task) for o in self.stated]
+
+    @property
+    def stem(self) -> str:
+        """The file name without suffix: `TBMM.Cert.X` -> `X`."""
+        return self.module.rsplit(".", 1)[-1]
 
 
 def module_name(slug: str) -> str:
@@ -159,10 +173,9 @@ def obligations_for(
         if inst.status == "missing":
             continue  # already a gap (from the gate's warnings): reported, never claimed
         if inst.status == "bad":
-            # Not a finite number: nothing to state in Lean; reported as a failing obligation.
-            obs.append(
-                Obligation(name, "Bool.false", True, "gate", check.form.value, check.id, fields)
-            )
+            # Not a finite number: nothing the kernel can check. Listed (the gate fails on it
+            # in Python), never stated in Lean: a theorem would be vacuous either way.
+            obs.append(Obligation(name, "", True, UNCHECKED, check.form.value, check.id, fields))
             continue
         if inst.status == "fail" and witness_failures:
             obs.append(
@@ -425,53 +438,172 @@ def render(
         "",
     ]
     for o in obs:
-        body.append(S.theorem(o.name, o.statement, expect=o.expect))
+        if o.kind != UNCHECKED:
+            body.append(S.theorem(o.name, o.statement, expect=o.expect))
     body += [f"end {ns}", "end", ""]
     cert = Certificate(task.slug, module, obs, gaps)
     cert.text = S.module(body)
     return cert
 
 
-def write_anchor_certificates(tasks: list[Task], root: Path) -> list[Certificate]:
-    """(Re)write TBMM/Cert/<Name>.lean and .json for every task's anchor artifact."""
+def anchor_certificates(tasks: Sequence[Task]) -> list[Certificate]:
+    """The certificate of every task's anchor artifact, rendered in memory.
+
+    An infeasible anchor's violated instances are stated as kernel-checked witnesses
+    (`…_violated`). Raises ValueError when an anchor leaves a gap (a field it does not give).
+    """
     out = []
-    cert_dir = root / CERT_DIR
-    cert_dir.mkdir(parents=True, exist_ok=True)
     for t in tasks:
         cert = render(
             t, t.anchor_artifact, witness_failures=not t.gate.anchor.feasible, contract=True
         )
-        stem = cert.module.rsplit(".", 1)[-1]
-        write_text_if_changed(cert_dir / f"{stem}.lean", cert.text)
         if cert.gaps:
             raise ValueError(f"{t.slug}: the anchor artifact leaves gaps: {cert.gaps}")
-        write_text_if_changed(
-            cert_dir / f"{stem}.json", json.dumps(cert.sidecar(), indent=1) + "\n"
-        )
         out.append(cert)
     return out
 
 
+def certificate_files(certs: Sequence[Certificate]) -> dict[str, str]:
+    """`TBMM/Cert/<Name>.lean` and `.json` (paths relative to the project root) -> text."""
+    files: dict[str, str] = {}
+    for cert in certs:
+        base = (CERT_DIR / cert.stem).as_posix()
+        files[base + ".lean"] = cert.text
+        files[base + ".json"] = json.dumps(cert.sidecar(), indent=1) + "\n"
+    return files
+
+
+def write_anchor_certificates(tasks: Sequence[Task], root: Path) -> list[Certificate]:
+    """(Re)write TBMM/Cert/<Name>.lean and .json for every task's anchor artifact."""
+    certs = anchor_certificates(tasks)
+    (root / CERT_DIR).mkdir(parents=True, exist_ok=True)
+    for rel, text in certificate_files(certs).items():
+        write_text_if_changed(root / rel, text)
+    return certs
+
+
+@dataclass(frozen=True)
+class StaleFile:
+    """A file under `TBMM/Cert/` that is not what the task data generate."""
+
+    path: str  # relative to the project root
+    state: str  # missing | stale | unexpected
+
+    def __str__(self) -> str:
+        why = {
+            "missing": "is missing",
+            "stale": "differs from what the task data and anchors generate (stale or edited)",
+            "unexpected": "is not generated from any task",
+        }[self.state]
+        return f"{self.path} {why}"
+
+
+def stale_certificates(
+    root: Path, tasks: Sequence[Task], certs: Sequence[Certificate] | None = None
+) -> list[StaleFile]:
+    """Every certificate file that differs from a fresh rendering (missing, stale, extra)."""
+    fresh = certificate_files(certs if certs is not None else anchor_certificates(tasks))
+    out: list[StaleFile] = []
+    for rel, text in sorted(fresh.items()):
+        f = root / rel
+        if not f.is_file():
+            out.append(StaleFile(rel, "missing"))
+        elif f.read_bytes() != text.encode("utf-8"):
+            out.append(StaleFile(rel, "stale"))
+    cert_dir = root / CERT_DIR
+    if cert_dir.is_dir():
+        for f in sorted(cert_dir.rglob("*")):
+            rel = f.relative_to(root).as_posix()
+            if f.is_file() and rel not in fresh:
+                out.append(StaleFile(rel, "unexpected"))
+    return out
+
+
+VERIFY_MODULE = "TBMMVerify"
+
+
+class CertificateError(RuntimeError):
+    """A generated certificate left the allowed grammar: a generator bug, never a verdict."""
+
+
+@dataclass(frozen=True)
+class Disagreement:
+    """A statement the Python side made that the Lean kernel did not confirm."""
+
+    decl: str  # local theorem name
+    fields: tuple[str, ...]
+    python: str  # what Python computed
+    lean: str  # what the kernel computed (or why it could not)
+    message: str = ""  # Lean's first error line
+
+    def __str__(self) -> str:
+        where = f" ({', '.join(self.fields)})" if self.fields else ""
+        return f"{self.decl}{where}: Python {self.python}, Lean kernel {self.lean}"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "decl": self.decl,
+            "fields": list(self.fields),
+            "python": self.python,
+            "lean": self.lean,
+            "message": self.message,
+        }
+
+
 @dataclass
 class LeanResult:
+    """The kernel's view of one artifact's certificate.
+
+    `ok`: the kernel checked every statement and agrees with Python (an infeasible artifact
+    can be ok: its violations are then kernel-proved and listed in `failing`).
+    """
+
     ok: bool
     obligations: int
-    failing: list[str] = field(default_factory=list)  # "decl (field): message"
+    failing: list[str] = field(default_factory=list)  # "decl (field): why" per failed check
     gaps: list[str] = field(default_factory=list)
     seconds: float = 0.0
     toolchain: str = ""
-    error: str = ""
+    error: str = ""  # Lean could not check the module at all (timeout, crash)
+    disagreements: list[Disagreement] = field(default_factory=list)
+
+    @property
+    def outcome(self) -> str:
+        """`ok` (feasible), `fail` (infeasible, agreed), `disagreement`, or `error`."""
+        if self.disagreements:
+            return "disagreement"
+        if self.error:
+            return "error"
+        return "fail" if self.failing else "ok"
 
     def to_json(self) -> dict[str, Any]:
         return {
             "ok": self.ok,
+            "outcome": self.outcome,
             "obligations": self.obligations,
             "failing": self.failing,
+            "disagreements": [d.to_json() for d in self.disagreements],
             "gaps": self.gaps,
             "seconds": round(self.seconds, 3),
             "toolchain": self.toolchain,
             "error": self.error,
         }
+
+
+_BEQ_RE = re.compile(
+    r"Rat\.beq \((?P<expr>.*)\) \(Rat\.(?P<kind>frac|negFrac) (?P<n>\d+) (?P<d>\d+)\)"
+)
+_REFUTED = ("Not a definitional equality", "Type mismatch")
+
+
+def _python_side(o: Obligation) -> tuple[str, str | None, Fraction | None]:
+    """(what Python claims, the Lean expression of a rational claim, its value)."""
+    m = _BEQ_RE.fullmatch(o.statement)
+    if m is not None and o.expect:
+        value = Fraction(int(m["n"]), int(m["d"])) * (-1 if m["kind"] == "negFrac" else 1)
+        return f"= {exact_text(value)}", m["expr"], value
+    head = o.statement.split(" ", 1)[0]
+    return f"{head} … = {str(o.expect).lower()}", None, None
 
 
 def check_artifact(
@@ -482,45 +614,156 @@ def check_artifact(
     gate_report: GateReport | None = None,
     score: TaskScore | None = None,
 ) -> LeanResult:
-    """Emit this artifact's certificate (claiming feasibility) and have the kernel check it."""
+    """Emit this artifact's certificate and have the kernel check it.
+
+    Every gate instance is stated with Python's verdict (a violated one as a
+    `…_violated : checker = false` witness), every metric's domain and score and the task
+    scores with Python's values. So a build that passes means the kernel agrees with
+    Python on everything, and each failing theorem is a disagreement, shown with both
+    values. Raises `ToolchainError` when no Lean is available.
+    """
+    from tbmm.lean.allowlist import check_certificate, library_names
     from tbmm.lean.build import check_module, project_root
     from tbmm.lean.runtime import find_toolchain
 
     t0 = time.monotonic()
     root = root or project_root()
     tc = find_toolchain()
-    cert = render(task, doc, module="TBMMVerify", gate_report=gate_report, score=score)
-    bad = [o for o in cert.obligations if o.statement == "Bool.false"]
+    cert = render(
+        task, doc, module=VERIFY_MODULE, witness_failures=True, gate_report=gate_report, score=score
+    )
+    stated = cert.stated
+    bad = check_certificate(
+        cert.text, cert.module, library_names(root), expected=[(o.name, o.expect) for o in stated]
+    )
+    if bad:
+        raise CertificateError("; ".join(str(b) for b in bad[:3]))
     with tempfile.TemporaryDirectory(prefix="tbmm-verify-") as tmp:
-        path = Path(tmp) / "TBMMVerify.lean"
+        path = Path(tmp) / f"{VERIFY_MODULE}.lean"
         path.write_text(cert.text, encoding="utf-8")
         res = check_module(path, root, toolchain=tc)
-    by_name = {o.name: o for o in cert.obligations}
-    failing: list[str] = []
-    seen: set[str] = set()
+    by_name = {o.name: o for o in stated}
+    refused: dict[str, str] = {}  # local theorem name -> Lean's first error line
+    stray: list[str] = []
     for msg in res.messages:
-        if msg.severity != "error" or not msg.decl:
+        if msg.severity != "error":
             continue
-        local = msg.decl.rsplit(".", 1)[-1]
-        if local in seen:
-            continue  # Lean follows the first error of a declaration with consequential ones
-        seen.add(local)
-        o = by_name.get(local)
-        label = f"{local} ({', '.join(o.fields)})" if o else local
+        local = msg.decl.rsplit(".", 1)[-1] if msg.decl else ""
         text = msg.text.splitlines()[0] if msg.text else "error"
-        if o in bad:
-            text = "value is not a finite number: nothing the kernel can check"
-        failing.append(f"{label}: {text}")
+        if local in by_name:
+            refused.setdefault(local, text)  # Lean follows the first error with consequences
+        else:
+            stray.append(text)
     error = ""
-    if res.failure is not None and not failing:
-        error = res.failure.summary() if hasattr(res.failure, "summary") else str(res.failure)
-        failing.append(error)
+    if res.failure is not None and not refused:
+        error = res.failure.summary()
+    elif stray:
+        error = "; ".join(stray[:3])
+    rational = {
+        name: expr
+        for name in refused
+        if (expr := _python_side(by_name[name])[1]) is not None
+        and refused[name].startswith(_REFUTED)
+    }
+    lean_values = kernel_values(rational, root, toolchain=tc) if rational else {}
+    disagreements = []
+    for name, text in refused.items():
+        o = by_name[name]
+        python, expr, value = _python_side(o)
+        if not text.startswith(_REFUTED):
+            lean = f"could not check it ({text})"
+        elif expr is None:
+            lean = f"{python.rsplit('=', 1)[0]}= {str(not o.expect).lower()}"
+        elif (got := lean_values.get(name)) is not None:
+            lean = f"= {exact_text(got)}"
+        else:
+            lean = f"≠ {exact_text(value)}" if value is not None else "differs"
+        disagreements.append(Disagreement(name, o.fields, python, lean, text))
+    failing = [  # only a run that checked the whole module proves anything
+        f"{o.name} ({', '.join(o.fields)}): the kernel proved the check false"
+        for o in stated
+        if o.kind == "gate" and not o.expect and o.name not in refused and not error
+    ]
+    failing += [
+        f"{o.name} ({', '.join(o.fields)}): value is not a finite number: nothing the kernel can check"
+        for o in cert.obligations
+        if o.kind == UNCHECKED
+    ]
     return LeanResult(
-        ok=res.ok,
-        obligations=len(cert.obligations),
+        ok=not disagreements and not error,
+        obligations=len(stated),
         failing=failing,
         gaps=cert.gaps,
         seconds=time.monotonic() - t0,
         toolchain=f"{tc.kind} {tc.version}",
         error=error,
+        disagreements=disagreements,
     )
+
+
+KERNEL_VALUE_BITS = (64, 256, 1024, 4096)
+
+
+def kernel_values(
+    exprs: dict[str, str], root: Path, *, toolchain: Any = None
+) -> dict[str, Fraction | None]:
+    """The value the Lean kernel computes for each rational expression (None: too large).
+
+    Nothing in this Init-free library prints a value, so the kernel is asked yes/no
+    questions it can answer by `rfl`, one theorem each, all in one module per round: the
+    sign, which of `KERNEL_VALUE_BITS` bounds the numerator and the denominator, then
+    every bit of both. Only used to show Lean's side of a disagreement.
+    """
+    from tbmm.lean.build import check_module
+
+    def run(theorems: dict[str, str]) -> set[str]:
+        """The names of the theorems the kernel accepted."""
+        body = ["noncomputable section", "namespace TBMMValues", ""]
+        body += [S.theorem(n, stmt) for n, stmt in theorems.items()]
+        body += ["end TBMMValues", "end", ""]
+        with tempfile.TemporaryDirectory(prefix="tbmm-values-") as tmp:
+            path = Path(tmp) / "TBMMValues.lean"
+            path.write_text(S.module(body), encoding="utf-8")
+            res = check_module(path, root, toolchain=toolchain)
+        refused = {
+            m.decl.rsplit(".", 1)[-1] for m in res.messages if m.decl and m.severity == "error"
+        }
+        return {n for n in theorems if n not in refused}
+
+    keys = {f"v{i}": name for i, name in enumerate(exprs)}
+    parts = {
+        k: (f"(Int.natAbs (Rat.num ({exprs[n]})))", f"(Rat.den ({exprs[n]}))")
+        for k, n in keys.items()
+    }
+    first: dict[str, str] = {}
+    for k, (num, den) in parts.items():
+        first[f"{k}_nonneg"] = f"Rat.le Rat.zero ({exprs[keys[k]]})"
+        for b in KERNEL_VALUE_BITS:
+            first[f"{k}_nbound_{b}"] = f"Nat.beq (Nat.shiftRight {num} {b}) 0"
+            first[f"{k}_dbound_{b}"] = f"Nat.beq (Nat.shiftRight {den} {b}) 0"
+    passed = run(first)
+    bits: dict[str, int] = {}
+    second: dict[str, str] = {}
+    for k, (num, den) in parts.items():
+        nb = next((b for b in KERNEL_VALUE_BITS if f"{k}_nbound_{b}" in passed), None)
+        db = next((b for b in KERNEL_VALUE_BITS if f"{k}_dbound_{b}" in passed), None)
+        if nb is None or db is None:
+            continue
+        bits[k] = max(nb, db)
+        for i in range(nb):
+            second[f"{k}_n_{i}"] = f"Nat.beq (Nat.land (Nat.shiftRight {num} {i}) 1) 1"
+        for i in range(db):
+            second[f"{k}_d_{i}"] = f"Nat.beq (Nat.land (Nat.shiftRight {den} {i}) 1) 1"
+    ones = run(second) if second else set()
+    out: dict[str, Fraction | None] = {}
+    for k, name in keys.items():
+        if k not in bits:
+            out[name] = None
+            continue
+        num = sum(1 << i for i in range(bits[k]) if f"{k}_n_{i}" in ones)
+        den = sum(1 << i for i in range(bits[k]) if f"{k}_d_{i}" in ones)
+        if den == 0:
+            out[name] = None
+            continue
+        out[name] = Fraction(num if f"{k}_nonneg" in passed else -num, den)
+    return out

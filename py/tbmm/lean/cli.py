@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated
 
@@ -35,6 +37,37 @@ def _root(root: Path | None) -> Path:
         raise typer.Exit(2) from exc
 
 
+@contextlib.contextmanager
+def _toolchain() -> Iterator[None]:
+    """No Lean toolchain: one line on stderr and exit 2, never a traceback."""
+    try:
+        yield
+    except ToolchainError as exc:
+        err.print(f"error: {' '.join(str(exc).split())}", highlight=False, markup=False)
+        raise typer.Exit(2) from exc
+
+
+def _refuse_stale(r: Path) -> None:
+    """Exit 1 when a certificate is not what the task data generate (stale or edited)."""
+    from tbmm.lean.certify import REGENERATE, stale_certificates
+    from tbmm.tasks import TaskFormatError, load_suite
+
+    try:
+        stale = stale_certificates(r, load_suite())
+    except (TaskFormatError, ValueError) as exc:
+        err.print(f"error: cannot regenerate the certificates: {exc}", highlight=False)
+        raise typer.Exit(1) from exc
+    if stale:
+        for s in stale:
+            err.print(f"[red]refused:[/red] {s}", highlight=False)
+        err.print(
+            f"the certificates must be what the task data generate: run `{REGENERATE}` "
+            "(or build with --no-certs)",
+            highlight=False,
+        )
+        raise typer.Exit(1)
+
+
 def _report_failure(f: BuildFailure) -> None:
     err.print(f"[red]FAILED[/red] module {f.module}", highlight=False)
     if f.decl:
@@ -48,11 +81,8 @@ def _report_failure(f: BuildFailure) -> None:
 @lean_app.command()
 def doctor(as_json: JsonFlag = False) -> None:
     """Which Lean toolchain is used, its version and commit."""
-    try:
+    with _toolchain():
         tc = find_toolchain()
-    except ToolchainError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
-        raise typer.Exit(1) from exc
     info = {
         "kind": tc.kind,
         "path": str(tc.path),
@@ -78,14 +108,21 @@ def build_cmd(
         bool, typer.Option("--certs/--no-certs", help="Also build TBMM/Cert/* modules.")
     ] = True,
 ) -> None:
-    """Build the TBMM library (and its certificates); exit 1 naming the failing module."""
+    """Build the TBMM library (and its certificates); exit 1 naming the failing module.
+
+    Certificates that differ from what the task data generate are refused before any
+    Lean runs (exit 1, naming the file and the command that regenerates it).
+    """
     r = _root(root)
+    if certs:
+        _refuse_stale(r)
 
     def progress(event: str, module: str) -> None:
         if event != "skip":
             console.print(f"{event:6} {module}", highlight=False)
 
-    result = build(r, force=force, certs=certs, progress=progress)
+    with _toolchain():
+        result = build(r, force=force, certs=certs, progress=progress)
     if result.failure is not None:
         _report_failure(result.failure)
         raise typer.Exit(1)
@@ -108,7 +145,8 @@ def check(
 ) -> None:
     """Kernel-check one module against the built library (no .olean is written)."""
     r = _root(root)
-    res = check_module(path, r)
+    with _toolchain():
+        res = check_module(path, r)
     if as_json:
         doc = {
             "ok": res.ok,
@@ -131,28 +169,41 @@ def check(
 
 @lean_app.command("audit")
 def audit_cmd(root: RootOpt = None, as_json: JsonFlag = False) -> None:
-    """`#print axioms` for the core and every obligation, plus a forbidden-source scan."""
+    """Core soundness, forbidden-source scan, certificate allowlist and fidelity, axioms."""
     r = _root(root)
-    res = run_audit(r)
+    with _toolchain():
+        res = run_audit(r)
     if as_json:
         print(json.dumps(res.to_json(), indent=2))
     else:
         with_axioms = {d: a for d, a in res.axioms.items() if a}
         console.print(
             f"{len(res.axioms)} declarations audited ({len(res.obligations)} obligations, "
-            f"modules: {', '.join(res.modules) or '-'}), {res.seconds:.2f} s",
+            f"{len(res.theorems)} theorems for all inputs, {res.certificates_checked} "
+            f"certificates regenerated and compared), {res.seconds:.2f} s",
             highlight=False,
         )
         for d, a in with_axioms.items():
             err.print(f"[red]axioms[/red] {d}: {', '.join(a)}", highlight=False)
         for f in res.findings:
             err.print(
-                f"[red]forbidden[/red] {f.path}:{f.line}: {f.token} ({f.reason})", highlight=False
+                f"[red]forbidden[/red] {f.path}:{f.line}: {f.reason}"
+                + (f" ({f.token})" if f.token else ""),
+                highlight=False,
+                markup=False,
             )
+        for s in res.stale:
+            err.print(f"[red]stale[/red] {s}", highlight=False, markup=False)
+        if res.stale:
+            from tbmm.lean.certify import REGENERATE
+
+            err.print(f"regenerate the certificates with `{REGENERATE}`", highlight=False)
         for e in res.errors:
             err.print(f"[red]error[/red] {e}", highlight=False, markup=False)
         console.print(
-            "ok: no axioms, no forbidden constructs" if res.ok else "[red]audit FAILED[/red]"
+            "ok: no axioms, no forbidden constructs, certificates as generated"
+            if res.ok
+            else "[red]audit FAILED[/red]"
         )
     if not res.ok:
         raise typer.Exit(1)
@@ -166,28 +217,24 @@ def certify_cmd(
     ] = False,
 ) -> None:
     """(Re)generate TBMM/Cert/<Task>.lean + .json from every task's anchor artifact."""
-    import tempfile
-
-    from tbmm.lean.certify import CERT_DIR, write_anchor_certificates
+    from tbmm.lean.certify import (
+        CERT_DIR,
+        REGENERATE,
+        stale_certificates,
+        write_anchor_certificates,
+    )
     from tbmm.tasks import load_suite
 
     r = _root(root)
     tasks = load_suite()
     if check:
-        with tempfile.TemporaryDirectory() as tmp:
-            certs = write_anchor_certificates(tasks, Path(tmp))
-            stale = [
-                f.name
-                for f in sorted((Path(tmp) / CERT_DIR).iterdir())
-                if not (r / CERT_DIR / f.name).is_file()
-                or (r / CERT_DIR / f.name).read_bytes() != f.read_bytes()
-            ]
+        stale = stale_certificates(r, tasks)
+        for f in stale:
+            err.print(f"[red]stale:[/red] {f}", highlight=False)
         if stale:
-            err.print(
-                f"[red]stale certificates:[/red] {', '.join(stale)} — run `tbmm lean certify`"
-            )
+            err.print(f"run `{REGENERATE}`", highlight=False)
             raise typer.Exit(1)
-        console.print(f"{len(certs)} certificates up to date")
+        console.print(f"{len(tasks)} certificates up to date")
         return
     certs = write_anchor_certificates(tasks, r)
     total = sum(len(c.obligations) for c in certs)
@@ -211,7 +258,11 @@ def emit_cmd(
         bool, typer.Option("--check", help="Also kernel-check the emitted module.")
     ] = False,
 ) -> None:
-    """Write the certificate module of any artifact (only numbers and generated names reach Lean)."""
+    """Write the certificate module of any artifact (only numbers and generated names reach Lean).
+
+    Every statement is Python's verdict (a violated gate instance as a `…_violated`
+    witness), so `--check` passes exactly when the kernel agrees with Python.
+    """
     from tbmm.lean.certify import render
     from tbmm.scoring import ArtifactError, read_artifact
     from tbmm.tasks import TaskFormatError, find_task
@@ -222,7 +273,9 @@ def emit_cmd(
     except (KeyError, TaskFormatError, ArtifactError, OSError) as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(2) from exc
-    cert = render(t, doc, module="TBMMArtifact")
+    # Python's verdict on every instance: a violated one is stated as `…_violated`, so a
+    # module that checks means the kernel agrees with Python on the artifact.
+    cert = render(t, doc, module="TBMMArtifact", witness_failures=True)
     if out is None:
         print(cert.text, end="")
     else:
@@ -237,7 +290,8 @@ def emit_cmd(
         if out is None:
             err.print("[red]error:[/red] --check needs --out")
             raise typer.Exit(2)
-        res = check_module(out)
+        with _toolchain():
+            res = check_module(out)
         if not res.ok:
             _report_failure(res.failure)  # type: ignore[arg-type]
             raise typer.Exit(1)
