@@ -178,3 +178,61 @@ def test_every_task_has_a_kernel_proved_mutation(suite: list[Task]) -> None:
             decl,
             res.failing,
         )
+
+
+# --- Python and Lean disagree: its own outcome, both values shown ---------------------
+
+
+def test_score_disagreement_is_its_own_outcome(
+    suite: list[Task], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A Python that miscomputes O-Eval (here: always 1/2) gets exit 3 and both values,
+    Lean's computed by the kernel; never "infeasible", never Python's value as the score."""
+    from typer.testing import CliRunner
+
+    from tbmm import rules
+    from tbmm.cli import app
+    from tbmm.verify import verify_artifact
+
+    t = by_slug(suite, "cumcm-2024-b-production-decision")
+    monkeypatch.setattr(rules, "o_eval", lambda raw, oracle: Fraction(1, 2))
+    rep = verify_artifact(t, t.anchor_artifact_bytes())
+    assert (rep.exit_code, rep.status, rep.lean, rep.gate) == (
+        3,
+        "lean_disagreement",
+        "disagreement",
+        "pass",
+    )
+    (d,) = rep.lean_detail["disagreements"]
+    assert (d["decl"], d["python"], d["lean"]) == ("oeval", "= 0.5", "= 1")
+    assert any("oeval" in f and "Python = 0.5, Lean kernel = 1" in f for f in rep.failing)
+    assert rep.o_eval_exact == "0"  # no score is claimed
+    assert rep.score  # Python's scores are kept to diagnose, not as the verdict
+    art = tmp_path / "a.json"
+    art.write_bytes(t.anchor_artifact_bytes())
+    r = CliRunner().invoke(app, ["verify", str(art), "--task", t.slug])
+    assert r.exit_code == 3 and "NO VERDICT" in r.stdout and "Lean kernel = 1" in r.stdout
+
+
+def _doctored_gate(t: Task, doc: dict, flip: str):  # noqa: ANN202
+    """Python's gate report with one instance's verdict flipped (`pass` <-> `fail`)."""
+    report = run_gate(t, doc)
+    inst = next(i for i in report.instances if i.status == flip)
+    inst.status = "fail" if flip == "pass" else "pass"
+    return report, "gate_" + inst.name.replace("[", "_").replace("]", "")
+
+
+def test_gate_disagreement_either_way(suite: list[Task]) -> None:
+    """Python hides a violation, or invents one: the kernel refutes Python's statement."""
+    t = by_slug(suite, "cumcm-2024-a-dragon-dance")  # an infeasible anchor: both kinds exist
+    report, decl = _doctored_gate(t, t.anchor_artifact, flip="fail")  # hidden violation
+    res = check_artifact(t, t.anchor_artifact, gate_report=report)
+    assert res.outcome == "disagreement"
+    (d,) = res.disagreements
+    assert d.decl == decl and d.python.endswith("= true") and d.lean.endswith("= false"), d
+    report, decl = _doctored_gate(t, t.anchor_artifact, flip="pass")  # invented violation
+    res = check_artifact(t, t.anchor_artifact, gate_report=report)
+    assert res.outcome == "disagreement"
+    (d,) = res.disagreements
+    assert d.decl == decl + "_violated" and d.python.endswith("= false"), d
+    assert d.lean.endswith("= true") and d.fields, d

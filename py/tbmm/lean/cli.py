@@ -59,11 +59,12 @@ def _refuse_stale(r: Path) -> None:
         raise typer.Exit(1) from exc
     if stale:
         for s in stale:
-            err.print(f"[red]refused:[/red] {s}", highlight=False)
+            err.print(f"[red]refused:[/red] {s}", highlight=False, soft_wrap=True)
         err.print(
             f"the certificates must be what the task data generate: run `{REGENERATE}` "
             "(or build with --no-certs)",
             highlight=False,
+            soft_wrap=True,
         )
         raise typer.Exit(1)
 
@@ -193,11 +194,13 @@ def audit_cmd(root: RootOpt = None, as_json: JsonFlag = False) -> None:
                 markup=False,
             )
         for s in res.stale:
-            err.print(f"[red]stale[/red] {s}", highlight=False, markup=False)
+            err.print(f"stale {s}", highlight=False, markup=False, soft_wrap=True)
         if res.stale:
             from tbmm.lean.certify import REGENERATE
 
-            err.print(f"regenerate the certificates with `{REGENERATE}`", highlight=False)
+            err.print(
+                f"regenerate the certificates with `{REGENERATE}`", highlight=False, soft_wrap=True
+            )
         for e in res.errors:
             err.print(f"[red]error[/red] {e}", highlight=False, markup=False)
         console.print(
@@ -230,9 +233,9 @@ def certify_cmd(
     if check:
         stale = stale_certificates(r, tasks)
         for f in stale:
-            err.print(f"[red]stale:[/red] {f}", highlight=False)
+            err.print(f"[red]stale:[/red] {f}", highlight=False, soft_wrap=True)
         if stale:
-            err.print(f"run `{REGENERATE}`", highlight=False)
+            err.print(f"run `{REGENERATE}`", highlight=False, soft_wrap=True)
             raise typer.Exit(1)
         console.print(f"{len(tasks)} certificates up to date")
         return
@@ -276,6 +279,9 @@ def emit_cmd(
     # Python's verdict on every instance: a violated one is stated as `…_violated`, so a
     # module that checks means the kernel agrees with Python on the artifact.
     cert = render(t, doc, module="TBMMArtifact", witness_failures=True)
+    if check_it:
+        with _toolchain():
+            find_toolchain()  # before writing anything: no toolchain is one line, exit 2
     if out is None:
         print(cert.text, end="")
     else:
