@@ -236,3 +236,14 @@ def test_gate_disagreement_either_way(suite: list[Task]) -> None:
     (d,) = res.disagreements
     assert d.decl == decl + "_violated" and d.python.endswith("= false"), d
     assert d.lean.endswith("= true") and d.fields, d
+
+
+def test_kernel_values_read_back_exact_rationals() -> None:
+    from tbmm.lean.certify import kernel_values
+    from tbmm.lean.serialize import rat
+
+    qs = [Fraction(5, 3), Fraction(-7, 2), Fraction(0), Fraction(10**30 + 7, 3**20)]
+    got = kernel_values({f"q{i}": f"Rat.add {rat(q)} Rat.zero" for i, q in enumerate(qs)}, ROOT)
+    assert got == {f"q{i}": q for i, q in enumerate(qs)}
+    huge = kernel_values({"h": f"Rat.frac {2**2000} 1"}, ROOT)
+    assert huge == {"h": None}  # beyond the largest bound: shown as "≠", never guessed

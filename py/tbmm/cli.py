@@ -616,6 +616,7 @@ def verify(
     Exit 0 feasible, 1 infeasible, 2 unreadable, over a cap or no Lean toolchain, 3 no
     verdict (verification budget exceeded, or Python and Lean disagree).
     """
+    from tbmm.lean.certify import CertificateError
     from tbmm.lean.runtime import ToolchainError
     from tbmm.verify import verify_artifact
 
@@ -627,6 +628,8 @@ def verify(
         raise _fail(str(exc)) from exc
     except ToolchainError as exc:
         raise _fail(f"{exc} (or pass --no-lean)") from exc
+    except CertificateError as exc:  # a generator bug: no verdict
+        raise _fail(f"the generated certificate left its grammar: {exc}", 3) from exc
     if as_json:
         print(json.dumps(rep.model_dump(mode="json"), indent=2, ensure_ascii=False))
         raise typer.Exit(rep.exit_code)
