@@ -181,13 +181,26 @@ def check_certificate(
     return out
 
 
+_NAMES_CACHE: dict[tuple[object, ...], frozenset[str]] = {}
+
+
 def library_names(root: Path) -> frozenset[str]:
-    """Definitions and constructors of the library (`TBMM` and everything it imports)."""
+    """Definitions and constructors of the library (`TBMM` and everything it imports).
+
+    Cached on the library's files and their modification times, so a verify per artifact
+    does not re-lex the sources.
+    """
     from tbmm.lean.build import LIBRARY, build_order, module_file
 
+    sources = [root / f"{LIBRARY}.lean", *sorted((root / LIBRARY).glob("*.lean"))]
+    key = (str(root.resolve()), *((str(f), f.stat().st_mtime_ns) for f in sources if f.is_file()))
+    if (hit := _NAMES_CACHE.get(key)) is not None:
+        return hit
     names: set[str] = set()
     for mod in build_order(root, [LIBRARY]):
         idx = index(module_file(root, mod).read_text(encoding="utf-8"))
         names.update(idx.names("def", "abbrev"))
         names.update(idx.constructors)
-    return frozenset(names)
+    _NAMES_CACHE.clear()  # one library at a time is all a process uses
+    _NAMES_CACHE[key] = frozenset(names)
+    return _NAMES_CACHE[key]
