@@ -4,8 +4,9 @@ Exit codes: 0 feasible (the gate passed or only warned, and the Lean certificate
 artifact's invariants checked), 1 infeasible (names the failing obligation and field),
 2 unreadable input (or over a cap of tbmm.bounds), 3 no verdict: the verification budget
 was exceeded (status `budget_exceeded`), or the Lean kernel did not confirm what Python
-computed (status `lean_disagreement`, both values shown) — never "infeasible". A failed
-gate zeroes the task: O-Eval 0, Robust BO-Eval -1. A missing Lean toolchain raises
+computed (status `lean_disagreement`: both values shown, or Lean could not check at all,
+which `lean_detail.outcome` = "error" tells apart) — never "infeasible". A failed gate
+zeroes the task: O-Eval 0, Robust BO-Eval -1. A missing Lean toolchain raises
 `tbmm.lean.runtime.ToolchainError` (an infrastructure failure, not a score).
 """
 
@@ -31,7 +32,7 @@ class VerifyReport(BaseModel):
     error: str = ""
     schema_issues: list[str] = []
     gate: str = "skipped"  # pass | warn | fail | skipped
-    lean: str = "skipped"  # ok | fail | disagreement | error | skipped
+    lean: str = "skipped"  # ok | fail | disagreement | skipped
     lean_detail: dict[str, Any] = {}
     failing: list[str] = []  # failing obligations / checks, each naming the artifact field
     o_eval: float = 0.0
@@ -135,10 +136,10 @@ def _verify(task: Task, data: bytes | None, *, lean: bool) -> VerifyReport:
             readable=True,
             schema_issues=schema_issues(task, doc),
             gate=g.verdict,
-            lean=lean_state,
+            lean="disagreement",
             lean_detail=lean_detail,
             failing=failing,
-            status=f"lean_{lean_state}",
+            status="lean_disagreement",
             score=s.to_json(),
             gate_report=g.to_json(),
             replay=ev.replay.to_json() if ev.replay is not None else {},
