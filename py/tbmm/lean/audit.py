@@ -52,13 +52,13 @@ from tbmm.lean.build import (
 )
 from tbmm.lean.runtime import Toolchain, find_toolchain
 from tbmm.lean.source import SourceIndex, blank_comments, index
+from tbmm.lean.theorems import THEOREMS_MODULE, parse_theorems, theorem_report, theorems_ok
 
 if TYPE_CHECKING:
     from tbmm.tasks import Task
 
 CORE_MARKER = "unsafe axiom lcAny : Type"
 CORE_MODULE = f"{LIBRARY}.Core"
-THEOREMS_MODULE = f"{LIBRARY}.Theorems"  # statements proved for all inputs, audited apart
 # The Nat functions the Lean kernel evaluates on numerals with GMP, trusting any
 # definition that bears the name (see `TBMM/Core.lean` for how the list was probed).
 ACCELERATED = (
@@ -145,7 +145,9 @@ class AuditResult:
     """The audit's verdict and its evidence."""
 
     obligations: list[Obligation] = field(default_factory=list)
-    theorems: list[str] = field(default_factory=list)  # TBMM.Theorems: proved for all inputs
+    # TBMM.Theorems (proved for all inputs): `tbmm.lean.theorems.theorem_report`, None when
+    # the library has no such module
+    theorems: list[dict[str, object]] | None = None
     axioms: dict[str, list[str]] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)  # certificate files the data do not generate
@@ -161,6 +163,7 @@ class AuditResult:
             and not self.findings
             and not self.stale
             and not any(self.axioms.values())
+            and (self.theorems is None or theorems_ok(self.theorems))
         )
 
     def to_json(self) -> dict[str, object]:
@@ -170,12 +173,8 @@ class AuditResult:
             "tasks": dict(sorted(Counter(o.task for o in self.obligations).items())),
             "kinds": dict(sorted(Counter(o.kind for o in self.obligations).items())),
             "forms": dict(sorted(Counter(o.form for o in self.obligations).items())),
-            "theorems": {
-                "module": THEOREMS_MODULE,
-                "count": len(self.theorems),
-                "names": self.theorems,
-                "axiom_free": all(not self.axioms.get(t, ["(not audited)"]) for t in self.theorems),
-            },
+            "theorems": self.theorems or [],
+            "theorems_ok": self.theorems is None or theorems_ok(self.theorems),
             "fidelity": {"certificates": self.certificates_checked, "stale": self.stale},
             "accelerated": list(ACCELERATED),
             "axioms": self.axioms,
@@ -238,6 +237,15 @@ def core_modules(root: Path) -> list[str]:
     if module_file(root, THEOREMS_MODULE).is_file() and THEOREMS_MODULE not in mods:
         mods += [m for m in build_order(root, [THEOREMS_MODULE]) if m not in mods]
     return mods
+
+
+def core_declarations(root: Path) -> list[str]:
+    """Definitions and theorems of the library's own modules (certificates excluded)."""
+    names: list[str] = []
+    for mod in core_modules(root):
+        text = module_file(root, mod).read_text(encoding="utf-8")
+        names += index(text).names("def", "theorem", "abbrev")
+    return names
 
 
 def check_core(root: Path, indexes: dict[str, SourceIndex]) -> list[str]:
@@ -460,8 +468,6 @@ def audit(
         obligations, errs = load_obligations(root)
         result.errors += errs
     result.obligations = list(obligations)
-    if THEOREMS_MODULE in indexes:
-        result.theorems = indexes[THEOREMS_MODULE].names("theorem")
     certs = cert_modules(root)
     built = build(root, targets=[*core, *certs], toolchain=tc, timeout=timeout)
     if built.failure is not None:
@@ -478,5 +484,12 @@ def audit(
     axioms, errs = print_axioms(root, decls, result.modules, toolchain=tc, timeout=timeout)
     result.axioms = axioms
     result.errors += errs
+    if THEOREMS_MODULE in indexes:
+        text = module_file(root, THEOREMS_MODULE).read_text(encoding="utf-8")
+        result.theorems = theorem_report(parse_theorems(text), axioms)
+        if not theorems_ok(result.theorems):
+            result.errors.append(
+                f"{THEOREMS_MODULE}: a theorem rests on an axiom or was not audited (or none)"
+            )
     result.seconds = time.monotonic() - t0
     return result

@@ -160,6 +160,6 @@ def _doc_start(lines: list[str], decl_line: int) -> int:
     i = decl_line - 2  # 0-based index of the line above the declaration
     if i < 0 or not lines[i].rstrip().endswith("-/"):
         return decl_line
-    while i >= 0 and "/--" not in lines[i]:
+    while i >= 0 and "/-" not in lines[i]:  # up to where this comment opens, no further
         i -= 1
-    return i + 1 if i >= 0 else decl_line
+    return i + 1 if i >= 0 and "/--" in lines[i] else decl_line
