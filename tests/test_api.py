@@ -167,3 +167,16 @@ def test_openrlhf_reward(juneau: Task) -> None:
     assert out["rewards"] == [1.0, 0.0] and out["extra_logs"]["status"] == ["scored", "unreadable"]
     with pytest.raises(ValueError, match="labels"):
         rewards.openrlhf_reward({"query": ["x"]})
+
+
+def test_verify_without_a_lean_runtime_says_unavailable(
+    juneau: Task, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tbmm.lean import certify, runtime
+
+    def missing(*a, **k):  # noqa: ANN002, ANN003, ANN202
+        raise runtime.ToolchainError("no Lean toolchain (test)")
+
+    monkeypatch.setattr(certify, "check_artifact", missing)
+    v = tbmm.verify(juneau, juneau.anchor_artifact_bytes(), lean=True)
+    assert v.lean == "unavailable" and v.o_eval == 1 and "no Lean toolchain" in v.error

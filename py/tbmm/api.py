@@ -324,9 +324,16 @@ def verify(task: Any, artifact: Any, *, lean: bool = False) -> Verdict:
     a verdict with status "unreadable". `artifact=None` is a missing artifact."""
     from tbmm.verify import verify_artifact
 
+    from tbmm.lean.runtime import ToolchainError
+
     t = _task(task)
     data = None if artifact is None else _bytes(artifact)
-    rep = verify_artifact(t, data, lean=lean)
+    try:
+        rep = verify_artifact(t, data, lean=lean)
+    except ToolchainError as exc:
+        # no Lean runtime here: the Python verdict stands, marked as not kernel-checked
+        v = verdict_from_report(t, verify_artifact(t, data, lean=False))
+        return v.model_copy(update={"lean": "unavailable", "error": v.error or str(exc)})
     return verdict_from_report(t, rep)
 
 
