@@ -20,6 +20,8 @@ from tbmm.mutate import violations, with_leaf
 from tbmm.scoring import read_artifact
 from tbmm.tasks import Task
 
+from .conftest import infeasible_dragon
+
 ROOT = project_root()
 
 
@@ -113,9 +115,10 @@ def test_mutations_break_the_build_and_name_the_field(suite: list[Task]) -> None
 
 
 def test_non_vacuity_predicate_rejects_then_accepts_corrected(suite: list[Task]) -> None:
-    """The dragon-dance anchor is rejected; the same predicates accept a corrected artifact."""
+    """The dragon-dance source values are rejected; the same predicates accept a corrected
+    artifact."""
     t = by_slug(suite, "cumcm-2024-a-dragon-dance")
-    bad = check_artifact(t, t.anchor_artifact)
+    bad = check_artifact(t, read_artifact(infeasible_dragon(t)))
     assert not bad.ok
     assert any("max_head_speed_mps" in f for f in bad.failing)
     assert any("max_speed_ratio_when_head_1mps" in f for f in bad.failing)
