@@ -267,3 +267,16 @@ def suite() -> list[Task]:
     tasks = load_suite(TASKS_ROOT)
     assert tasks, f"no tasks under {TASKS_ROOT}"
     return tasks
+
+
+DRAGON_SLUG = "cumcm-2024-a-dragon-dance"
+
+
+def infeasible_dragon(t: Task) -> bytes:
+    """The bench-dragon reference with the source release's old Problem 2/5 values put back
+    (head speed 2.00002 > 2 m/s, ratio 0.99999 < 1, stop at 464 s past the spiral centre):
+    the suite's standard infeasible artifact, now that every anchor is feasible."""
+    doc = json.loads(t.anchor_artifact_bytes())
+    doc["q5"] = {"max_head_speed_mps": 2.00002, "max_speed_ratio_when_head_1mps": 0.99999}
+    doc["q2"] = {"terminal_time_s": 464.0}
+    return (json.dumps(doc, indent=2) + "\n").encode()

@@ -11,6 +11,8 @@ from tbmm import exact
 from tbmm.cli import app
 from tbmm.tasks import Task
 
+from .conftest import infeasible_dragon
+
 runner = CliRunner()
 
 
@@ -30,7 +32,7 @@ def test_tasks_list_show_validate(suite: list[Task]) -> None:
     rows = json.loads(r.stdout)
     assert len(rows) == len(suite) and all(2 <= x["metrics"] <= 6 for x in rows)
     r = runner.invoke(app, ["tasks", "show", "cumcm-2024-a-dragon-dance"])
-    assert r.exit_code == 0 and "anchor infeasible" in r.stdout
+    assert r.exit_code == 0 and "max_head_speed" in r.stdout
     r = runner.invoke(app, ["tasks", "validate", "--json"])
     assert r.exit_code == 0 and json.loads(r.stdout)["ok"] is True
 
@@ -59,9 +61,9 @@ def test_gate_exit_codes(suite: list[Task], tmp_path: Path) -> None:
         == 0
     )
     dragon = by_slug(suite, "cumcm-2024-a-dragon-dance")
-    r = runner.invoke(
-        app, ["gate", str(anchor_file(dragon, tmp_path)), "--task", dragon.slug, "--json"]
-    )
+    bad_dragon = tmp_path / "dragon_bad.json"
+    bad_dragon.write_bytes(infeasible_dragon(dragon))
+    r = runner.invoke(app, ["gate", str(bad_dragon), "--task", dragon.slug, "--json"])
     assert r.exit_code == 1
     assert "head_speed_limit" in json.loads(r.stdout)["failed"]
     empty = tmp_path / "empty.json"
@@ -81,7 +83,9 @@ def test_verify_exit_codes_and_names(suite: list[Task], tmp_path: Path) -> None:
     j = json.loads(r.stdout)
     assert j["lean"] == "ok" and j["gate"] == "pass" and j["o_eval_exact"] == "1"
     dragon = by_slug(suite, "cumcm-2024-a-dragon-dance")
-    r = runner.invoke(app, ["verify", str(anchor_file(dragon, tmp_path)), "--task", dragon.slug])
+    bad_dragon = tmp_path / "dragon_bad.json"
+    bad_dragon.write_bytes(infeasible_dragon(dragon))
+    r = runner.invoke(app, ["verify", str(bad_dragon), "--task", dragon.slug])
     assert r.exit_code == 1
     assert (
         "INFEASIBLE" in r.stdout

@@ -16,8 +16,10 @@ from tbmm import rules
 from tbmm.gate import run_gate
 from tbmm.leaderboard import compute
 from tbmm.results import load_rows
-from tbmm.scoring import baseline_artifact, score_task
+from tbmm.scoring import baseline_artifact, read_artifact, score_task
 from tbmm.tasks import Task
+
+from .conftest import infeasible_dragon
 
 
 @pytest.fixture(scope="module")
@@ -78,11 +80,14 @@ def test_leaderboard_from_real_replay_runs(suite: list[Task], sandbox, tmp_path:
         by["mcm-2024-c-tennis-momentum"],
     )
     tasks = [juneau, dragon, tennis]
+    # the dragon entry is the source release's infeasible answer: a gate-zeroed task
+    dragon_bad = infeasible_dragon(dragon)
+    art = {t.slug: dragon_bad if t is dragon else t.anchor_artifact_bytes() for t in tasks}
     anchors, base = tmp_path / "anchors", tmp_path / "base"
     for t in tasks:  # seed 0: all three; seed 1: juneau missing
-        _write(anchors, t.slug, 0, t.anchor_artifact_bytes())
+        _write(anchors, t.slug, 0, art[t.slug])
         if t is not juneau:
-            _write(anchors, t.slug, 1, t.anchor_artifact_bytes())
+            _write(anchors, t.slug, 1, art[t.slug])
         _write(base, t.slug, None, (exact.dumps(baseline_artifact(t)) + "\n").encode())
     db = tmp_path / "lb.sqlite"
     run_sweep(ReplayAgent(anchors), "anchors", tasks, 2, sandbox, 1, db, False, progress=False)
@@ -101,9 +106,10 @@ def test_leaderboard_from_real_replay_runs(suite: list[Task], sandbox, tmp_path:
     # headline tasks: the suite minus literature-split and incomplete tasks (from the data)
     n_head = sum(1 for t in suite if not t.panel.literature_split and not t.incomplete)
     f = {t.slug: o(t, baseline_artifact(t)) for t in tasks}
-    seed0 = (o(juneau, juneau.anchor_artifact) + o(dragon, dragon.anchor_artifact)) / n_head
-    seed1 = o(dragon, dragon.anchor_artifact) / n_head
-    assert o(juneau, juneau.anchor_artifact) == 1 and o(dragon, dragon.anchor_artifact) == 0
+    bad_doc = read_artifact(dragon_bad)
+    seed0 = (o(juneau, juneau.anchor_artifact) + o(dragon, bad_doc)) / n_head
+    seed1 = o(dragon, bad_doc) / n_head
+    assert o(juneau, juneau.anchor_artifact) == 1 and o(dragon, bad_doc) == 0
     mean = (seed0 + seed1) / 2
     std_sq = ((seed0 - mean) ** 2 + (seed1 - mean) ** 2) / 1  # sample variance, n - 1 = 1
     row = next(e for e in lb.entries if e.entry == anch_id)
@@ -138,7 +144,7 @@ def test_leaderboard_from_real_replay_runs(suite: list[Task], sandbox, tmp_path:
     # 1 - f = 0 < 0.10, so the baseline entry's juneau cell is 1 + clip(o - 1, -0.1, 0.1).
     full = tmp_path / "full"
     for t in tasks:
-        _write(full, t.slug, None, t.anchor_artifact_bytes())
+        _write(full, t.slug, None, art[t.slug])
     run_sweep(ReplayAgent(full), "full", tasks, 1, sandbox, 1, db, False, progress=False)
     rows, cfg, _ = load_rows(db)
     full_id = next(e for e in {r.entry for r in rows} if "@full" in e)

@@ -30,6 +30,8 @@ from tbmm.rules import multi_bo_cell
 from tbmm.tasks import Task
 from tbmm.verify import verify_artifact
 
+from .conftest import infeasible_dragon
+
 TASKS = ["c1", "c2", "m1", "ms"]
 SUITES = {"c1": "CUMCM", "c2": "CUMCM", "m1": "MCM", "ms": "MCM"}
 SPLIT = {"ms"}
@@ -325,7 +327,7 @@ def test_trial_row_from_verify_reports(suite: list[Task]) -> None:
     )
     assert (r.status, r.o_eval, r.robust_bo, r.gate, r.model) == ("scored", 1, 1, "pass", "")
     d = next(x for x in suite if x.slug == "cumcm-2024-a-dragon-dance")
-    rep = verify_artifact(d, d.anchor_artifact_bytes(), lean=False).model_dump()
+    rep = verify_artifact(d, infeasible_dragon(d), lean=False).model_dump()
     kw = dict(entry="e", agent="a", model="m", task=d.slug, suite=d.suite, seed=0)
     r = trial_row(**kw, report=rep, cost_usd=None, literature_split=False)
     assert (r.status, r.o_eval, r.robust_bo, r.gate) == ("gate_failed", 0, -1, "fail")

@@ -20,6 +20,8 @@ from tbmm.mutate import violations, with_leaf
 from tbmm.scoring import read_artifact
 from tbmm.tasks import Task
 
+from .conftest import infeasible_dragon
+
 ROOT = project_root()
 
 
@@ -126,9 +128,10 @@ def test_mutations_are_kernel_proved_and_name_the_field(suite: list[Task], tmp_p
 
 
 def test_non_vacuity_predicate_rejects_then_accepts_corrected(suite: list[Task]) -> None:
-    """The dragon-dance anchor is rejected; the same predicates accept a corrected artifact."""
+    """The dragon-dance source values are rejected; the same predicates accept a corrected
+    artifact."""
     t = by_slug(suite, "cumcm-2024-a-dragon-dance")
-    bad = check_artifact(t, t.anchor_artifact)
+    bad = check_artifact(t, read_artifact(infeasible_dragon(t)))
     assert bad.outcome == "fail"
     assert any("max_head_speed_mps" in f for f in bad.failing)
     assert any("max_speed_ratio_when_head_1mps" in f for f in bad.failing)
@@ -224,14 +227,15 @@ def _doctored_gate(t: Task, doc: dict, flip: str):  # noqa: ANN202
 
 def test_gate_disagreement_either_way(suite: list[Task]) -> None:
     """Python hides a violation, or invents one: the kernel refutes Python's statement."""
-    t = by_slug(suite, "cumcm-2024-a-dragon-dance")  # an infeasible anchor: both kinds exist
-    report, decl = _doctored_gate(t, t.anchor_artifact, flip="fail")  # hidden violation
-    res = check_artifact(t, t.anchor_artifact, gate_report=report)
+    t = by_slug(suite, "cumcm-2024-a-dragon-dance")
+    doc = read_artifact(infeasible_dragon(t))  # an infeasible artifact: both kinds exist
+    report, decl = _doctored_gate(t, doc, flip="fail")  # hidden violation
+    res = check_artifact(t, doc, gate_report=report)
     assert res.outcome == "disagreement"
     (d,) = res.disagreements
     assert d.decl == decl and d.python.endswith("= true") and d.lean.endswith("= false"), d
-    report, decl = _doctored_gate(t, t.anchor_artifact, flip="pass")  # invented violation
-    res = check_artifact(t, t.anchor_artifact, gate_report=report)
+    report, decl = _doctored_gate(t, doc, flip="pass")  # invented violation
+    res = check_artifact(t, doc, gate_report=report)
     assert res.outcome == "disagreement"
     (d,) = res.disagreements
     assert d.decl == decl + "_violated" and d.python.endswith("= false"), d

@@ -45,7 +45,6 @@ def test_oracle_passes_its_gate_or_is_recorded_infeasible(suite: list[Task]) -> 
             for inst in rep.failed:
                 assert inst.check.id in t.gate.anchor.evidence, (t.slug, inst.check.id)
             infeasible.append(t.slug)
-    assert "cumcm-2024-a-dragon-dance" in infeasible
 
 
 def test_a_real_field_violation_is_rejected_for_every_task(suite: list[Task]) -> None:

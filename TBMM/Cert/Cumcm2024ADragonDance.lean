@@ -5,85 +5,142 @@ noncomputable section
 namespace TBMM.Cert.Cumcm2024ADragonDance
 
 set_option maxRecDepth 65536 in
-theorem gate_head_speed_limit_violated : Eq (Forms.threshold (Rat.frac 100001 50000) Cmp.le (Rat.frac 2 1)) Bool.false := rfl
+theorem gate_head_speed_limit : Eq (Forms.threshold (Rat.frac 623133179 500000000) Cmp.le (Rat.frac 2 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_ratio_at_least_one_violated : Eq (Forms.threshold (Rat.frac 99999 100000) Cmp.ge (Rat.frac 1 1)) Bool.false := rfl
+theorem gate_ratio_at_least_one : Eq (Forms.threshold (Rat.frac 1604793379 1000000000) Cmp.ge (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_speed_times_ratio_limit : Eq (Forms.product (List.cons (Rat.frac 100001 50000) (List.cons (Rat.frac 99999 100000) List.nil)) (Rat.frac 1 1) Cmp.le (Rat.frac 2 1)) Bool.true := rfl
+theorem gate_speed_times_ratio_limit : Eq (Forms.product (List.cons (Rat.frac 623133179 500000000) (List.cons (Rat.frac 1604793379 1000000000) List.nil)) (Rat.frac 1 1) Cmp.le (Rat.frac 1000001 500000)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q2_before_spiral_centre_violated : Eq (Forms.interval (Rat.frac 464 1) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 2213 5))) Bool.false := rfl
+theorem gate_q2_before_spiral_centre : Eq (Forms.interval (Rat.frac 4124738377 10000000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 2213 5))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_pitch_range : Eq (Forms.interval (Rat.frac 2 5) (Option.some (Rat.frac 3 10)) (Option.some (Rat.frac 17 10))) Bool.true := rfl
+theorem gate_q3_pitch_range : Eq (Forms.interval (Rat.frac 4503373931 10000000000) (Option.some (Rat.frac 3 10)) (Option.some (Rat.frac 17 10))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_adjusted_not_longer : Eq (Forms.order (List.cons (Rat.frac 35343 2500) List.nil) (List.cons (Rat.frac 35343 2500) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+theorem gate_q4_adjusted_not_longer : Eq (Forms.order (List.cons (Rat.frac 1362124491 100000000) List.nil) (List.cons (Rat.frac 1362124491 100000000) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem domain_max_head_speed : Eq (Reward.inDomain (Rat.frac 100001 50000) Domain.nonneg) Bool.true := rfl
+theorem gate_q4_turn_at_least_diameter : Eq (Forms.interval (Rat.frac 1362124491 100000000) (Option.some (Rat.frac 9 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem score_max_head_speed : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 100001 50000)) (Rat.frac 100001 50000) (Rat.frac 3 10)) (Rat.frac 1 1)) Bool.true := rfl
+theorem gate_q4_shortest_at_least_diameter : Eq (Forms.interval (Rat.frac 1362124491 100000000) (Option.some (Rat.frac 9 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem domain_max_speed_ratio : Eq (Reward.inDomain (Rat.frac 99999 100000) Domain.nonneg) Bool.true := rfl
+theorem domain_max_head_speed : Eq (Reward.inDomain (Rat.frac 623133179 500000000) Domain.nonneg) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem score_max_speed_ratio : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 99999 100000)) (Rat.frac 99999 100000) (Rat.frac 1 5)) (Rat.frac 1 1)) Bool.true := rfl
+theorem score_max_head_speed : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 623133179 500000000)) (Rat.frac 623133179 500000000) (Rat.frac 1 40)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 100001 50000)) (Rat.frac 100001 50000) (Rat.frac 3 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 99999 100000)) (Rat.frac 99999 100000) (Rat.frac 1 5))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 100001 50000)) (Rat.frac 100001 50000) (Rat.frac 3 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 99999 100000)) (Rat.frac 99999 100000) (Rat.frac 1 5))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
+theorem domain_q2_terminal_time : Eq (Reward.inDomain (Rat.frac 4124738377 10000000) Domain.nonneg) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem score_q2_terminal_time : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 4124738377 10000000)) (Rat.frac 4124738377 10000000) (Rat.frac 33 4)) (Rat.frac 1 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem domain_q3_minimum_pitch : Eq (Reward.inDomain (Rat.frac 4503373931 10000000000) Domain.nonneg) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem score_q3_minimum_pitch : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 4503373931 10000000000)) (Rat.frac 4503373931 10000000000) (Rat.frac 1 100)) (Rat.frac 1 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem domain_q4_turn_length : Eq (Reward.inDomain (Rat.frac 1362124491 100000000) Domain.nonneg) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem score_q4_turn_length : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1362124491 100000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25)) (Rat.frac 1 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem domain_q4_shortest_turn_length : Eq (Reward.inDomain (Rat.frac 1362124491 100000000) Domain.nonneg) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem score_q4_shortest_turn_length : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1362124491 100000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25)) (Rat.frac 1 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 623133179 500000000)) (Rat.frac 623133179 500000000) (Rat.frac 1 40))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 4124738377 10000000)) (Rat.frac 4124738377 10000000) (Rat.frac 33 4))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 4503373931 10000000000)) (Rat.frac 4503373931 10000000000) (Rat.frac 1 100))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1362124491 100000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1362124491 100000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25))) List.nil)))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 623133179 500000000)) (Rat.frac 623133179 500000000) (Rat.frac 1 40))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 4124738377 10000000)) (Rat.frac 4124738377 10000000) (Rat.frac 33 4))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 4503373931 10000000000)) (Rat.frac 4503373931 10000000000) (Rat.frac 1 100))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1362124491 100000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1362124491 100000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25))) List.nil))))))) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 1 1) (Rat.frac 1 1)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 1 1) (Rat.frac 1 1) (Rat.frac 71724419590267 1800000000000000)) (Rat.frac 1 1)) Bool.true := rfl
+theorem robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 1 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem panel_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 100001 50000)) (Rat.frac 100001 50000) (Rat.frac 3 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 99999 100000)) (Rat.frac 99999 100000) (Rat.frac 1 5))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 100001 50000)) (Rat.frac 100001 50000) (Rat.frac 3 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 99999 100000)) (Rat.frac 99999 100000) (Rat.frac 1 5))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
+theorem contract_max_head_speed_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 616883179 500000000)) (Rat.frac 623133179 500000000) (Rat.frac 1 40)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_max_head_speed_beyond : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 115001 50000)) (Rat.frac 100001 50000) (Rat.frac 3 10)) (Rat.frac 1 1)) Bool.true := rfl
+theorem contract_max_head_speed_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 629383179 500000000)) (Rat.frac 623133179 500000000) (Rat.frac 1 40)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_max_head_speed_half : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 92501 50000)) (Rat.frac 100001 50000) (Rat.frac 3 10)) (Rat.frac 1 2)) Bool.true := rfl
+theorem contract_max_head_speed_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 610633179 500000000)) (Rat.frac 623133179 500000000) (Rat.frac 1 40)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_max_head_speed_edge : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 85001 50000)) (Rat.frac 100001 50000) (Rat.frac 3 10)) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_max_head_speed_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 635633179 500000000)) (Rat.frac 623133179 500000000) (Rat.frac 1 40)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_max_speed_ratio_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 89999 100000)) (Rat.frac 99999 100000) (Rat.frac 1 5)) (Rat.frac 1 2)) Bool.true := rfl
+theorem contract_q2_terminal_time_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 4083488377 10000000)) (Rat.frac 4124738377 10000000) (Rat.frac 33 4)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_max_speed_ratio_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 109999 100000)) (Rat.frac 99999 100000) (Rat.frac 1 5)) (Rat.frac 1 2)) Bool.true := rfl
+theorem contract_q2_terminal_time_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 4165988377 10000000)) (Rat.frac 4124738377 10000000) (Rat.frac 33 4)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_max_speed_ratio_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 79999 100000)) (Rat.frac 99999 100000) (Rat.frac 1 5)) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_q2_terminal_time_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 4042238377 10000000)) (Rat.frac 4124738377 10000000) (Rat.frac 33 4)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_max_speed_ratio_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 119999 100000)) (Rat.frac 99999 100000) (Rat.frac 1 5)) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_q2_terminal_time_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 4207238377 10000000)) (Rat.frac 4124738377 10000000) (Rat.frac 33 4)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 8501025518528359 5000000000000000)) (Rat.frac 100001 50000) (Rat.frac 3 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 5881643325387367 5000000000000000)) (Rat.frac 99999 100000) (Rat.frac 1 5))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 8501025518528359 5000000000000000)) (Rat.frac 100001 50000) (Rat.frac 3 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 5881643325387367 5000000000000000)) (Rat.frac 99999 100000) (Rat.frac 1 5))) List.nil)))) (Rat.frac 71724419590267 1800000000000000)) Bool.true := rfl
+theorem contract_q3_minimum_pitch_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 4453373931 10000000000)) (Rat.frac 4503373931 10000000000) (Rat.frac 1 100)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem panel_self_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 100001 50000)) (Rat.frac 100001 50000) (Rat.frac 3 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 99999 100000)) (Rat.frac 99999 100000) (Rat.frac 1 5))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 100001 50000)) (Rat.frac 100001 50000) (Rat.frac 3 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 99999 100000)) (Rat.frac 99999 100000) (Rat.frac 1 5))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
+theorem contract_q3_minimum_pitch_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 4553373931 10000000000)) (Rat.frac 4503373931 10000000000) (Rat.frac 1 100)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem baseline_oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 71724419590267 1800000000000000) (Rat.frac 1 1)) (Rat.frac 71724419590267 1800000000000000)) Bool.true := rfl
+theorem contract_q3_minimum_pitch_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 4403373931 10000000000)) (Rat.frac 4503373931 10000000000) (Rat.frac 1 100)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem baseline_robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 71724419590267 1800000000000000) (Rat.frac 1 1) (Rat.frac 71724419590267 1800000000000000)) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_q3_minimum_pitch_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 4603373931 10000000000)) (Rat.frac 4503373931 10000000000) (Rat.frac 1 100)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem oracle_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 1 1) (Rat.frac 71724419590267 1800000000000000)) (Rat.frac 2 1)) Bool.true := rfl
+theorem contract_q4_turn_length_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1348124491 100000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem baseline_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 71724419590267 1800000000000000) (Rat.frac 71724419590267 1800000000000000)) (Rat.frac 1 1)) Bool.true := rfl
+theorem contract_q4_turn_length_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1376124491 100000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25)) (Rat.frac 1 2)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem contract_q4_turn_length_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1334124491 100000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25)) (Rat.frac 0 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem contract_q4_turn_length_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1390124491 100000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25)) (Rat.frac 0 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem contract_q4_shortest_turn_length_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1348124491 100000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25)) (Rat.frac 1 2)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem contract_q4_shortest_turn_length_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1376124491 100000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25)) (Rat.frac 1 2)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem contract_q4_shortest_turn_length_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1334124491 100000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25)) (Rat.frac 0 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem contract_q4_shortest_turn_length_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1390124491 100000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25)) (Rat.frac 0 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 8501025518528359 5000000000000000)) (Rat.frac 623133179 500000000) (Rat.frac 1 40))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 4124738377 10000000) (Rat.frac 33 4))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 2 5)) (Rat.frac 4503373931 10000000000) (Rat.frac 1 100))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 9424985909982383 10000000000000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 1362124491 100000000) (Rat.frac 7 25))) List.nil)))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 8501025518528359 5000000000000000)) (Rat.frac 623133179 500000000) (Rat.frac 1 40))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 4124738377 10000000) (Rat.frac 33 4))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 2 5)) (Rat.frac 4503373931 10000000000) (Rat.frac 1 100))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 9424985909982383 10000000000000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 1362124491 100000000) (Rat.frac 7 25))) List.nil))))))) (Rat.frac 0 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem baseline_oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 0 1) (Rat.frac 1 1)) (Rat.frac 0 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem baseline_robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 0 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 0 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem oracle_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 2 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem baseline_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 0 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
 
 end TBMM.Cert.Cumcm2024ADragonDance
 end

@@ -322,9 +322,8 @@ def verify(task: Any, artifact: Any, *, lean: bool = False) -> Verdict:
     """The full verdict: read (with the input caps), replay, gate, score, and with
     `lean=True` the Lean kernel check. Never raises on bad input: an unreadable artifact is
     a verdict with status "unreadable". `artifact=None` is a missing artifact."""
-    from tbmm.verify import verify_artifact
-
     from tbmm.lean.runtime import ToolchainError
+    from tbmm.verify import verify_artifact
 
     t = _task(task)
     data = None if artifact is None else _bytes(artifact)

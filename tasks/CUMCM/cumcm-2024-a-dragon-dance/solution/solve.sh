@@ -5,18 +5,18 @@ mkdir -p /root/results
 cat > /root/results/cumcm-2024-a-dragon-dance_result.json <<'TBMM_ANCHOR_EOF'
 {
   "q5": {
-    "max_head_speed_mps": 2.00002,
-    "max_speed_ratio_when_head_1mps": 0.99999
+    "max_head_speed_mps": 1.246266358,
+    "max_speed_ratio_when_head_1mps": 1.604793379
   },
   "q2": {
-    "terminal_time_s": 464.0
+    "terminal_time_s": 412.4738377
   },
   "q3": {
-    "minimum_pitch_m": 0.4
+    "minimum_pitch_m": 0.4503373931
   },
   "q4": {
-    "original_turn_length_m": 14.1372,
-    "shortest_turn_length_m": 14.1372
+    "original_turn_length_m": 13.62124491,
+    "shortest_turn_length_m": 13.62124491
   }
 }
 TBMM_ANCHOR_EOF
