@@ -35,7 +35,9 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Machine-readable JSON on
 
 
 def _fail(msg: str, code: int = 2) -> typer.Exit:
-    err.print(f"[red]error:[/red] {msg}", highlight=False, soft_wrap=True)
+    from rich.markup import escape
+
+    err.print(f"[red]error:[/red] {escape(msg)}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
 
 

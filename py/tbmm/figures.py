@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-import pymupdf
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 FIGURES_FILE = "figures.toml"
@@ -149,6 +148,12 @@ def crop_figures(
     pdf_path: Path | str, specs: list[FigureSpec], out_dir: Path | str
 ) -> list[CroppedFigure]:
     """Render each spec's box of the PDF to `out_dir/<id>.png` (RGB, no alpha, no metadata)."""
+    try:
+        import pymupdf  # the `figures` extra (AGPL): only the task build crops figures
+    except ImportError as exc:  # pragma: no cover - depends on the install
+        raise FigureSpecError(
+            "cropping figures needs PyMuPDF: pip install 'tbmm[figures]'"
+        ) from exc
     pdf_path, out_dir = Path(pdf_path), Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     crops: list[CroppedFigure] = []

@@ -20,7 +20,6 @@ from typing import Any
 from tbmm import leaderboard as L
 from tbmm.exact import fraction_to_text
 from tbmm.leaderboard import Leaderboard, TrialRow
-from tbmm.plots import figures, png_bytes
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
@@ -121,6 +120,10 @@ def _leaderboard_html(lb: Leaderboard) -> str:
 
 
 def _plots_html(lb: Leaderboard) -> str:
+    try:
+        from tbmm.plots import figures, png_bytes
+    except ImportError:  # the `plots` extra (matplotlib) is not installed
+        return '<p class="note">plots need matplotlib: pip install "tbmm[plots]"</p>'
     plots = figures(lb)
     if not plots:
         return ""

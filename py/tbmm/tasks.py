@@ -24,9 +24,10 @@ from tbmm.models import (
     ScoringSpec,
 )
 from tbmm.paths import PathError, resolve
+from tbmm.resources import tasks_root
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-TASKS_ROOT = REPO_ROOT / "tasks"
+REPO_ROOT = Path(__file__).resolve().parents[2]  # the source checkout (for `tasks build`)
+TASKS_ROOT = tasks_root()  # the checkout's tasks/, or the installed wheel's copy
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -39,10 +39,10 @@ from typing import TYPE_CHECKING
 
 from tbmm.lean.allowlist import check_certificate, library_names
 from tbmm.lean.build import (
-    BUILD_DIR,
     CERT_DIR,
     LIBRARY,
     build,
+    build_dir,
     build_order,
     cert_modules,
     check_module,
@@ -389,7 +389,7 @@ def print_axioms(
         return {}, errors
     header = ["prelude", *(f"import {m}" for m in modules)]
     body = [f"#print axioms {n}" for n in names]
-    audit_dir = root / BUILD_DIR / "_audit"
+    audit_dir = build_dir(root) / "_audit"
     audit_dir.mkdir(parents=True, exist_ok=True)
     tmp = audit_dir / f"Audit{time.time_ns()}.lean"
     tmp.write_text("\n".join(header + body) + "\n", encoding="utf-8")

@@ -140,9 +140,13 @@ class CheckResult:
 
 def project_root(start: Path | None = None) -> Path:
     """The folder holding `lakefile.lean` and `TBMM/`, searched upward from `start`/cwd."""
+    from tbmm.resources import lean_root
+
     candidates = [(start or Path.cwd()).resolve()]
     candidates += list(candidates[0].parents)
-    candidates.append(Path(__file__).resolve().parents[3])  # a source checkout
+    shipped = lean_root()  # the source checkout's project, or the installed wheel's copy
+    if shipped is not None:
+        candidates.append(shipped)
     for c in candidates:
         if (c / "lakefile.lean").is_file() and (c / LIBRARY).is_dir():
             return c
@@ -330,10 +334,28 @@ def _failure(
 # --- building -----------------------------------------------------------------------
 
 
+def build_dir(root: Path) -> Path:
+    """Where the offline build writes .olean files for the project at `root`: its own
+    `build/lean` in a source checkout (or any writable project of the user's), a per-user
+    cache directory for the copy installed with the package (site-packages is not a
+    place to write)."""
+    from tbmm.resources import PACKAGE_DATA, cache_dir
+
+    root = root.resolve()
+    if root == (PACKAGE_DATA / "lean").resolve():
+        import hashlib
+
+        from tbmm import __version__
+
+        tag = hashlib.sha256(str(root).encode()).hexdigest()[:12]
+        return cache_dir() / "lean-build" / f"{__version__}-{tag}"
+    return root / BUILD_DIR
+
+
 def lean_path(root: Path, toolchain: Toolchain | None = None) -> Path:
     """Where the library's .olean files are (what `LEAN_PATH` must point at)."""
     tc = toolchain or find_toolchain()
-    return root / (LAKE_BUILD_DIR if tc.lake is not None else BUILD_DIR)
+    return root / LAKE_BUILD_DIR if tc.lake is not None else build_dir(root)
 
 
 def _stamp(tc: Toolchain) -> str:
@@ -378,8 +400,8 @@ def build(
         use_lake = tc.lake is not None
     if use_lake:
         return _lake_build(root, tc, t0, timeout, progress)
-    build_dir = root / BUILD_DIR
-    result = BuildResult(toolchain=tc, lean_path=build_dir)
+    out_dir = build_dir(root)
+    result = BuildResult(toolchain=tc, lean_path=out_dir)
     wanted = (
         list(targets) if targets is not None else [LIBRARY, *(cert_modules(root) if certs else [])]
     )
@@ -389,9 +411,9 @@ def build(
         result.failure = BuildFailure(wanted[0] if wanted else LIBRARY, "", None, str(exc), None)
         result.seconds = time.monotonic() - t0
         return result
-    build_dir.mkdir(parents=True, exist_ok=True)
-    with _build_lock(build_dir):
-        _build_modules(root, build_dir, order, tc, force, timeout, progress, result)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with _build_lock(out_dir):
+        _build_modules(root, out_dir, order, tc, force, timeout, progress, result)
     result.seconds = time.monotonic() - t0
     return result
 
@@ -564,9 +586,9 @@ def copy_project(dst: Path, root: Path | None = None, *, with_build: bool = True
         if (root / name).is_file():
             shutil.copy2(root / name, dst / name)
     shutil.copytree(root / LIBRARY, dst / LIBRARY, dirs_exist_ok=True)
-    if with_build and (root / BUILD_DIR).is_dir():
+    if with_build and build_dir(root).is_dir():
         shutil.copytree(
-            root / BUILD_DIR,
+            build_dir(root),
             dst / BUILD_DIR,
             dirs_exist_ok=True,
             ignore=shutil.ignore_patterns("_audit"),
