@@ -111,6 +111,46 @@ def read_capped(path: Path, caps: Caps = DEFAULT_CAPS) -> bytes:
     return data
 
 
+def parse_exact(data: bytes | str, caps: Caps = DEFAULT_CAPS) -> Any:
+    """Parse an artifact exactly (`tbmm.exact` numbers) within the caps, in ONE pass of the
+    JSON scanner: bytes first, each number's length as it is seen, then depth and lists on
+    the tree. Raises BoundsError over a cap, ValueError/UnicodeDecodeError if not JSON."""
+    from tbmm import exact
+
+    check_size(len(data), caps)
+    data = strip_bom(data)
+    if isinstance(data, bytes):
+        data = data.decode("utf-8")
+    limit = caps.max_digits
+
+    def too_long(text: str) -> BoundsError:
+        return BoundsError(
+            f"a number has {len(text)} characters, over the cap of {limit}: {text[:20]}..."
+        )
+
+    def num(text: str) -> Any:
+        if len(text) > limit:
+            raise too_long(text)
+        return exact._num(text)
+
+    def integer(text: str) -> Any:
+        if len(text) > limit:
+            raise too_long(text)
+        return exact._int(text)
+
+    def constant(text: str) -> Any:
+        if len(text) > limit:
+            raise too_long(text)
+        return exact.NonFinite(text)
+
+    try:
+        doc = json.loads(data, parse_float=num, parse_int=integer, parse_constant=constant)
+    except RecursionError as exc:
+        raise BoundsError(f"artifact is nested deeper than the cap of {caps.max_depth}") from exc
+    _walk(doc, caps)
+    return doc
+
+
 def check(data: bytes | str, caps: Caps = DEFAULT_CAPS) -> None:
     """Raise BoundsError if `data` exceeds a cap. Input that is not JSON at all passes:
     the parser proper reports it (with its own reason)."""
@@ -144,11 +184,11 @@ def _walk(doc: Any, caps: Caps) -> None:
             raise BoundsError(
                 f"artifact is nested deeper than the cap of {caps.max_depth} (at {_show(path)})"
             )
-        if isinstance(node, dict):
+        if type(node) is dict:
             for key, value in node.items():
-                if isinstance(value, dict | list):
+                if type(value) is dict or type(value) is list:
                     stack.append((value, f"{path}.{key}" if path else str(key), depth + 1))
-        elif isinstance(node, list):
+        elif type(node) is list:
             referenced = caps.is_referenced(path)
             cap = caps.list_cap(path) if referenced else caps.max_list_unreferenced
             if len(node) > cap:
@@ -163,7 +203,7 @@ def _walk(doc: Any, caps: Caps) -> None:
                     f"{caps.max_list_total} (reached at {_show(path)})"
                 )
             sub = f"{path}[*]"
-            stack.extend((v, sub, depth + 1) for v in node if isinstance(v, dict | list))
+            stack.extend((v, sub, depth + 1) for v in node if type(v) is dict or type(v) is list)
 
 
 def _show(path: str) -> str:

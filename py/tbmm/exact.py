@@ -53,7 +53,7 @@ class Num:
     @property
     def value(self) -> Fraction:
         if self._value is None:
-            self._value = parse_decimal(self.text)
+            self._value = _validated_value(self.text)
         return self._value
 
     def __eq__(self, other: object) -> bool:
@@ -87,6 +87,21 @@ def parse_decimal(text: str) -> Fraction:
     return Fraction(sign * digits, 10**-exp)
 
 
+def _validated_value(text: str) -> Fraction:
+    """`parse_decimal` for a literal `_num`/`_int` already validated (no regex again)."""
+    low = text.lower()
+    mant, _, exp_text = low.partition("e")
+    whole, _, frac = mant.partition(".")
+    neg = whole.startswith("-")
+    digits = int((whole.lstrip("+-") or "0") + frac)
+    exp = (int(exp_text) if exp_text else 0) - len(frac)
+    if neg:
+        digits = -digits
+    if exp >= 0:
+        return Fraction(digits * 10**exp)
+    return Fraction(digits, 10**-exp)
+
+
 def _int(text: str) -> Num | NonFinite:
     # JSON integers are plain digit strings; beyond MAX_EXPONENT digits they are refused.
     if len(text) > MAX_EXPONENT:
@@ -95,13 +110,16 @@ def _int(text: str) -> Num | NonFinite:
 
 
 def _num(text: str) -> Num | NonFinite:
-    """Validate now (so NaN/huge values are flagged at parse time), compute the value lazily."""
-    if len(text) > MAX_EXPONENT or not _DECIMAL_RE.match(text):
+    """Validate now (so huge values are flagged at parse time), compute the value lazily.
+
+    Called by the JSON scanner, whose number grammar already holds (`-?digits[.digits]
+    [e±digits]`): only the length and the exponent's size are left to check."""
+    if len(text) > MAX_EXPONENT:
         return NonFinite(text)
-    _, _, exp_text = text.lower().partition("e")
-    if exp_text and abs(int(exp_text)) > MAX_EXPONENT:
+    _, e, exp_text = text.lower().partition("e")
+    if e and abs(int(exp_text)) > MAX_EXPONENT:
         return NonFinite(text)
-    return Num(None, text, is_int_literal=("." not in text and "e" not in text.lower()))
+    return Num(None, text, is_int_literal=(not e and "." not in text))
 
 
 def loads(text: str | bytes) -> Any:

@@ -35,33 +35,49 @@ class Form(StrEnum):
 OPS = (">=", "<=", ">", "<")
 
 
+def _le(a: Fraction, b: Fraction) -> bool:
+    """a <= b on integers (denominators are positive): the same order as Fraction's,
+    without its generic-number dispatch, which dominates the gate's time."""
+    return a.numerator * b.denominator <= b.numerator * a.denominator
+
+
+def _lt(a: Fraction, b: Fraction) -> bool:
+    return a.numerator * b.denominator < b.numerator * a.denominator
+
+
 def compare(x: Fraction, op: str, c: Fraction) -> bool:
     if op == ">=":
-        return x >= c
+        return _le(c, x)
     if op == "<=":
-        return x <= c
+        return _le(x, c)
     if op == ">":
-        return x > c
+        return _lt(c, x)
     if op == "<":
-        return x < c
+        return _lt(x, c)
     raise ValueError(f"unknown comparison {op!r}")
 
 
 def interval(x: Fraction, lo: Fraction | None, hi: Fraction | None) -> bool:
-    return (lo is None or lo <= x) and (hi is None or x <= hi)
+    return (lo is None or _le(lo, x)) and (hi is None or _le(x, hi))
 
 
 def count(x: Fraction, hi: Fraction | None = None) -> bool:
-    return x.denominator == 1 and x >= 0 and (hi is None or x <= hi)
+    return x.denominator == 1 and x.numerator >= 0 and (hi is None or _le(x, hi))
+
+
+def _sum(xs: Sequence[Fraction]) -> Fraction:
+    return xs[0] if len(xs) == 1 else sum(xs, Fraction(0))
 
 
 def sum_to(xs: Sequence[Fraction], total: Fraction, tol: Fraction) -> bool:
-    return abs(sum(xs, Fraction(0)) - total) <= tol
+    return _le(abs(_sum(xs) - total), tol)
 
 
 def order(lhs: Sequence[Fraction], rhs: Sequence[Fraction], strict: bool, slack: Fraction) -> bool:
-    a, b = sum(lhs, Fraction(0)), sum(rhs, Fraction(0)) + slack
-    return a < b if strict else a <= b
+    a, b = _sum(lhs), _sum(rhs)
+    if slack:
+        b += slack
+    return _lt(a, b) if strict else _le(a, b)
 
 
 def threshold(x: Fraction, op: str, c: Fraction) -> bool:

@@ -25,10 +25,10 @@ from fractions import Fraction
 from typing import Any
 
 from tbmm import forms
-from tbmm.exact import fraction_to_text, parse_decimal
+from tbmm.exact import Num, fraction_to_text, parse_decimal
 from tbmm.forms import Form
 from tbmm.models import REPLAYED, GateCheck
-from tbmm.paths import expand
+from tbmm.paths import PathError, expand, resolve
 from tbmm.scoring import lookup
 from tbmm.tasks import Task
 
@@ -66,20 +66,35 @@ class Instance:
 ROLES = ("field", "against", "fields", "lhs", "rhs", "factors", "bound_factors")
 
 
+_ROLES: dict[int, tuple[GateCheck, dict[str, list[str]], bool]] = {}
+
+
 def _role_paths(check: GateCheck) -> dict[str, list[str]]:
+    """Role -> paths of a check (computed once per check; callers must not mutate it)."""
+    return _roles(check)[0]
+
+
+def _roles(check: GateCheck) -> tuple[dict[str, list[str]], bool]:
+    hit = _ROLES.get(id(check))
+    if hit is not None and hit[0] is check:
+        return hit[1], hit[2]
     out: dict[str, list[str]] = {}
     for role in ROLES:
         v = getattr(check, role)
         if v is None:
             continue
         out[role] = [v] if isinstance(v, str) else list(v)
-    return out
+    wild = any("[*]" in p for ps in out.values() for p in ps)
+    _ROLES[id(check)] = (check, out, wild)
+    return out, wild
 
 
 def instances(check: GateCheck, doc: dict[str, Any]) -> list[Instance]:
     """Expand a check over `doc`. A wildcard list that is missing or empty gives one
     `missing` instance: nothing was checked, so the check is unverifiable, not passed."""
-    roles = _role_paths(check)
+    roles, has_wild = _roles(check)
+    if not has_wild:
+        return [Instance(check, None, roles)]
     if check.form is Form.sum_to:
         concrete = {
             r: [q for p in ps for q in (expand(doc, p) if "[*]" in p else [p])]
@@ -109,74 +124,126 @@ def _missing_list(check: GateCheck, prefix: str, roles: dict[str, list[str]]) ->
     return inst
 
 
-def _const(v: str | None, default: Fraction | None = None) -> Fraction | None:
-    return default if v is None else parse_decimal(v)
+@dataclass(frozen=True)
+class _Plan:
+    """A check's constants, read once from their decimal text (not per artifact)."""
+
+    lo: Fraction | None
+    hi: Fraction | None
+    total: Fraction | None
+    tol: Fraction | None
+    bound: Fraction | None
+    coef: Fraction
+    slack: Fraction
+    rel_tol: Fraction
+
+
+_PLANS: dict[int, tuple[GateCheck, _Plan]] = {}
+
+
+def _plan(c: GateCheck) -> _Plan:
+    hit = _PLANS.get(id(c))
+    if hit is not None and hit[0] is c:
+        return hit[1]
+    q = lambda v: None if v is None else parse_decimal(v)  # noqa: E731
+    plan = _Plan(
+        lo=q(c.lo),
+        hi=q(c.hi),
+        total=q(c.total),
+        tol=q(c.tol),
+        bound=q(c.bound),
+        coef=q(c.coef) if c.coef is not None else Fraction(1),
+        slack=q(c.slack) if c.slack is not None else Fraction(0),
+        rel_tol=q(c.rel_tol) if c.rel_tol is not None else Fraction(0),
+    )
+    _PLANS[id(c)] = (c, plan)
+    return plan
+
+
+_ZERO = Fraction(0)
 
 
 def evaluate(inst: Instance, doc: dict[str, Any]) -> Instance:
     """Fill values and status of one instance (exact arithmetic only)."""
     c = inst.check
     vals: dict[str, list[Fraction]] = {}
+    values = inst.values
     for role, paths in inst.paths.items():
         got = []
         for p in paths:
-            v = lookup(doc, p)
-            if v.q is None:
-                if v.reason.startswith("missing"):
-                    inst.status, inst.message = "missing", f"{p} ({v.reason})"
-                else:
-                    inst.status, inst.message = "bad", f"{p}: {v.reason}"
-                    return inst
+            try:
+                node = resolve(doc, p)
+            except PathError:
+                node = _MISSING
+            if type(node) is Num:
+                q = node.value
+                values[p] = q
+                got.append(q)
                 continue
-            inst.values[p] = v.q
-            got.append(v.q)
+            v = lookup(doc, p)  # the slow path only for what is not a number: its reason
+            if v.reason.startswith("missing"):
+                inst.status, inst.message = "missing", f"{p} ({v.reason})"
+            else:
+                inst.status, inst.message = "bad", f"{p}: {v.reason}"
+                return inst
         vals[role] = got
     if inst.status == "missing":
         return inst
-    one = vals.get("field", [Fraction(0)])[0] if "field" in vals else None
+    k = _plan(c)
+    one = vals["field"][0] if "field" in vals else None
+    form = c.form
+    if form is Form.interval:
+        ok = forms.interval(one, k.lo, k.hi)  # type: ignore[arg-type]
+    elif form is Form.count:
+        ok = forms.count(one, k.hi)  # type: ignore[arg-type]
+    elif form is Form.sum_to:
+        ok = forms.sum_to(vals["fields"], k.total, k.tol)  # type: ignore[arg-type]
+    elif form is Form.order:
+        ok = forms.order(vals["lhs"], vals["rhs"], c.op == "<", k.slack)
+    elif form is Form.threshold:
+        ok = forms.threshold(one, c.op, k.bound)  # type: ignore[arg-type]
+    elif form is Form.agree:
+        ok = forms.agree(one, values[inst.paths["against"][0]], k.tol, k.rel_tol)  # type: ignore[arg-type]
+    else:
+        bound = k.bound if k.bound is not None else forms.prod(vals["bound_factors"])
+        ok = forms.product(vals["factors"], k.coef, c.op, bound)  # type: ignore[arg-type]
+    inst.status = "pass" if ok else "fail"
+    if not ok:
+        inst.message = _failure_message(inst, vals, k)
+    return inst
+
+
+def _failure_message(inst: Instance, vals: dict[str, list[Fraction]], k: _Plan) -> str:
+    """What was violated, with the values (built only for a failing instance)."""
+    c = inst.check
+    if c.form is Form.agree:
+        x, y = vals["field"][0], inst.values[inst.paths["against"][0]]
+        tol = f"{c.tol}" + (f" + {c.rel_tol}·|replayed|" if c.rel_tol else "")
+        return (
+            f"misreported: claimed {fraction_to_text(x)} at {inst.paths['field'][0]}, "
+            f"replayed {fraction_to_text(y)}; tolerance {tol} {c.unit}".rstrip()
+        )
     if c.form is Form.interval:
-        ok = forms.interval(one, _const(c.lo), _const(c.hi))  # type: ignore[arg-type]
         want = (
             f"in [{c.lo if c.lo is not None else '-inf'}, {c.hi if c.hi is not None else '+inf'}]"
         )
     elif c.form is Form.count:
-        ok = forms.count(one, _const(c.hi))  # type: ignore[arg-type]
         want = "a non-negative integer" + (f" <= {c.hi}" if c.hi else "")
     elif c.form is Form.sum_to:
-        ok = forms.sum_to(vals["fields"], parse_decimal(c.total), parse_decimal(c.tol))  # type: ignore[arg-type]
-        want = (
-            f"sum = {c.total} ± {c.tol} (got {fraction_to_text(sum(vals['fields'], Fraction(0)))})"
-        )
+        want = f"sum = {c.total} ± {c.tol} (got {fraction_to_text(sum(vals['fields'], _ZERO))})"
     elif c.form is Form.order:
-        strict = c.op == "<"
-        ok = forms.order(vals["lhs"], vals["rhs"], strict, _const(c.slack, Fraction(0)))  # type: ignore[arg-type]
-        want = f"sum(lhs) {'<' if strict else '<='} sum(rhs)" + (f" + {c.slack}" if c.slack else "")
+        want = f"sum(lhs) {c.op} sum(rhs)" + (f" + {c.slack}" if c.slack else "")
     elif c.form is Form.threshold:
-        ok = forms.threshold(one, c.op, parse_decimal(c.bound))  # type: ignore[arg-type]
         want = f"{c.op} {c.bound}"
-    elif c.form is Form.agree:
-        x, y = one, inst.values[inst.paths["against"][0]]
-        ok = forms.agree(x, y, parse_decimal(c.tol), _const(c.rel_tol, Fraction(0)))  # type: ignore[arg-type]
-        if not ok:
-            tol = f"{c.tol}" + (f" + {c.rel_tol}·|replayed|" if c.rel_tol else "")
-            inst.status = "fail"
-            inst.message = (
-                f"misreported: claimed {fraction_to_text(x)} at {inst.paths['field'][0]}, "
-                f"replayed {fraction_to_text(y)}; tolerance {tol} {c.unit}".rstrip()
-            )
-            return inst
-        want = ""
     else:
-        bound = parse_decimal(c.bound) if c.bound is not None else forms.prod(vals["bound_factors"])
-        coef = _const(c.coef, Fraction(1))
-        ok = forms.product(vals["factors"], coef, c.op, bound)  # type: ignore[arg-type]
-        lhs = coef * forms.prod(vals["factors"])  # type: ignore[operator]
+        bound = k.bound if k.bound is not None else forms.prod(vals["bound_factors"])
+        lhs = k.coef * forms.prod(vals["factors"])
         want = f"{fraction_to_text(lhs)} {c.op} {fraction_to_text(bound)}"
-    inst.status = "pass" if ok else "fail"
-    if not ok:
-        shown = ", ".join(f"{p}={fraction_to_text(v)}" for p, v in inst.values.items())
-        inst.message = f"violated: {shown}; required {want} {c.unit}".rstrip()
-    return inst
+    shown = ", ".join(f"{p}={fraction_to_text(v)}" for p, v in inst.values.items())
+    return f"violated: {shown}; required {want} {c.unit}".rstrip()
+
+
+_MISSING = object()
 
 
 @dataclass

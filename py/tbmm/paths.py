@@ -35,21 +35,35 @@ def tokens(path: str) -> tuple[str | int, ...]:
 def resolve(doc: Any, path: str) -> Any:
     """The node at `path` (no wildcards); PathError names the first missing step."""
     node = doc
-    walked = ""
+    for tok in tokens(path):
+        if type(tok) is str:
+            if (type(node) is not dict and not isinstance(node, dict)) or tok not in node:
+                raise _error(doc, path)
+            node = node[tok]
+        else:
+            if tok < 0 or (type(node) is not list and not isinstance(node, list)) or tok >= len(node):
+                raise _error(doc, path)
+            node = node[tok]
+    return node
+
+
+def _error(doc: Any, path: str) -> PathError:
+    """The PathError for the first step of `path` that `doc` lacks (the slow path)."""
+    node, walked = doc, ""
     for tok in tokens(path):
         if isinstance(tok, str):
             if not isinstance(node, dict) or tok not in node:
-                raise PathError(f"no key {tok!r} at {walked or '<root>'}")
+                return PathError(f"no key {tok!r} at {walked or '<root>'}")
             node = node[tok]
             walked = f"{walked}.{tok}" if walked else tok
         else:
             if tok < 0:
-                raise PathError(f"wildcard in {path!r}: use expand()")
+                return PathError(f"wildcard in {path!r}: use expand()")
             if not isinstance(node, list) or tok >= len(node):
-                raise PathError(f"no index [{tok}] at {walked or '<root>'}")
+                return PathError(f"no index [{tok}] at {walked or '<root>'}")
             node = node[tok]
             walked = f"{walked}[{tok}]"
-    return node
+    return PathError(f"cannot resolve {path!r}")
 
 
 def expand(doc: Any, path: str) -> list[str]:

@@ -63,7 +63,7 @@ DOMAIN_BOUNDS: dict[Domain, tuple[Fraction | None, Fraction | None, bool]] = {
 
 
 def clamp(x: Fraction, lo: Fraction, hi: Fraction) -> Fraction:
-    return lo if x < lo else hi if x > hi else x
+    return lo if _lt(x, lo) else hi if _lt(hi, x) else x
 
 
 def effective_band(anchor: Fraction, band: Fraction) -> tuple[Fraction, bool]:
@@ -74,20 +74,27 @@ def effective_band(anchor: Fraction, band: Fraction) -> tuple[Fraction, bool]:
     return band, False
 
 
+def _lt(a: Fraction, b: Fraction) -> bool:
+    """a < b on integers (positive denominators): Fraction's order, without its dispatch."""
+    return a.numerator * b.denominator < b.numerator * a.denominator
+
+
 def in_domain(x: Fraction, domain: Domain) -> bool:
     if domain is Domain.any:
         return True
     lo, hi, integral = DOMAIN_BOUNDS[domain]
-    if lo is not None and x < lo:
+    if lo is not None and _lt(x, lo):
         return False
-    if hi is not None and x > hi:
+    if hi is not None and _lt(hi, x):
         return False
     return not (integral and x.denominator != 1)
 
 
 def decay(distance: Fraction, band: Fraction) -> Fraction:
     """Linear decay: 1 at distance 0, 0 at distance >= band (band > 0)."""
-    return max(ZERO, ONE - distance / band)
+    if not _lt(distance, band):
+        return ZERO
+    return ONE - distance / band
 
 
 def reward(direction: Direction, x: Fraction, anchor: Fraction, band: Fraction) -> Fraction:
@@ -105,26 +112,36 @@ def reward_in_band(direction: Direction, x: Fraction, anchor: Fraction, b: Fract
         # Only possible when band == 0 and anchor == 0: nothing but the anchor itself counts.
         return ONE if x == anchor else ZERO
     if direction is Direction.higher_is_better:
-        return ONE if x >= anchor else decay(anchor - x, b)
+        return ONE if not _lt(x, anchor) else decay(anchor - x, b)
     if direction is Direction.lower_is_better:
-        return ONE if x <= anchor else decay(x - anchor, b)
+        return ONE if not _lt(anchor, x) else decay(x - anchor, b)
+    if x == anchor:
+        return ONE
     return decay(abs(x - anchor), b)
 
 
 def weighted_mean(pairs: Iterable[tuple[Fraction, Fraction]]) -> Fraction | None:
     """sum(w r)/sum(w) over (weight, reward) pairs; None when there is no weight."""
-    num = den = ZERO
+    # Integer accumulation over a running common denominator, normalised once at the end
+    # (Fraction's own + would take a gcd at every step): sn/sd = sum(w r), tn/td = sum(w).
+    sn, sd, tn, td = 0, 1, 0, 1
     for w, r in pairs:
-        num += w * r
-        den += w
-    return None if den == 0 else num / den
+        wn, wd = w.numerator, w.denominator
+        tn, td = tn * wd + wn * td, td * wd
+        rn = r.numerator
+        if rn:
+            pn, pd = wn * rn, wd * r.denominator
+            sn, sd = sn * pd + pn * sd, sd * pd
+    if tn == 0:
+        return None
+    return Fraction(sn * td, sd * tn)
 
 
 def o_eval(raw: Fraction, oracle_raw: Fraction) -> Fraction:
     """O-Eval = clamp(R/O, 0, 1); an oracle raw score of 0 gives 0 (nothing to normalise by)."""
     if oracle_raw <= 0:
         return ZERO
-    return clamp(raw / oracle_raw, ZERO, ONE)
+    return clamp(raw if oracle_raw == ONE else raw / oracle_raw, ZERO, ONE)
 
 
 def robust_bo(raw: Fraction, oracle_raw: Fraction, baseline_raw: Fraction) -> Fraction:

@@ -15,6 +15,7 @@ Edge rules (each leaves a reason string on the metric):
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -35,16 +36,13 @@ class ArtifactError(ValueError):
 def read_artifact(data: bytes | str, caps: bounds.Caps | None = None) -> dict[str, Any]:
     """Parse an artifact exactly; raise ArtifactError with a one-line reason if unusable.
 
-    The input caps (tbmm.bounds) are checked first, before the exact parse; an artifact over
-    a cap raises ArtifactError whose __cause__ is the BoundsError. A UTF-8 BOM is dropped.
+    The input caps (tbmm.bounds) are enforced during the one parse; an artifact over a cap
+    raises ArtifactError whose __cause__ is the BoundsError. A UTF-8 BOM is dropped.
     """
-    data = bounds.strip_bom(data)
     try:
-        bounds.check(data, caps or bounds.DEFAULT_CAPS)
+        doc = bounds.parse_exact(data, caps or bounds.DEFAULT_CAPS)
     except bounds.BoundsError as exc:
         raise ArtifactError(str(exc)) from exc
-    try:
-        doc = exact.loads(data)
     except UnicodeDecodeError as exc:
         raise ArtifactError(f"artifact is not UTF-8 text: {exc}") from exc
     except ValueError as exc:
@@ -131,57 +129,67 @@ def score_metric(
     `unverifiable` is the gate's reason when a check protecting this metric could not be
     evaluated: the metric then scores 0 whatever its value (omission never pays)."""
     spec = metric.spec
-    o = metric.anchor if anchor is None else anchor
-    o_text = metric.anchor_text if anchor_text is None else anchor_text
-    band_eff, widened = (
-        metric.band_effective if anchor is None else rules.effective_band(o, metric.band)
-    )
-    base = dict(
-        id=spec.id,
-        path=spec.path,
-        direction=spec.direction.value,
-        unit=spec.unit,
-        weight=metric.weight,
-        anchor=o,
-        anchor_text=o_text,
-        band=metric.band,
-        band_effective=band_eff,
-    )
+    if anchor is None:
+        o, o_text = metric.anchor, metric.anchor_text
+        band_eff, widened = metric.band_effective
+    else:
+        o, o_text = anchor, metric.anchor_text if anchor_text is None else anchor_text
+        band_eff, widened = rules.effective_band(o, metric.band)
+    direction = spec.direction
+
+    def result(value_text: str | None, reward: Fraction | None, reason: str) -> MetricScore:
+        return MetricScore(
+            metric.id,
+            metric.path,
+            direction.value,
+            spec.unit,
+            metric.weight,
+            o,
+            o_text,
+            metric.band,
+            band_eff,
+            value_text,
+            reward,
+            reason,
+            reward is None,
+        )
+
     if spec.exclude:
-        return MetricScore(
-            **base,
-            value_text=None,
-            reward=None,
-            reason=f"excluded by config: {spec.exclude}",
-            excluded=True,
-        )
+        return result(None, None, f"excluded by config: {spec.exclude}")
     if doc is None:
-        return MetricScore(**base, value_text=None, reward=rules.ZERO, reason="missing artifact")
-    v = lookup(doc, spec.path)
-    if unverifiable:
-        return MetricScore(**base, value_text=v.text, reward=rules.ZERO, reason=unverifiable)
-    if v.q is None:
-        return MetricScore(**base, value_text=v.text, reward=rules.ZERO, reason=v.reason)
-    if not rules.in_domain(v.q, spec.domain):
-        return MetricScore(
-            **base,
-            value_text=v.text,
-            reward=rules.ZERO,
-            reason=f"out of domain ({spec.domain.value})",
-        )
-    r = rules.reward_in_band(spec.direction, v.q, o, band_eff)
+        return result(None, rules.ZERO, "missing artifact")
+    try:
+        node = resolve(doc, metric.path)
+    except PathError:
+        node = None
+    if type(node) is exact.Num and not unverifiable:
+        q, text = node.value, node.text
+    else:
+        v = lookup(doc, metric.path)
+        if unverifiable:
+            return result(v.text, rules.ZERO, unverifiable)
+        return result(v.text, rules.ZERO, v.reason)
+    if not rules.in_domain(q, spec.domain):
+        return result(text, rules.ZERO, f"out of domain ({spec.domain.value})")
+    r = rules.reward_in_band(direction, q, o, band_eff)
     notes = []
-    if widened and spec.direction is not Direction.exact_value:
-        notes.append(
-            f"degenerate band {fraction_to_text(metric.band)} < 2% of |anchor|: widened to 5% = {fraction_to_text(band_eff)}"
-        )
+    if widened and direction is not Direction.exact_value:
+        notes.append(_widened_note(metric.band, band_eff))
     if (
-        spec.direction in (Direction.higher_is_better, Direction.lower_is_better)
-        and r == 1
-        and v.q != o
+        (direction is Direction.higher_is_better or direction is Direction.lower_is_better)
+        and r.numerator == r.denominator
+        and q != o
     ):
         notes.append("beyond the anchor in the good direction")
-    return MetricScore(**base, value_text=v.text, reward=r, reason="; ".join(notes))
+    return result(text, r, "; ".join(notes))
+
+
+@functools.lru_cache(maxsize=4096)
+def _widened_note(band: Fraction, band_eff: Fraction) -> str:
+    return (
+        f"degenerate band {fraction_to_text(band)} < 2% of |anchor|: widened to 5% = "
+        f"{fraction_to_text(band_eff)}"
+    )
 
 
 def raw_score(scores: list[MetricScore]) -> Fraction | None:
@@ -353,9 +361,12 @@ def panel_o_eval(
     """Eq. (1): mean over papers with S_p != {} of R(m, S_p); empty panel -> the single anchor."""
     if not panel:
         return o_eval_anchor
-    return rules.clamp(
-        sum((p.score for p in panel), rules.ZERO) / len(panel), rules.ZERO, rules.ONE
+    mean = (
+        panel[0].score
+        if len(panel) == 1
+        else sum((p.score for p in panel), rules.ZERO) / len(panel)
     )
+    return rules.clamp(mean, rules.ZERO, rules.ONE)
 
 
 def score_task(

@@ -69,20 +69,18 @@ class Metric:
     anchor: Fraction
     weight: Fraction
     band: Fraction
+    id: str = field(init=False)  # spec.id and spec.path, copied: read on every scoring
+    path: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.id = self.spec.id
+        self.path = self.spec.path
 
     @cached_property
     def band_effective(self) -> tuple[Fraction, bool]:
         from tbmm.rules import effective_band
 
         return effective_band(self.anchor, self.band)
-
-    @property
-    def id(self) -> str:
-        return self.spec.id
-
-    @property
-    def path(self) -> str:
-        return self.spec.path
 
 
 @dataclass
