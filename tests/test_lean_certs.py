@@ -97,7 +97,7 @@ def test_mutations_are_kernel_proved_and_name_the_field(suite: list[Task], tmp_p
         next(c.form.value for c in by_slug(suite, s).gate.check if c.id == n.split("[")[0])
         for s, n, _, _ in muts
     }
-    assert len(muts) >= 10 and forms == {
+    assert len(muts) >= 10 and forms >= {
         "interval",
         "count",
         "sum_to",

@@ -32,22 +32,16 @@ set_option maxRecDepth 65536 in
 theorem domain_q3_july1_profit : Eq (Reward.inDomain (Rat.frac 12822631 10000) Domain.any) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem score_q3_july1_profit : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.any (Option.some (Rat.frac 12822631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem domain_q3_restocked_item_count : Eq (Reward.inDomain (Rat.frac 29 1) Domain.count) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_q3_restocked_item_count : Eq (Rat.beq (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 29 1)) (Rat.frac 29 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem score_q3_july1_profit : Eq (Rat.beq (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 12822631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem domain_q2_week_profit : Eq (Reward.inDomain (Rat.frac 25528 5) Domain.any) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem score_q2_week_profit : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.any (Option.some (Rat.frac 25528 5)) (Rat.frac 25528 5) (Rat.frac 1500 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem score_q2_week_profit : Eq (Rat.beq (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 25528 5)) (Rat.frac 25528 5) (Rat.frac 1500 1)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.any (Option.some (Rat.frac 12822631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 29 1)) (Rat.frac 29 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.any (Option.some (Rat.frac 25528 5)) (Rat.frac 25528 5) (Rat.frac 1500 1))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.any (Option.some (Rat.frac 12822631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 29 1)) (Rat.frac 29 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.any (Option.some (Rat.frac 25528 5)) (Rat.frac 25528 5) (Rat.frac 1500 1))) List.nil))))) (Rat.frac 1 1)) Bool.true := rfl
+theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 12822631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 25528 5)) (Rat.frac 25528 5) (Rat.frac 1500 1))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 12822631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 25528 5)) (Rat.frac 25528 5) (Rat.frac 1500 1))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 1 1) (Rat.frac 1 1)) (Rat.frac 1 1)) Bool.true := rfl
@@ -56,37 +50,37 @@ set_option maxRecDepth 65536 in
 theorem robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 1 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem panel_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.any (Option.some (Rat.frac 12822631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 29 1)) (Rat.frac 29 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.any (Option.some (Rat.frac 25528 5)) (Rat.frac 25528 5) (Rat.frac 1500 1))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.any (Option.some (Rat.frac 12822631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 29 1)) (Rat.frac 29 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.any (Option.some (Rat.frac 25528 5)) (Rat.frac 25528 5) (Rat.frac 1500 1))) List.nil))))) (Rat.frac 1 1)) Bool.true := rfl
+theorem panel_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 12822631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 25528 5)) (Rat.frac 25528 5) (Rat.frac 1500 1))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 12822631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 25528 5)) (Rat.frac 25528 5) (Rat.frac 1500 1))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q3_july1_profit_beyond : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.any (Option.some (Rat.frac 16672631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem contract_q3_july1_profit_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 10897631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q3_july1_profit_half : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.any (Option.some (Rat.frac 10897631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1)) (Rat.frac 1 2)) Bool.true := rfl
+theorem contract_q3_july1_profit_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 14747631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q3_july1_profit_edge : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.any (Option.some (Rat.frac 8972631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1)) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_q3_july1_profit_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 8972631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q3_restocked_item_count_equal : Eq (Rat.beq (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 29 1)) (Rat.frac 29 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem contract_q3_july1_profit_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 16672631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q3_restocked_item_count_off : Eq (Rat.beq (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 30 1)) (Rat.frac 29 1) (Rat.frac 0 1)) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_q2_week_profit_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 21778 5)) (Rat.frac 25528 5) (Rat.frac 1500 1)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q2_week_profit_beyond : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.any (Option.some (Rat.frac 33028 5)) (Rat.frac 25528 5) (Rat.frac 1500 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem contract_q2_week_profit_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 29278 5)) (Rat.frac 25528 5) (Rat.frac 1500 1)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q2_week_profit_half : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.any (Option.some (Rat.frac 21778 5)) (Rat.frac 25528 5) (Rat.frac 1500 1)) (Rat.frac 1 2)) Bool.true := rfl
+theorem contract_q2_week_profit_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 18028 5)) (Rat.frac 25528 5) (Rat.frac 1500 1)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q2_week_profit_edge : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.any (Option.some (Rat.frac 18028 5)) (Rat.frac 25528 5) (Rat.frac 1500 1)) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_q2_week_profit_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 33028 5)) (Rat.frac 25528 5) (Rat.frac 1500 1)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.any Option.none (Rat.frac 12822631 10000) (Rat.frac 385 1))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.exactValue Domain.count Option.none (Rat.frac 29 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.any Option.none (Rat.frac 25528 5) (Rat.frac 1500 1))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.any Option.none (Rat.frac 12822631 10000) (Rat.frac 385 1))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.exactValue Domain.count Option.none (Rat.frac 29 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.any Option.none (Rat.frac 25528 5) (Rat.frac 1500 1))) List.nil))))) (Rat.frac 0 1)) Bool.true := rfl
+theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.targetValue Domain.any Option.none (Rat.frac 12822631 10000) (Rat.frac 385 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any Option.none (Rat.frac 25528 5) (Rat.frac 1500 1))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.targetValue Domain.any Option.none (Rat.frac 12822631 10000) (Rat.frac 385 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any Option.none (Rat.frac 25528 5) (Rat.frac 1500 1))) List.nil)))) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem panel_self_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.any (Option.some (Rat.frac 12822631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 29 1)) (Rat.frac 29 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.any (Option.some (Rat.frac 25528 5)) (Rat.frac 25528 5) (Rat.frac 1500 1))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.any (Option.some (Rat.frac 12822631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 29 1)) (Rat.frac 29 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.any (Option.some (Rat.frac 25528 5)) (Rat.frac 25528 5) (Rat.frac 1500 1))) List.nil))))) (Rat.frac 1 1)) Bool.true := rfl
+theorem panel_self_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 12822631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 25528 5)) (Rat.frac 25528 5) (Rat.frac 1500 1))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 12822631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 25528 5)) (Rat.frac 25528 5) (Rat.frac 1500 1))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem baseline_oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 0 1) (Rat.frac 1 1)) (Rat.frac 0 1)) Bool.true := rfl

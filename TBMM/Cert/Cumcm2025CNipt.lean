@@ -5,10 +5,10 @@ noncomputable section
 namespace TBMM.Cert.Cumcm2025CNipt
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_f1_range : Eq (Forms.interval (Rat.frac 3721 10000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+theorem gate_q4_f1_claim : Eq (Forms.agree (Rat.frac 5751633987 10000000000) (Rat.frac 5751633987 10000000000) (Rat.frac 1 1000) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_accuracy_range : Eq (Forms.interval (Rat.frac 8659 10000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+theorem gate_q4_balanced_accuracy_claim : Eq (Forms.agree (Rat.frac 7892520637 10000000000) (Rat.frac 7892520637 10000000000) (Rat.frac 1 1000) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem gate_q3_week_in_test_window_0 : Eq (Forms.interval (Rat.frac 12 1) (Option.some (Rat.frac 10 1)) (Option.some (Rat.frac 25 1))) Bool.true := rfl
@@ -35,18 +35,6 @@ set_option maxRecDepth 65536 in
 theorem gate_q3_qualified_probability_range_3 : Eq (Forms.interval (Rat.frac 809 1000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_group1_probabilities_complement : Eq (Forms.sumTo (List.cons (Rat.frac 1529 2000) (List.cons (Rat.frac 471 2000) List.nil)) (Rat.frac 1 1) (Rat.frac 1 1000)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q3_group2_probabilities_complement : Eq (Forms.sumTo (List.cons (Rat.frac 7339 10000) (List.cons (Rat.frac 2661 10000) List.nil)) (Rat.frac 1 1) (Rat.frac 1 1000)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q3_group3_probabilities_complement : Eq (Forms.sumTo (List.cons (Rat.frac 7493 10000) (List.cons (Rat.frac 2507 10000) List.nil)) (Rat.frac 1 1) (Rat.frac 1 1000)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q3_group4_probabilities_complement : Eq (Forms.sumTo (List.cons (Rat.frac 809 1000) (List.cons (Rat.frac 191 1000) List.nil)) (Rat.frac 1 1) (Rat.frac 1 1000)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
 theorem gate_q3_group_interval_ordered_0 : Eq (Forms.order (List.cons (Rat.frac 207 10) List.nil) (List.cons (Rat.frac 763 25) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
@@ -59,28 +47,22 @@ set_option maxRecDepth 65536 in
 theorem gate_q3_group_interval_ordered_3 : Eq (Forms.order (List.cons (Rat.frac 3443 100) List.nil) (List.cons (Rat.frac 1172 25) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_groups_disjoint_1_2 : Eq (Forms.order (List.cons (Rat.frac 763 25) List.nil) (List.cons (Rat.frac 613 20) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+theorem gate_q3_groups_do_not_overlap : Eq (Forms.interval (Rat.frac 0 1) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 0 1))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_groups_disjoint_2_3 : Eq (Forms.order (List.cons (Rat.frac 1617 50) List.nil) (List.cons (Rat.frac 647 20) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+theorem domain_q4_female_f1 : Eq (Reward.inDomain (Rat.frac 5751633987 10000000000) Domain.probability) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_groups_disjoint_3_4 : Eq (Forms.order (List.cons (Rat.frac 3437 100) List.nil) (List.cons (Rat.frac 3443 100) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+theorem score_q4_female_f1 : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 5751633987 10000000000)) (Rat.frac 5751633987 10000000000) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem domain_q4_female_f1 : Eq (Reward.inDomain (Rat.frac 3721 10000) Domain.probability) Bool.true := rfl
+theorem domain_q4_female_balanced_accuracy : Eq (Reward.inDomain (Rat.frac 7892520637 10000000000) Domain.probability) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem score_q4_female_f1 : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 3721 10000)) (Rat.frac 3721 10000) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
+theorem score_q4_female_balanced_accuracy : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 7892520637 10000000000)) (Rat.frac 7892520637 10000000000) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem domain_q4_female_accuracy : Eq (Reward.inDomain (Rat.frac 8659 10000) Domain.probability) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_q4_female_accuracy : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 8659 10000)) (Rat.frac 8659 10000) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 3721 10000)) (Rat.frac 3721 10000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 8659 10000)) (Rat.frac 8659 10000) (Rat.frac 1 10))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 3721 10000)) (Rat.frac 3721 10000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 8659 10000)) (Rat.frac 8659 10000) (Rat.frac 1 10))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
+theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 5751633987 10000000000)) (Rat.frac 5751633987 10000000000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 7892520637 10000000000)) (Rat.frac 7892520637 10000000000) (Rat.frac 1 10))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 5751633987 10000000000)) (Rat.frac 5751633987 10000000000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 7892520637 10000000000)) (Rat.frac 7892520637 10000000000) (Rat.frac 1 10))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 1 1) (Rat.frac 1 1)) (Rat.frac 1 1)) Bool.true := rfl
@@ -89,31 +71,25 @@ set_option maxRecDepth 65536 in
 theorem robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 1 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem panel_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 3721 10000)) (Rat.frac 3721 10000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 8659 10000)) (Rat.frac 8659 10000) (Rat.frac 1 10))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 3721 10000)) (Rat.frac 3721 10000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 8659 10000)) (Rat.frac 8659 10000) (Rat.frac 1 10))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
+theorem contract_q4_female_f1_beyond : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 6751633987 10000000000)) (Rat.frac 5751633987 10000000000) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q4_female_f1_beyond : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 4721 10000)) (Rat.frac 3721 10000) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
+theorem contract_q4_female_f1_half : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 5251633987 10000000000)) (Rat.frac 5751633987 10000000000) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q4_female_f1_half : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 3221 10000)) (Rat.frac 3721 10000) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
+theorem contract_q4_female_f1_edge : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 4751633987 10000000000)) (Rat.frac 5751633987 10000000000) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q4_female_f1_edge : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 2721 10000)) (Rat.frac 3721 10000) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_q4_female_balanced_accuracy_beyond : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 8892520637 10000000000)) (Rat.frac 7892520637 10000000000) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q4_female_accuracy_beyond : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 9659 10000)) (Rat.frac 8659 10000) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
+theorem contract_q4_female_balanced_accuracy_half : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 7392520637 10000000000)) (Rat.frac 7892520637 10000000000) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q4_female_accuracy_half : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 8159 10000)) (Rat.frac 8659 10000) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
+theorem contract_q4_female_balanced_accuracy_edge : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 6892520637 10000000000)) (Rat.frac 7892520637 10000000000) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q4_female_accuracy_edge : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 7659 10000)) (Rat.frac 8659 10000) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.probability Option.none (Rat.frac 3721 10000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability Option.none (Rat.frac 8659 10000) (Rat.frac 1 10))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.probability Option.none (Rat.frac 3721 10000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability Option.none (Rat.frac 8659 10000) (Rat.frac 1 10))) List.nil)))) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem panel_self_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 3721 10000)) (Rat.frac 3721 10000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 8659 10000)) (Rat.frac 8659 10000) (Rat.frac 1 10))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 3721 10000)) (Rat.frac 3721 10000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 8659 10000)) (Rat.frac 8659 10000) (Rat.frac 1 10))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
+theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.probability Option.none (Rat.frac 5751633987 10000000000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability Option.none (Rat.frac 7892520637 10000000000) (Rat.frac 1 10))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.probability Option.none (Rat.frac 5751633987 10000000000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability Option.none (Rat.frac 7892520637 10000000000) (Rat.frac 1 10))) List.nil)))) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem baseline_oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 0 1) (Rat.frac 1 1)) (Rat.frac 0 1)) Bool.true := rfl

@@ -5,19 +5,22 @@ noncomputable section
 namespace TBMM.Cert.Mcm2023BMaasaiMara
 
 set_option maxRecDepth 65536 in
-theorem gate_sanctuary_cells_count : Eq (Forms.count (Rat.frac 13 1) (Option.some (Rat.frac 36 1))) Bool.true := rfl
+theorem gate_sanctuary_share_range : Eq (Forms.interval (Rat.frac 3611 10000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_agricultural_cells_count : Eq (Forms.count (Rat.frac 12 1) (Option.some (Rat.frac 36 1))) Bool.true := rfl
+theorem gate_community_use_share_range : Eq (Forms.interval (Rat.frac 3333 10000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_tourism_cells_count : Eq (Forms.count (Rat.frac 9 1) (Option.some (Rat.frac 36 1))) Bool.true := rfl
+theorem gate_tourism_share_range : Eq (Forms.interval (Rat.frac 1 4) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_hunting_cells_count : Eq (Forms.count (Rat.frac 2 1) (Option.some (Rat.frac 36 1))) Bool.true := rfl
+theorem gate_hunting_share_range : Eq (Forms.interval (Rat.frac 139 2500) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_zoning_partitions_preserve : Eq (Forms.sumTo (List.cons (Rat.frac 13 1) (List.cons (Rat.frac 12 1) (List.cons (Rat.frac 9 1) (List.cons (Rat.frac 2 1) List.nil)))) (Rat.frac 36 1) (Rat.frac 0 1)) Bool.true := rfl
+theorem gate_other_use_share_range : Eq (Forms.interval (Rat.frac 0 1) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem gate_zoning_partitions_preserve : Eq (Forms.sumTo (List.cons (Rat.frac 3611 10000) (List.cons (Rat.frac 3333 10000) (List.cons (Rat.frac 2500 10000) (List.cons (Rat.frac 556 10000) (List.cons (Rat.frac 0 10000) List.nil))))) (Rat.frac 1 1) (Rat.frac 1 1000)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem gate_plan_beats_conservation_first : Eq (Forms.order (List.cons (Rat.frac 70637219 500) List.nil) (List.cons (Rat.frac 77474487 500) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
@@ -26,28 +29,28 @@ set_option maxRecDepth 65536 in
 theorem gate_plan_beats_agriculture_first : Eq (Forms.order (List.cons (Rat.frac 3254519 25) List.nil) (List.cons (Rat.frac 77474487 500) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_interaction_distance_nonneg : Eq (Forms.threshold (Rat.frac 1711 625) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
+theorem gate_economic_benefit_nonneg : Eq (Forms.threshold (Rat.frac 77474487 500) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem domain_sanctuary_cells : Eq (Reward.inDomain (Rat.frac 13 1) Domain.count) Bool.true := rfl
+theorem domain_sanctuary_share : Eq (Reward.inDomain (Rat.frac 3611 10000) Domain.share) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem score_sanctuary_cells : Eq (Rat.beq (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 13 1)) (Rat.frac 13 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem score_sanctuary_share : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 3611 10000)) (Rat.frac 3611 10000) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem domain_tourism_cells : Eq (Reward.inDomain (Rat.frac 9 1) Domain.count) Bool.true := rfl
+theorem domain_tourism_share : Eq (Reward.inDomain (Rat.frac 1 4) Domain.share) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem score_tourism_cells : Eq (Rat.beq (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 9 1)) (Rat.frac 9 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem score_tourism_share : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 1 4)) (Rat.frac 1 4) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem domain_agricultural_cells : Eq (Reward.inDomain (Rat.frac 12 1) Domain.count) Bool.true := rfl
+theorem domain_community_use_share : Eq (Reward.inDomain (Rat.frac 3333 10000) Domain.share) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem score_agricultural_cells : Eq (Rat.beq (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 12 1)) (Rat.frac 12 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem score_community_use_share : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 3333 10000)) (Rat.frac 3333 10000) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 13 1)) (Rat.frac 13 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 9 1)) (Rat.frac 9 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 12 1)) (Rat.frac 12 1) (Rat.frac 0 1))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 13 1)) (Rat.frac 13 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 9 1)) (Rat.frac 9 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 12 1)) (Rat.frac 12 1) (Rat.frac 0 1))) List.nil))))) (Rat.frac 1 1)) Bool.true := rfl
+theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 3611 10000)) (Rat.frac 3611 10000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 1 4)) (Rat.frac 1 4) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 3333 10000)) (Rat.frac 3333 10000) (Rat.frac 1 10))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 3611 10000)) (Rat.frac 3611 10000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 1 4)) (Rat.frac 1 4) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 3333 10000)) (Rat.frac 3333 10000) (Rat.frac 1 10))) List.nil))))) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 1 1) (Rat.frac 1 1)) (Rat.frac 1 1)) Bool.true := rfl
@@ -56,31 +59,49 @@ set_option maxRecDepth 65536 in
 theorem robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 1 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem panel_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 13 1)) (Rat.frac 13 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 9 1)) (Rat.frac 9 1) (Rat.frac 0 1))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 13 1)) (Rat.frac 13 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 9 1)) (Rat.frac 9 1) (Rat.frac 0 1))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
+theorem panel_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 3611 10000)) (Rat.frac 3611 10000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 1 4)) (Rat.frac 1 4) (Rat.frac 1 10))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 3611 10000)) (Rat.frac 3611 10000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 1 4)) (Rat.frac 1 4) (Rat.frac 1 10))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_sanctuary_cells_equal : Eq (Rat.beq (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 13 1)) (Rat.frac 13 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem contract_sanctuary_share_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 3111 10000)) (Rat.frac 3611 10000) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_sanctuary_cells_off : Eq (Rat.beq (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 14 1)) (Rat.frac 13 1) (Rat.frac 0 1)) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_sanctuary_share_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 4111 10000)) (Rat.frac 3611 10000) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_tourism_cells_equal : Eq (Rat.beq (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 9 1)) (Rat.frac 9 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem contract_sanctuary_share_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 2611 10000)) (Rat.frac 3611 10000) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_tourism_cells_off : Eq (Rat.beq (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 10 1)) (Rat.frac 9 1) (Rat.frac 0 1)) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_sanctuary_share_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 4611 10000)) (Rat.frac 3611 10000) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_agricultural_cells_equal : Eq (Rat.beq (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 12 1)) (Rat.frac 12 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem contract_tourism_share_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 1 5)) (Rat.frac 1 4) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_agricultural_cells_off : Eq (Rat.beq (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 13 1)) (Rat.frac 12 1) (Rat.frac 0 1)) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_tourism_share_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 3 10)) (Rat.frac 1 4) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count Option.none (Rat.frac 13 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count Option.none (Rat.frac 9 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count Option.none (Rat.frac 12 1) (Rat.frac 0 1))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count Option.none (Rat.frac 13 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count Option.none (Rat.frac 9 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count Option.none (Rat.frac 12 1) (Rat.frac 0 1))) List.nil))))) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_tourism_share_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 3 20)) (Rat.frac 1 4) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem panel_self_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 13 1)) (Rat.frac 13 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 9 1)) (Rat.frac 9 1) (Rat.frac 0 1))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 13 1)) (Rat.frac 13 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 9 1)) (Rat.frac 9 1) (Rat.frac 0 1))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
+theorem contract_tourism_share_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 7 20)) (Rat.frac 1 4) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem contract_community_use_share_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 2833 10000)) (Rat.frac 3333 10000) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem contract_community_use_share_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 3833 10000)) (Rat.frac 3333 10000) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem contract_community_use_share_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 2333 10000)) (Rat.frac 3333 10000) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem contract_community_use_share_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 4333 10000)) (Rat.frac 3333 10000) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share Option.none (Rat.frac 3611 10000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share Option.none (Rat.frac 1 4) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share Option.none (Rat.frac 3333 10000) (Rat.frac 1 10))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share Option.none (Rat.frac 3611 10000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share Option.none (Rat.frac 1 4) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share Option.none (Rat.frac 3333 10000) (Rat.frac 1 10))) List.nil))))) (Rat.frac 0 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem panel_self_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 3611 10000)) (Rat.frac 3611 10000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 1 4)) (Rat.frac 1 4) (Rat.frac 1 10))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 3611 10000)) (Rat.frac 3611 10000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 1 4)) (Rat.frac 1 4) (Rat.frac 1 10))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem baseline_oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 0 1) (Rat.frac 1 1)) (Rat.frac 0 1)) Bool.true := rfl

@@ -23,28 +23,34 @@ set_option maxRecDepth 65536 in
 theorem gate_find_probability_nondecreasing_in_time : Eq (Forms.order (List.cons (Rat.frac 1017 2500) List.nil) (List.cons (Rat.frac 4377 10000) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
+theorem gate_later_start_not_likelier_3h : Eq (Forms.order (List.cons (Rat.frac 1169 5000) List.nil) (List.cons (Rat.frac 43 100) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem gate_later_start_not_likelier_5h : Eq (Forms.order (List.cons (Rat.frac 579 5000) List.nil) (List.cons (Rat.frac 1169 5000) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
 theorem gate_uncertainty_area_positive : Eq (Forms.threshold (Rat.frac 4861 5000) Cmp.gt (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem domain_find_probability_10h_start_1h : Eq (Reward.inDomain (Rat.frac 43 100) Domain.probability) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem score_find_probability_10h_start_1h : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 43 100)) (Rat.frac 43 100) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
+theorem score_find_probability_10h_start_1h : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 43 100)) (Rat.frac 43 100) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem domain_find_probability_6h : Eq (Reward.inDomain (Rat.frac 1017 2500) Domain.probability) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem score_find_probability_6h : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 1017 2500)) (Rat.frac 1017 2500) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
+theorem score_find_probability_6h : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 1017 2500)) (Rat.frac 1017 2500) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem domain_find_probability_18h : Eq (Reward.inDomain (Rat.frac 4377 10000) Domain.probability) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem score_find_probability_18h : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 4377 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
+theorem score_find_probability_18h : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 4377 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 43 100)) (Rat.frac 43 100) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 1017 2500)) (Rat.frac 1017 2500) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 4377 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 43 100)) (Rat.frac 43 100) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 1017 2500)) (Rat.frac 1017 2500) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 4377 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10))) List.nil))))) (Rat.frac 1 1)) Bool.true := rfl
+theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 43 100)) (Rat.frac 43 100) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 1017 2500)) (Rat.frac 1017 2500) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 4377 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 43 100)) (Rat.frac 43 100) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 1017 2500)) (Rat.frac 1017 2500) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 4377 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10))) List.nil))))) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 1 1) (Rat.frac 1 1)) (Rat.frac 1 1)) Bool.true := rfl
@@ -53,40 +59,49 @@ set_option maxRecDepth 65536 in
 theorem robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 1 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem panel_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 43 100)) (Rat.frac 43 100) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 1017 2500)) (Rat.frac 1017 2500) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 4377 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 43 100)) (Rat.frac 43 100) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 1017 2500)) (Rat.frac 1017 2500) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 4377 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10))) List.nil))))) (Rat.frac 1 1)) Bool.true := rfl
+theorem panel_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 43 100)) (Rat.frac 43 100) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 1017 2500)) (Rat.frac 1017 2500) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 4377 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 43 100)) (Rat.frac 43 100) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 1017 2500)) (Rat.frac 1017 2500) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 4377 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10))) List.nil))))) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_find_probability_10h_start_1h_beyond : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 53 100)) (Rat.frac 43 100) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
+theorem contract_find_probability_10h_start_1h_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 19 50)) (Rat.frac 43 100) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_find_probability_10h_start_1h_half : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 19 50)) (Rat.frac 43 100) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
+theorem contract_find_probability_10h_start_1h_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 12 25)) (Rat.frac 43 100) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_find_probability_10h_start_1h_edge : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 33 100)) (Rat.frac 43 100) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_find_probability_10h_start_1h_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 33 100)) (Rat.frac 43 100) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_find_probability_6h_beyond : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 1267 2500)) (Rat.frac 1017 2500) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
+theorem contract_find_probability_10h_start_1h_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 53 100)) (Rat.frac 43 100) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_find_probability_6h_half : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 223 625)) (Rat.frac 1017 2500) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
+theorem contract_find_probability_6h_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 223 625)) (Rat.frac 1017 2500) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_find_probability_6h_edge : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 767 2500)) (Rat.frac 1017 2500) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_find_probability_6h_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 571 1250)) (Rat.frac 1017 2500) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_find_probability_18h_beyond : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 5377 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
+theorem contract_find_probability_6h_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 767 2500)) (Rat.frac 1017 2500) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_find_probability_18h_half : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 3877 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
+theorem contract_find_probability_6h_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 1267 2500)) (Rat.frac 1017 2500) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_find_probability_18h_edge : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 3377 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_find_probability_18h_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 3877 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability Option.none (Rat.frac 43 100) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability Option.none (Rat.frac 1017 2500) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability Option.none (Rat.frac 4377 10000) (Rat.frac 1 10))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability Option.none (Rat.frac 43 100) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability Option.none (Rat.frac 1017 2500) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability Option.none (Rat.frac 4377 10000) (Rat.frac 1 10))) List.nil))))) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_find_probability_18h_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 4877 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem panel_self_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 43 100)) (Rat.frac 43 100) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 1017 2500)) (Rat.frac 1017 2500) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 4377 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 43 100)) (Rat.frac 43 100) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 1017 2500)) (Rat.frac 1017 2500) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 4377 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10))) List.nil))))) (Rat.frac 1 1)) Bool.true := rfl
+theorem contract_find_probability_18h_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 3377 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem contract_find_probability_18h_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 5377 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability Option.none (Rat.frac 43 100) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability Option.none (Rat.frac 1017 2500) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability Option.none (Rat.frac 4377 10000) (Rat.frac 1 10))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability Option.none (Rat.frac 43 100) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability Option.none (Rat.frac 1017 2500) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability Option.none (Rat.frac 4377 10000) (Rat.frac 1 10))) List.nil))))) (Rat.frac 0 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem panel_self_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 43 100)) (Rat.frac 43 100) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 1017 2500)) (Rat.frac 1017 2500) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 4377 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 43 100)) (Rat.frac 43 100) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 1017 2500)) (Rat.frac 1017 2500) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 4377 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10))) List.nil))))) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem baseline_oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 0 1) (Rat.frac 1 1)) (Rat.frac 0 1)) Bool.true := rfl

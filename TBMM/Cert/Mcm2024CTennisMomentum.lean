@@ -23,6 +23,18 @@ set_option maxRecDepth 65536 in
 theorem gate_warning_rate_final_is_share : Eq (Forms.interval (Rat.frac 3 500) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
+theorem gate_strongest_transition_at_least_half : Eq (Forms.threshold (Rat.frac 3363 5000) Cmp.ge (Rat.frac 1 2)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem gate_warning_rate_all_positive : Eq (Forms.threshold (Rat.frac 2 625) Cmp.gt (Rat.frac 0 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem gate_warning_rate_all_below_one : Eq (Forms.threshold (Rat.frac 2 625) Cmp.lt (Rat.frac 1 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem gate_final_warnings_within_all : Eq (Forms.product (List.cons (Rat.frac 3 500) List.nil) (Rat.frac 229 5000) Cmp.le (Rat.prod (List.cons (Rat.frac 2 625) List.nil))) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
 theorem gate_top_factor_correlation_range : Eq (Forms.interval (Rat.frac 151 5000) (Option.some (Rat.negFrac 1 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in

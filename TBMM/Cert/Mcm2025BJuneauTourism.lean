@@ -8,7 +8,13 @@ set_option maxRecDepth 65536 in
 theorem gate_daily_cap_is_count : Eq (Forms.count (Rat.frac 11000 1) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
+theorem gate_daily_cap_limits : Eq (Forms.interval (Rat.frac 11000 1) (Option.some (Rat.frac 1 1)) (Option.some (Rat.frac 20000 1))) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
 theorem gate_visitor_fee_nonneg : Eq (Forms.threshold (Rat.frac 55 1) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem gate_visitor_fee_within_spending : Eq (Forms.threshold (Rat.frac 55 1) Cmp.le (Rat.frac 1875 8)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem gate_conservation_share_is_share : Eq (Forms.interval (Rat.frac 7 20) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
@@ -20,6 +26,15 @@ set_option maxRecDepth 65536 in
 theorem gate_annual_visitors_within_daily_cap : Eq (Forms.product (List.cons (Rat.frac 11000 1) List.nil) (Rat.frac 365 1) Cmp.ge (Rat.prod (List.cons (Rat.frac 1491526 1) List.nil))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
+theorem gate_revenue_within_visitors_times_per_visitor : Eq (Forms.product (List.cons (Rat.frac 1491526 1) (List.cons (Rat.frac 2315 8) List.nil)) (Rat.frac 1 1) Cmp.ge (Rat.prod (List.cons (Rat.frac 43161032783 100) List.nil))) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem gate_per_visitor_revenue_includes_fee : Eq (Forms.order (List.cons (Rat.frac 55 1) List.nil) (List.cons (Rat.frac 2315 8) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem gate_per_visitor_spending_bounded : Eq (Forms.order (List.cons (Rat.frac 2315 8) List.nil) (List.cons (Rat.frac 55 1) List.nil) Bool.false (Rat.frac 1875 4)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
 theorem gate_fee_revenue_within_total_revenue : Eq (Forms.product (List.cons (Rat.frac 55 1) (List.cons (Rat.frac 1491526 1) List.nil)) (Rat.frac 1 1) Cmp.le (Rat.prod (List.cons (Rat.frac 43161032783 100) List.nil))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
@@ -29,22 +44,10 @@ set_option maxRecDepth 65536 in
 theorem gate_sensitivity_correlation_range : Eq (Forms.interval (Rat.frac 29761 50000) (Option.some (Rat.negFrac 1 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem domain_daily_cap : Eq (Reward.inDomain (Rat.frac 11000 1) Domain.count) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_daily_cap : Eq (Rat.beq (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 11000 1)) (Rat.frac 11000 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem domain_visitor_fee : Eq (Reward.inDomain (Rat.frac 55 1) Domain.nonneg) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_visitor_fee : Eq (Rat.beq (Reward.score Direction.exactValue Domain.nonneg (Option.some (Rat.frac 55 1)) (Rat.frac 55 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
 theorem domain_total_revenue : Eq (Reward.inDomain (Rat.frac 43161032783 100) Domain.nonneg) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem score_total_revenue : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 43161032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem score_total_revenue : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 43161032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem domain_annual_visitors : Eq (Reward.inDomain (Rat.frac 1491526 1) Domain.nonneg) Bool.true := rfl
@@ -53,37 +56,28 @@ set_option maxRecDepth 65536 in
 theorem score_annual_visitors : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1491526 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 11000 1)) (Rat.frac 11000 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.nonneg (Option.some (Rat.frac 55 1)) (Rat.frac 55 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 43161032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1491526 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1))) List.nil))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 11000 1)) (Rat.frac 11000 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.nonneg (Option.some (Rat.frac 55 1)) (Rat.frac 55 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 43161032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1491526 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1))) List.nil)))))) (Rat.frac 1 1)) Bool.true := rfl
+theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 43161032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1491526 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 43161032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1491526 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 1 1) (Rat.frac 1 1)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 1 1) (Rat.frac 1 1) (Rat.frac 11684555217 34400000000)) (Rat.frac 1 1)) Bool.true := rfl
+theorem robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 1 1) (Rat.frac 1 1) (Rat.frac 11684555217 17200000000)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem panel_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 11000 1)) (Rat.frac 11000 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.nonneg (Option.some (Rat.frac 55 1)) (Rat.frac 55 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 43161032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1491526 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1))) List.nil))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 11000 1)) (Rat.frac 11000 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.nonneg (Option.some (Rat.frac 55 1)) (Rat.frac 55 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 43161032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1491526 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1))) List.nil)))))) (Rat.frac 1 1)) Bool.true := rfl
+theorem panel_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 43161032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1491526 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 43161032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1491526 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_daily_cap_equal : Eq (Rat.beq (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 11000 1)) (Rat.frac 11000 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem contract_total_revenue_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 38861032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_daily_cap_off : Eq (Rat.beq (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 11001 1)) (Rat.frac 11000 1) (Rat.frac 0 1)) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_total_revenue_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 47461032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_visitor_fee_equal : Eq (Rat.beq (Reward.score Direction.exactValue Domain.nonneg (Option.some (Rat.frac 55 1)) (Rat.frac 55 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem contract_total_revenue_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 34561032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_visitor_fee_off : Eq (Rat.beq (Reward.score Direction.exactValue Domain.nonneg (Option.some (Rat.frac 56 1)) (Rat.frac 55 1) (Rat.frac 0 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_total_revenue_beyond : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 51761032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_total_revenue_half : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 38861032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_total_revenue_edge : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 34561032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1)) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_total_revenue_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 51761032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem contract_annual_visitors_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1341526 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1)) (Rat.frac 1 2)) Bool.true := rfl
@@ -98,22 +92,22 @@ set_option maxRecDepth 65536 in
 theorem contract_annual_visitors_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1791526 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 10000 1)) (Rat.frac 11000 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.nonneg (Option.some (Rat.frac 50 1)) (Rat.frac 55 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 400400000 1)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1408000 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1))) List.nil))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 10000 1)) (Rat.frac 11000 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.nonneg (Option.some (Rat.frac 50 1)) (Rat.frac 55 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 400400000 1)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1408000 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1))) List.nil)))))) (Rat.frac 11684555217 34400000000)) Bool.true := rfl
+theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 400400000 1)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1408000 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 400400000 1)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1408000 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1))) List.nil)))) (Rat.frac 11684555217 17200000000)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem panel_self_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 11000 1)) (Rat.frac 11000 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.nonneg (Option.some (Rat.frac 55 1)) (Rat.frac 55 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 43161032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1491526 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1))) List.nil))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 11000 1)) (Rat.frac 11000 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.nonneg (Option.some (Rat.frac 55 1)) (Rat.frac 55 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 43161032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1491526 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1))) List.nil)))))) (Rat.frac 1 1)) Bool.true := rfl
+theorem panel_self_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 43161032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1491526 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 43161032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1491526 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem baseline_oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 11684555217 34400000000) (Rat.frac 1 1)) (Rat.frac 11684555217 34400000000)) Bool.true := rfl
+theorem baseline_oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 11684555217 17200000000) (Rat.frac 1 1)) (Rat.frac 11684555217 17200000000)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem baseline_robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 11684555217 34400000000) (Rat.frac 1 1) (Rat.frac 11684555217 34400000000)) (Rat.frac 0 1)) Bool.true := rfl
+theorem baseline_robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 11684555217 17200000000) (Rat.frac 1 1) (Rat.frac 11684555217 17200000000)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem oracle_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 1 1) (Rat.frac 11684555217 34400000000)) (Rat.frac 2 1)) Bool.true := rfl
+theorem oracle_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 1 1) (Rat.frac 11684555217 17200000000)) (Rat.frac 2 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem baseline_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 11684555217 34400000000) (Rat.frac 11684555217 34400000000)) (Rat.frac 1 1)) Bool.true := rfl
+theorem baseline_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 11684555217 17200000000) (Rat.frac 11684555217 17200000000)) (Rat.frac 1 1)) Bool.true := rfl
 
 end TBMM.Cert.Mcm2025BJuneauTourism
 end

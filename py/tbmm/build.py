@@ -157,7 +157,17 @@ def schema_from_map(amap: ArtifactMap) -> dict[str, Any]:
         parent, _, name = ls.path.replace("[*]", "[0]").rpartition(".")
         key = f"{name} (list)"
         desc = f"list of {ls.min_items} to {ls.max_items} entries — {ls.description}"
-        set_path(schema, f"{parent}.{key}" if parent else key, desc)
+        # `key` is not a path token (it has a space and parentheses): create the parent
+        # object, then set the key on it directly.
+        if parent:
+            try:
+                node = resolve(schema, parent)
+            except PathError:
+                set_path(schema, parent, {})
+                node = resolve(schema, parent)
+        else:
+            node = schema
+        node[key] = desc
     for f in amap.field:
         kind = f"one of {', '.join(f.tags)}" if f.type == "tag" else f.type
         desc = kind + (f" [{f.unit}]" if f.unit else "") + f" — {f.description}"

@@ -49,6 +49,10 @@ def violation(inst: Instance) -> tuple[str, Fraction] | None:
         if p in inst.paths["rhs"]:
             return None
         return p, rhs - others + ONE
+    if c.form is Form.agree:
+        p, y = first("field"), v[first("against")]
+        slack = parse_decimal(c.tol) + (parse_decimal(c.rel_tol) * abs(y) if c.rel_tol else 0)
+        return p, y + slack + ONE
     # product: coef * x * rest op bound
     p = first("factors")
     rest = prod([v[q] for q in inst.paths["factors"][1:]]) * (

@@ -5,8 +5,115 @@ mkdir -p /root/results
 cat > /root/results/cumcm-2025-c-nipt_result.json <<'TBMM_ANCHOR_EOF'
 {
   "q4": {
-    "female_abnormality_f1": 0.3721,
-    "female_abnormality_accuracy": 0.8659
+    "rules": [
+      {
+        "intercept": -81.3105,
+        "terms": [
+          {
+            "feature": "age",
+            "coef": -0.101658
+          },
+          {
+            "feature": "height",
+            "coef": 0.142149
+          },
+          {
+            "feature": "weight",
+            "coef": -0.15973
+          },
+          {
+            "feature": "draws",
+            "coef": -0.573861
+          },
+          {
+            "feature": "gest_week",
+            "coef": 0.195052
+          },
+          {
+            "feature": "bmi",
+            "coef": 0.32733
+          },
+          {
+            "feature": "raw_reads",
+            "coef": 2.38311e-06
+          },
+          {
+            "feature": "mapped_ratio",
+            "coef": 26.1652
+          },
+          {
+            "feature": "duplicate_ratio",
+            "coef": -75.3696
+          },
+          {
+            "feature": "unique_reads",
+            "coef": -3.22878e-06
+          },
+          {
+            "feature": "gc",
+            "coef": -43.9432
+          },
+          {
+            "feature": "z13",
+            "coef": -0.147125
+          },
+          {
+            "feature": "z18",
+            "coef": 0.24485
+          },
+          {
+            "feature": "z21",
+            "coef": 0.212665
+          },
+          {
+            "feature": "zx",
+            "coef": -0.188136
+          },
+          {
+            "feature": "x_conc",
+            "coef": -52.4381
+          },
+          {
+            "feature": "gc13",
+            "coef": 732.457
+          },
+          {
+            "feature": "gc18",
+            "coef": 301.761
+          },
+          {
+            "feature": "gc21",
+            "coef": -840.848
+          },
+          {
+            "feature": "filtered_ratio",
+            "coef": 31.9527
+          },
+          {
+            "feature": "births",
+            "coef": -0.161845
+          },
+          {
+            "feature": "abs_z13",
+            "coef": 0.113545
+          },
+          {
+            "feature": "abs_z18",
+            "coef": -0.172319
+          },
+          {
+            "feature": "abs_z21",
+            "coef": 0.176154
+          },
+          {
+            "feature": "abs_zx",
+            "coef": -0.0877068
+          }
+        ]
+      }
+    ],
+    "female_abnormality_f1": 0.5751633987,
+    "female_abnormality_balanced_accuracy": 0.7892520637
   },
   "q3": {
     "groups": [
@@ -14,29 +121,25 @@ cat > /root/results/cumcm-2025-c-nipt_result.json <<'TBMM_ANCHOR_EOF'
         "bmi_lower": 20.7,
         "bmi_upper": 30.52,
         "recommended_week": 12.0,
-        "qualified_probability": 0.7645,
-        "unqualified_probability": 0.2355
+        "qualified_probability": 0.7645
       },
       {
         "bmi_lower": 30.65,
         "bmi_upper": 32.34,
         "recommended_week": 12.0,
-        "qualified_probability": 0.7339,
-        "unqualified_probability": 0.2661
+        "qualified_probability": 0.7339
       },
       {
         "bmi_lower": 32.35,
         "bmi_upper": 34.37,
         "recommended_week": 12.0,
-        "qualified_probability": 0.7493,
-        "unqualified_probability": 0.2507
+        "qualified_probability": 0.7493
       },
       {
         "bmi_lower": 34.43,
         "bmi_upper": 46.88,
         "recommended_week": 20.0,
-        "qualified_probability": 0.809,
-        "unqualified_probability": 0.191
+        "qualified_probability": 0.809
       }
     ]
   }

@@ -5,12 +5,12 @@ mkdir -p /root/results
 cat > /root/results/mcm-2023-b-maasai-mara_result.json <<'TBMM_ANCHOR_EOF'
 {
   "plan": {
-    "wildlife_sanctuary_cells": 13,
-    "agricultural_cells": 12,
-    "tourism_cells": 9,
-    "hunting_cells": 2,
-    "economic_benefit_million": 154948.974,
-    "mean_sanctuary_to_tourism_distance_cells": 2.7376
+    "wildlife_sanctuary_share": 0.3611,
+    "community_use_share": 0.3333,
+    "tourism_share": 0.25,
+    "hunting_share": 0.0556,
+    "other_use_share": 0,
+    "economic_benefit_million": 154948.974
   },
   "alternatives": {
     "conservation_first_benefit_million": 141274.438,

@@ -11,6 +11,7 @@ cat > /root/results/mcm-2025-b-juneau-tourism_result.json <<'TBMM_ANCHOR_EOF'
   },
   "outcome": {
     "annual_visitors": 1491526,
+    "revenue_per_visitor_usd": 289.375,
     "total_revenue_usd": 431610327.83,
     "net_benefit_usd": 341049399.55,
     "resident_acceptance_index": 1.0
