@@ -185,3 +185,22 @@ def test_deadline() -> None:
     d = Deadline(0.0)
     with pytest.raises(BudgetExceeded):
         d.check()
+
+
+def test_a_list_shorter_than_the_statement_asks_fails(tmp_path: Path) -> None:
+    t = make_task(tmp_path)
+    amap = (t.dir / "artifact_map.toml").read_text()
+    amap = amap.replace(
+        'final_question = "q"\n',
+        'final_question = "q"\n\n[[list]]\npath = "rows"\nmin_items = 2\nmax_items = 4\ndescription = "two to four rows"\n',
+    )
+    (t.dir / "artifact_map.toml").write_text(amap)
+    from tbmm.tasks import load_task
+
+    t = load_task(t.dir)
+    ok = evaluate(t, read_artifact(GOOD))
+    assert ok.gate.verdict == "pass"
+    short = GOOD.replace('[{"p": 0.2, "d": 10}, {"p": 0.5, "d": 4}]', '[{"p": 0.7, "d": 10}]')
+    ev = evaluate(t, read_artifact(short.replace('"share": 0.3', '"share": 0.3')))
+    bad = [i for i in ev.gate.failed if i.check.id == "list_min_items"]
+    assert bad and "at least 2" in bad[0].message and ev.score.o_eval == 0

@@ -19,6 +19,7 @@ warning (it scores 0 anyway).
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 from fractions import Fraction
@@ -272,6 +273,41 @@ class GateReport:
         }
 
 
+def _short_lists(task: Task, doc: dict[str, Any]) -> list[Instance]:
+    """A declared list with fewer entries than the statement's minimum (`min_items`) is a
+    failed instance: an answer must not shrink a list below what the statement asks for.
+    (Longer than `max_items` never gets here: the input caps refuse it.)"""
+    out = []
+    for ls in task.artifact_map.lists:
+        if ls.min_items <= 0:
+            continue
+        for path in expand(doc, ls.path) if "[*]" in ls.path else [ls.path]:
+            try:
+                node = resolve(doc, path)
+            except PathError:
+                continue  # a missing list: the checks over it are unverifiable
+            if isinstance(node, list) and len(node) < ls.min_items:
+                check = _list_check(ls.path, ls.min_items)
+                inst = Instance(check, None, {"field": [path]})
+                inst.status = "fail"
+                inst.message = (
+                    f"violated: list {path} has {len(node)} entries; the statement asks for "
+                    f"at least {ls.min_items}"
+                )
+                out.append(inst)
+    return out
+
+
+@functools.lru_cache(maxsize=256)
+def _list_check(path: str, min_items: int) -> GateCheck:
+    return GateCheck(
+        id="list_min_items",
+        form=Form.count,
+        field=path,
+        justification=f"the statement asks for at least {min_items} entries in {path}",
+    )
+
+
 def protected_metrics(task: Task, check: GateCheck) -> list[str]:
     """The metric ids a check protects (its `protects`, default every metric of the task)."""
     if check.protects is not None:
@@ -301,7 +337,7 @@ def run_gate(
         return GateReport(
             task.slug, "warn", [], ["empty or missing artifact: nothing to check"], replay
         )
-    insts: list[Instance] = []
+    insts: list[Instance] = list(_short_lists(task, doc))
     unverifiable: dict[str, str] = {}
     for check in task.gate.check:
         for inst in instances(check, doc):
