@@ -147,7 +147,7 @@ def _with_decision(x: str, claim: str = "2.0") -> str:
 def test_replayed_value_is_scored_not_the_claim(replayed_task: Task) -> None:
     ev = evaluate(replayed_task, read_artifact(_with_decision("1.0")))
     assert ev.replay is not None and ev.replay.status == "ok"
-    assert ev.replay.values == {"q.speed": "2", "q.margin": "1/3"}
+    assert ev.replay.values == {"q.speed": "2", "q.margin": "0.333333"}
     assert ev.gate.verdict == "pass" and ev.score.o_eval == 1
 
 
@@ -176,7 +176,10 @@ def test_unreplayable_decisions_score_zero_with_the_reason(replayed_task: Task) 
 
 def test_to_exact_rounds_floats_to_digits() -> None:
     assert to_exact(0.1 + 0.2, 12).text == "0.3"
-    assert to_exact(Fraction(1, 3), 12).value == Fraction(1, 3)
+    assert to_exact(Fraction(3, 8), 12).value == Fraction(3, 8)  # terminating: exact
+    third = to_exact(Fraction(1, 3), 12)  # non-terminating: a JSON literal of 12 digits
+    assert third.text == "0.333333333333" and third.value == Fraction(333333333333, 10**12)
+    assert to_exact(Fraction(-72, 9259), 6).text == "-0.00777622"
     with pytest.raises(ReplayInputError):
         to_exact(float("nan"), 12)
 

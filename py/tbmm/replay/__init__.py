@@ -99,7 +99,18 @@ def to_exact(x: Fraction | float | int, digits: int) -> exact.Num:
     if isinstance(x, int):
         return exact.Num(Fraction(x), str(x), True)
     if isinstance(x, Fraction):
-        return exact.Num(x, exact.fraction_to_text(x), x.denominator == 1)
+        text = exact.fraction_to_text(x)
+        if "/" not in text:
+            return exact.Num(x, text, x.denominator == 1)
+        # a non-terminating rational has no JSON literal: round it to `digits` significant
+        # digits (half-even), the same way for the reference and for every answer
+        import decimal
+
+        with decimal.localcontext() as ctx:
+            ctx.prec, ctx.rounding = digits, decimal.ROUND_HALF_EVEN
+            d = decimal.Decimal(x.numerator) / decimal.Decimal(x.denominator)
+        text = format(d, "f") if abs(d.adjusted()) < 30 else str(d)
+        return exact.Num(exact.parse_decimal(text), text, False)
     if not math.isfinite(x):
         raise ReplayInputError(f"replay produced a non-finite number ({x})")
     text = f"{x:.{digits}g}"
