@@ -94,8 +94,13 @@ def test_sg_coefficients_are_the_textbook_ones() -> None:
     a = st.sg_coefficients(2, 3)
     weights = [sum(c * Fraction(j) ** k for k, c in enumerate(a)) for j in range(-2, 3)]
     assert weights == [Fraction(w, 35) for w in (-3, 12, 17, 12, -3)]
-    assert sum(sum(c * Fraction(j) ** k for k, c in enumerate(st.sg_coefficients(100, 3)))
-               for j in range(-100, 101)) == 1
+    assert (
+        sum(
+            sum(c * Fraction(j) ** k for k, c in enumerate(st.sg_coefficients(100, 3)))
+            for j in range(-100, 101)
+        )
+        == 1
+    )
 
 
 def test_exact_smoothing_equals_the_direct_convolution(task: Task, params: st.Params) -> None:
@@ -106,8 +111,10 @@ def test_exact_smoothing_equals_the_direct_convolution(task: Task, params: st.Pa
     w = [sum(c * Fraction(j) ** k for k, c in enumerate(a)) for j in range(-half, half + 1)]
     for i, s in zip(range(3000, 3011), ints, strict=True):
         direct = sum(
-            (wj * exact.parse_decimal(refl[i + j]) for j, wj in zip(range(-half, half + 1), w,
-                                                                    strict=True)),
+            (
+                wj * exact.parse_decimal(refl[i + j])
+                for j, wj in zip(range(-half, half + 1), w, strict=True)
+            ),
             Fraction(0),
         )
         assert Fraction(s, scale) == direct
@@ -222,10 +229,15 @@ def test_better_fit_is_not_penalised(task: Task, params: st.Params) -> None:
         t0 = int(2 * exact.parse_decimal(ev0.replay.values[f"fits.{fit}.first_order"]))  # type: ignore[union-attr]
         d_cm = doc["fits"][fit]["thickness_um"] * 1e-4
         s2 = math.sin(math.radians(float(st._dec(sp.angle_deg)))) ** 2
-        pts = [(e.nu / 1000, math.sqrt(((t0 + k) / (4 * d_cm * e.nu)) ** 2 + s2))
-               for k, e in enumerate(meas.extrema) if e.compared]
-        a, b, c = fr.lstsq([[1.0] * len(pts), [x * x for x, _ in pts], [1 / (x * x) for x, _ in pts]],
-                           [n for _, n in pts])
+        pts = [
+            (e.nu / 1000, math.sqrt(((t0 + k) / (4 * d_cm * e.nu)) ** 2 + s2))
+            for k, e in enumerate(meas.extrema)
+            if e.compared
+        ]
+        a, b, c = fr.lstsq(
+            [[1.0] * len(pts), [x * x for x, _ in pts], [1 / (x * x) for x, _ in pts]],
+            [n for _, n in pts],
+        )
         doc["fits"][fit].update(n_A=round(a, 5), n_B=round(b, 5), n_C=round(c, 5))
     ev = run(task, settle(task, doc))
     assert ev.gate.verdict == "pass"
@@ -239,8 +251,10 @@ def test_wrong_phase_convention_is_feasible_but_scores_less(task: Task, params: 
     for fit in ("sic_10deg", "sic_15deg"):
         f = doc["fits"][fit]
         abc = (f["n_A"], f["n_B"], f["n_C"])
-        f.update(maxima_order="integer",
-                 thickness_um=fit_d(task, params, fit, abc, "integer", f["thickness_um"]))
+        f.update(
+            maxima_order="integer",
+            thickness_um=fit_d(task, params, fit, abc, "integer", f["thickness_um"]),
+        )
     ev = run(task, settle(task, doc))
     assert ev.gate.verdict == "pass"
     assert Fraction(1, 2) < ev.score.o_eval < Fraction(9, 10)
@@ -279,7 +293,9 @@ def test_model_that_misses_the_fringes(task: Task) -> None:
     assert "fits.sic_10deg" in inst.message  # the replay names the decision
 
 
-@pytest.mark.parametrize(("n", "check"), [(3.0, "sic_index_plausible_hi"), (2.0, "sic_index_plausible_lo")])
+@pytest.mark.parametrize(
+    ("n", "check"), [(3.0, "sic_index_plausible_hi"), (2.0, "sic_index_plausible_lo")]
+)
 def test_implausible_index(task: Task, params: st.Params, n: float, check: str) -> None:
     """A constant index outside SiC's range, the thickness refitted so the fringes still fit:
     the optical thickness alone would allow any thickness."""
@@ -287,8 +303,12 @@ def test_implausible_index(task: Task, params: st.Params, n: float, check: str) 
     for fit in ("sic_10deg", "sic_15deg"):
         f = doc["fits"][fit]
         d0 = f["thickness_um"] * 2.5 / n
-        f.update(n_A=n, n_B=0, n_C=0,
-                 thickness_um=fit_d(task, params, fit, (n, 0.0, 0.0), "half_integer", d0))
+        f.update(
+            n_A=n,
+            n_B=0,
+            n_C=0,
+            thickness_um=fit_d(task, params, fit, (n, 0.0, 0.0), "half_integer", d0),
+        )
     ev = run(task, settle(task, doc))
     assert check in failed_ids(ev) and ev.score.o_eval == 0
     assert not any(c.endswith("fits_spectrum") for c in failed_ids(ev))

@@ -215,17 +215,12 @@ def smoothed(refl: list[str], half: int, order: int, lo: int, hi: int) -> tuple[
     # w_j = sum_p coef_p j^p, so S_i = sum_p coef_p sum_q C(p,q) (-i)^(p-q) M_q(i) with the
     # window moments M_q(i) = sum_t t^q R_t over the window (differences of the prefixes).
     terms = [
-        (q, cp * math.comb(p, q), p - q)
-        for p, cp in enumerate(coef)
-        if cp
-        for q in range(p + 1)
+        (q, cp * math.comb(p, q), p - q) for p, cp in enumerate(coef) if cp for q in range(p + 1)
     ]
     out = []
     for i in range(lo - first, hi - first + 1):
         s0, s1 = i - half, i + half + 1
-        out.append(
-            sum(k * (-i) ** e * (prefix[q][s1] - prefix[q][s0]) for q, k, e in terms)
-        )
+        out.append(sum(k * (-i) ** e * (prefix[q][s1] - prefix[q][s0]) for q, k, e in terms))
     return out, den * lcd
 
 
@@ -294,9 +289,7 @@ def spectrum(data_dir: Path, sp: SpectrumParams, settings: Params) -> Spectrum:
     except OSError as exc:
         raise RuntimeError(f"attachment {sp.file} is missing: {exc}") from exc
     band = (float(_dec(sp.band_cm1[0])), float(_dec(sp.band_cm1[1])))
-    return _spectrum_cached(
-        str(path), st.st_size, st.st_mtime_ns, band, settings.model_dump_json()
-    )
+    return _spectrum_cached(str(path), st.st_size, st.st_mtime_ns, band, settings.model_dump_json())
 
 
 # --- the decisions and their prediction ----------------------------------------------
@@ -328,13 +321,22 @@ class FitResult:
     first_half_order: int  # T0
 
 
+def _describe(node: object) -> str:
+    """A short description of a non-number (never the whole of a huge list)."""
+    if isinstance(node, exact.NonFinite | str):
+        return repr(str(node)[:40])
+    if isinstance(node, list | dict):
+        return f"a {type(node).__name__} of {len(node)} entries"
+    return type(node).__name__
+
+
 def _number(doc: dict[str, Any], path: str, lo: Fraction | None, hi: Fraction) -> Fraction:
     try:
         node = resolve(doc, path)
     except PathError as exc:
         raise ReplayInputError(f"{path}: missing ({exc})") from exc
     if not isinstance(node, exact.Num):
-        raise ReplayInputError(f"{path}: not a finite number ({node!s:.40})")
+        raise ReplayInputError(f"{path}: not a finite number ({_describe(node)})")
     v = node.value
     if lo is not None and v <= lo:
         raise ReplayInputError(f"{path} = {node.text}: must be > {exact.fraction_to_text(lo)}")
@@ -357,7 +359,7 @@ def read_decision(doc: dict[str, Any], fit: str, settings: Params) -> Decision:
         raise ReplayInputError(f"{base}.maxima_order: missing ({exc})") from exc
     if not isinstance(conv, str) or conv not in CONVENTIONS:
         raise ReplayInputError(
-            f"{base}.maxima_order: must be one of {sorted(CONVENTIONS)} ({conv!s:.40})"
+            f"{base}.maxima_order: must be one of {sorted(CONVENTIONS)} ({_describe(conv)})"
         )
     return Decision(fit, d, a, b, c, conv)
 

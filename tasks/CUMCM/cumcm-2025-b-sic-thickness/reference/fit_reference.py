@@ -83,20 +83,28 @@ def index_model(fn, band: tuple[float, float], terms: str) -> tuple[float, float
         if t in terms:
             out[t] = coef[k]
             k += 1
-    err = max(abs(out["A"] + out["B"] * x * x + out["C"] / (x * x) - fn(v)) for v, x in zip(nus, xs, strict=True))
+    err = max(
+        abs(out["A"] + out["B"] * x * x + out["C"] / (x * x) - fn(v))
+        for v, x in zip(nus, xs, strict=True)
+    )
     print(f"    index model {terms}: max |n_model - n_literature| = {err:.4f}")
     return tuple(round(out[t], 5) for t in "ABC")  # type: ignore[return-value]
 
 
-def rms(fit: str, d: float, abc: tuple[float, float, float], conv: str, spectrum=None) -> st.FitResult:
+def rms(
+    fit: str, d: float, abc: tuple[float, float, float], conv: str, spectrum=None
+) -> st.FitResult:
     sp = PARAMS.spectra[fit]
     meas = spectrum or st.spectrum(DATA, sp, PARAMS)
     dec = st.Decision(fit, Fraction(d), *abc, conv)
     return st.evaluate_fit(meas, dec, st._dec(sp.angle_deg), PARAMS.order_window, Deadline(1e9))
 
 
-def fit_thickness(fit: str, abc, conv: str, lo: float, hi: float, spectrum=None) -> tuple[Fraction, st.FitResult]:
+def fit_thickness(
+    fit: str, abc, conv: str, lo: float, hi: float, spectrum=None
+) -> tuple[Fraction, st.FitResult]:
     """d (4 decimals, um) minimising the replay's RMS."""
+
     def f(d: float) -> float:
         return rms(fit, d, abc, conv, spectrum).rms
 
@@ -112,7 +120,10 @@ def fit_thickness(fit: str, abc, conv: str, lo: float, hi: float, spectrum=None)
             b = e
         else:
             a = c
-    best = min((Fraction(round((a + b) / 2, 4)) + Fraction(k, 10000) for k in (-1, 0, 1)), key=lambda d: f(float(d)))
+    best = min(
+        (Fraction(round((a + b) / 2, 4)) + Fraction(k, 10000) for k in (-1, 0, 1)),
+        key=lambda d: f(float(d)),
+    )
     return best, rms(fit, float(best), abc, conv, spectrum)
 
 
@@ -147,7 +158,9 @@ def main() -> int:
     for sample, ds in per_sample.items():
         mean = sum(ds, Fraction(0)) / len(ds)
         artifact["q3"][f"{sample}_thickness_um"] = f"{float(mean):.4f}"
-        print(f"    {sample}: mean {float(mean):.5f} um, spread {float((max(ds) - min(ds)) / mean) * 100:.2f} %")
+        print(
+            f"    {sample}: mean {float(mean):.5f} um, spread {float((max(ds) - min(ds)) / mean) * 100:.2f} %"
+        )
 
     print("sensitivity of the thickness (mean of the two angles, um)")
 
@@ -174,7 +187,9 @@ def main() -> int:
     abc = index_model(lambda v: n_sic(v, 6.52, 793.0, 967.0), band_sic, "ABC")
     rows.append(("sic", "nu_TO, nu_LO = 793, 967 cm^-1", mean_d("sic", abc)))
     for n0 in (2.55, 2.60, 2.65):
-        rows.append(("sic", f"constant n = {n0} (no lattice dispersion)", mean_d("sic", (n0, 0.0, 0.0))))
+        rows.append(
+            ("sic", f"constant n = {n0} (no lattice dispersion)", mean_d("sic", (n0, 0.0, 0.0)))
+        )
     rows.append(("si", "constant n = 3.42", mean_d("si", (3.42, 0.0, 0.0))))
     raw = tomllib.loads((TASK / "replay.toml").read_text())["params"]
 
@@ -192,7 +207,10 @@ def main() -> int:
         ("smoothing half-window 80", variant(sg_half_window=80)),
         ("hysteresis 0.05 %", variant(hysteresis_pct="0.05")),
         ("no excluded CO2 window", variant(excluded_cm1=[])),
-        ("band from 1400 / 1200 cm^-1", variant(bands={"sic": ["1400", "3950"], "si": ["1200", "3950"]})),
+        (
+            "band from 1400 / 1200 cm^-1",
+            variant(bands={"sic": ["1400", "3950"], "si": ["1200", "3950"]}),
+        ),
         ("band to 3700 cm^-1", variant(bands={"sic": ["1500", "3700"], "si": ["1000", "3700"]})),
     ):
         for sample in ("sic", "si"):
