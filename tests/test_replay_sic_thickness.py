@@ -169,11 +169,11 @@ def test_bisection_is_converged(task: Task, params: st.Params, monkeypatch) -> N
 
 def test_inflated_rms_claim_is_misreported(task: Task) -> None:
     doc = reference()
-    doc["fits"]["sic_15deg"]["rms_cm1"] = 2.0  # replayed: 9.99
+    doc["fits"]["sic_15deg"]["rms_cm1"] = 5.0  # replayed: 9.99; half of it is a lie
     ev = run(task, doc)
     assert ev.gate.verdict == "fail" and ev.score.o_eval == 0
     inst = next(i for i in ev.gate.failed if i.check.id == "sic_15deg_rms_claim")
-    assert inst.message.startswith("misreported: claimed 2")
+    assert inst.message.startswith("misreported: claimed 5")
 
 
 def test_thickness_claim_must_be_the_fitted_one(task: Task) -> None:
@@ -241,8 +241,11 @@ def test_better_fit_is_not_penalised(task: Task, params: st.Params) -> None:
         doc["fits"][fit].update(n_A=round(a, 5), n_B=round(b, 5), n_C=round(c, 5))
     ev = run(task, settle(task, doc))
     assert ev.gate.verdict == "pass"
-    new, old = (float(exact.parse_decimal(e.replay.values["sic.rms_cm1"])) for e in (ev, ev0))  # type: ignore[union-attr]
-    assert new < old
+    for fit in ("sic_10deg", "sic_15deg"):
+        new, old = (
+            float(exact.parse_decimal(e.replay.values[f"fits.{fit}.rms_cm1"])) for e in (ev, ev0)
+        )  # type: ignore[union-attr]
+        assert new < old, fit
     assert ev.score.o_eval == 1
 
 
@@ -369,3 +372,14 @@ def test_the_replay_respects_its_deadline(task: Task, params: st.Params) -> None
     dec = st.Decision("sic_10deg", Fraction(7), 2.5, 0.0, 0.0, "half_integer")
     with pytest.raises(BudgetExceeded):
         st.evaluate_fit(meas, dec, Fraction(10), params.order_window, Deadline(0.0))
+
+
+def test_an_omitted_claim_zeroes_the_task(task: Task) -> None:
+    """A missing input is not a pass: every metric is unverifiable and scores 0."""
+    doc = reference()
+    del doc["fits"]["si_10deg"]["rms_cm1"]
+    ev = run(task, doc)
+    assert all(m.reward == 0 for m in ev.score.metrics) and ev.score.o_eval == 0
+    assert (
+        "si_10deg_rms_claim needs fits.si_10deg.rms_cm1" in ev.gate.unverifiable["q3_sic_thickness"]
+    )

@@ -11,7 +11,7 @@ set_option maxRecDepth 65536 in
 theorem gate_sic_10deg_fits_spectrum : Eq (Forms.threshold (Rat.frac 1094637019 100000000) Cmp.le (Rat.frac 40 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_sic_10deg_rms_claim : Eq (Forms.agree (Rat.frac 219 20) (Rat.frac 1094637019 100000000) (Rat.frac 3 1) (Rat.frac 1 4)) Bool.true := rfl
+theorem gate_sic_10deg_rms_claim : Eq (Forms.agree (Rat.frac 219 20) (Rat.frac 1094637019 100000000) (Rat.frac 1 1) (Rat.frac 1 5)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem gate_sic_15deg_thickness_range : Eq (Forms.interval (Rat.frac 9223 1250) (Option.some (Rat.frac 1 2)) (Option.some (Rat.frac 100 1))) Bool.true := rfl
@@ -20,7 +20,7 @@ set_option maxRecDepth 65536 in
 theorem gate_sic_15deg_fits_spectrum : Eq (Forms.threshold (Rat.frac 4993485003 500000000) Cmp.le (Rat.frac 40 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_sic_15deg_rms_claim : Eq (Forms.agree (Rat.frac 999 100) (Rat.frac 4993485003 500000000) (Rat.frac 3 1) (Rat.frac 1 4)) Bool.true := rfl
+theorem gate_sic_15deg_rms_claim : Eq (Forms.agree (Rat.frac 999 100) (Rat.frac 4993485003 500000000) (Rat.frac 1 1) (Rat.frac 1 5)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem gate_si_10deg_thickness_range : Eq (Forms.interval (Rat.frac 34029 10000) (Option.some (Rat.frac 1 2)) (Option.some (Rat.frac 100 1))) Bool.true := rfl
@@ -29,7 +29,7 @@ set_option maxRecDepth 65536 in
 theorem gate_si_10deg_fits_spectrum : Eq (Forms.threshold (Rat.frac 1185735007 100000000) Cmp.le (Rat.frac 70 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_si_10deg_rms_claim : Eq (Forms.agree (Rat.frac 593 50) (Rat.frac 1185735007 100000000) (Rat.frac 3 1) (Rat.frac 1 4)) Bool.true := rfl
+theorem gate_si_10deg_rms_claim : Eq (Forms.agree (Rat.frac 593 50) (Rat.frac 1185735007 100000000) (Rat.frac 1 1) (Rat.frac 1 5)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem gate_si_15deg_thickness_range : Eq (Forms.interval (Rat.frac 16887 5000) (Option.some (Rat.frac 1 2)) (Option.some (Rat.frac 100 1))) Bool.true := rfl
@@ -38,7 +38,7 @@ set_option maxRecDepth 65536 in
 theorem gate_si_15deg_fits_spectrum : Eq (Forms.threshold (Rat.frac 151828491 12500000) Cmp.le (Rat.frac 70 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_si_15deg_rms_claim : Eq (Forms.agree (Rat.frac 243 20) (Rat.frac 151828491 12500000) (Rat.frac 3 1) (Rat.frac 1 4)) Bool.true := rfl
+theorem gate_si_15deg_rms_claim : Eq (Forms.agree (Rat.frac 243 20) (Rat.frac 151828491 12500000) (Rat.frac 1 1) (Rat.frac 1 5)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem gate_sic_index_plausible_lo : Eq (Forms.threshold (Rat.frac 46221597 20000000) Cmp.ge (Rat.frac 11 5)) Bool.true := rfl
@@ -77,19 +77,31 @@ set_option maxRecDepth 65536 in
 theorem score_q3_si_thickness : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 67803 20000)) (Rat.frac 67803 20000) (Rat.frac 17 50)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem domain_sic_fit_rms : Eq (Reward.inDomain (Rat.frac 209553139 20000000) Domain.nonneg) Bool.true := rfl
+theorem domain_sic_10deg_fit_rms : Eq (Reward.inDomain (Rat.frac 1094637019 100000000) Domain.nonneg) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem score_sic_fit_rms : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 209553139 20000000)) (Rat.frac 209553139 20000000) (Rat.frac 30 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem score_sic_10deg_fit_rms : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 1094637019 100000000)) (Rat.frac 1094637019 100000000) (Rat.frac 30 1)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem domain_si_fit_rms : Eq (Reward.inDomain (Rat.frac 120026841 10000000) Domain.nonneg) Bool.true := rfl
+theorem domain_sic_15deg_fit_rms : Eq (Reward.inDomain (Rat.frac 4993485003 500000000) Domain.nonneg) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem score_si_fit_rms : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 120026841 10000000)) (Rat.frac 120026841 10000000) (Rat.frac 50 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem score_sic_15deg_fit_rms : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 4993485003 500000000)) (Rat.frac 4993485003 500000000) (Rat.frac 30 1)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 9259 1250)) (Rat.frac 9259 1250) (Rat.frac 3 4))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 67803 20000)) (Rat.frac 67803 20000) (Rat.frac 17 50))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 209553139 20000000)) (Rat.frac 209553139 20000000) (Rat.frac 30 1))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 120026841 10000000)) (Rat.frac 120026841 10000000) (Rat.frac 50 1))) List.nil))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 9259 1250)) (Rat.frac 9259 1250) (Rat.frac 3 4))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 67803 20000)) (Rat.frac 67803 20000) (Rat.frac 17 50))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 209553139 20000000)) (Rat.frac 209553139 20000000) (Rat.frac 30 1))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 120026841 10000000)) (Rat.frac 120026841 10000000) (Rat.frac 50 1))) List.nil)))))) (Rat.frac 1 1)) Bool.true := rfl
+theorem domain_si_10deg_fit_rms : Eq (Reward.inDomain (Rat.frac 1185735007 100000000) Domain.nonneg) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem score_si_10deg_fit_rms : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 1185735007 100000000)) (Rat.frac 1185735007 100000000) (Rat.frac 50 1)) (Rat.frac 1 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem domain_si_15deg_fit_rms : Eq (Reward.inDomain (Rat.frac 151828491 12500000) Domain.nonneg) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem score_si_15deg_fit_rms : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 151828491 12500000)) (Rat.frac 151828491 12500000) (Rat.frac 50 1)) (Rat.frac 1 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 9259 1250)) (Rat.frac 9259 1250) (Rat.frac 3 4))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 67803 20000)) (Rat.frac 67803 20000) (Rat.frac 17 50))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 1094637019 100000000)) (Rat.frac 1094637019 100000000) (Rat.frac 30 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 4993485003 500000000)) (Rat.frac 4993485003 500000000) (Rat.frac 30 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 1185735007 100000000)) (Rat.frac 1185735007 100000000) (Rat.frac 50 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 151828491 12500000)) (Rat.frac 151828491 12500000) (Rat.frac 50 1))) List.nil))))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 9259 1250)) (Rat.frac 9259 1250) (Rat.frac 3 4))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 67803 20000)) (Rat.frac 67803 20000) (Rat.frac 17 50))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 1094637019 100000000)) (Rat.frac 1094637019 100000000) (Rat.frac 30 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 4993485003 500000000)) (Rat.frac 4993485003 500000000) (Rat.frac 30 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 1185735007 100000000)) (Rat.frac 1185735007 100000000) (Rat.frac 50 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 151828491 12500000)) (Rat.frac 151828491 12500000) (Rat.frac 50 1))) List.nil)))))))) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 1 1) (Rat.frac 1 1)) (Rat.frac 1 1)) Bool.true := rfl
@@ -122,19 +134,31 @@ set_option maxRecDepth 65536 in
 theorem contract_q3_si_thickness_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 74603 20000)) (Rat.frac 67803 20000) (Rat.frac 17 50)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_sic_fit_rms_half : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 509553139 20000000)) (Rat.frac 209553139 20000000) (Rat.frac 30 1)) (Rat.frac 1 2)) Bool.true := rfl
+theorem contract_sic_10deg_fit_rms_half : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 2594637019 100000000)) (Rat.frac 1094637019 100000000) (Rat.frac 30 1)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_sic_fit_rms_edge : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 809553139 20000000)) (Rat.frac 209553139 20000000) (Rat.frac 30 1)) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_sic_10deg_fit_rms_edge : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 4094637019 100000000)) (Rat.frac 1094637019 100000000) (Rat.frac 30 1)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_si_fit_rms_half : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 370026841 10000000)) (Rat.frac 120026841 10000000) (Rat.frac 50 1)) (Rat.frac 1 2)) Bool.true := rfl
+theorem contract_sic_15deg_fit_rms_half : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 12493485003 500000000)) (Rat.frac 4993485003 500000000) (Rat.frac 30 1)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_si_fit_rms_edge : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 620026841 10000000)) (Rat.frac 120026841 10000000) (Rat.frac 50 1)) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_sic_15deg_fit_rms_edge : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 19993485003 500000000)) (Rat.frac 4993485003 500000000) (Rat.frac 30 1)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 9259 1250) (Rat.frac 3 4))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 67803 20000) (Rat.frac 17 50))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 209553139 20000000) (Rat.frac 30 1))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 120026841 10000000) (Rat.frac 50 1))) List.nil))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 9259 1250) (Rat.frac 3 4))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 67803 20000) (Rat.frac 17 50))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 209553139 20000000) (Rat.frac 30 1))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 120026841 10000000) (Rat.frac 50 1))) List.nil)))))) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_si_10deg_fit_rms_half : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 3685735007 100000000)) (Rat.frac 1185735007 100000000) (Rat.frac 50 1)) (Rat.frac 1 2)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem contract_si_10deg_fit_rms_edge : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 6185735007 100000000)) (Rat.frac 1185735007 100000000) (Rat.frac 50 1)) (Rat.frac 0 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem contract_si_15deg_fit_rms_half : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 464328491 12500000)) (Rat.frac 151828491 12500000) (Rat.frac 50 1)) (Rat.frac 1 2)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem contract_si_15deg_fit_rms_edge : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 776828491 12500000)) (Rat.frac 151828491 12500000) (Rat.frac 50 1)) (Rat.frac 0 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 9259 1250) (Rat.frac 3 4))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 67803 20000) (Rat.frac 17 50))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 1094637019 100000000) (Rat.frac 30 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 4993485003 500000000) (Rat.frac 30 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 1185735007 100000000) (Rat.frac 50 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 151828491 12500000) (Rat.frac 50 1))) List.nil))))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 9259 1250) (Rat.frac 3 4))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 67803 20000) (Rat.frac 17 50))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 1094637019 100000000) (Rat.frac 30 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 4993485003 500000000) (Rat.frac 30 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 1185735007 100000000) (Rat.frac 50 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 151828491 12500000) (Rat.frac 50 1))) List.nil)))))))) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem baseline_oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 0 1) (Rat.frac 1 1)) (Rat.frac 0 1)) Bool.true := rfl

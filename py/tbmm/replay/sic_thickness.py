@@ -43,7 +43,7 @@ from tbmm.replay import Deadline, Outcome, ReplayInputError
 # Parity of the half-order Q at the fringe maxima, per phase convention.
 CONVENTIONS: dict[str, int] = {"integer": 0, "half_integer": 1}
 _NS = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
-_BISECTIONS = 48  # a root bracket of one sample step (~0.48 cm^-1) shrinks below 1e-14 cm^-1
+_BISECTIONS = 48  # one sample step (~0.48 cm^-1) halved to the double-precision limit
 
 
 def _dec(v: str) -> Fraction:
