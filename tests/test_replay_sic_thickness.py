@@ -361,9 +361,13 @@ def test_nan_and_huge_tables_score_zero(task: Task) -> None:
     ev = evaluate(task, read_artifact(text))
     assert "not a finite number" in ev.replay.error and ev.score.o_eval == 0  # type: ignore[union-attr]
     doc = reference()
-    doc["fits"]["sic_10deg"]["thickness_um"] = list(range(10**6))
+    doc["fits"]["sic_10deg"]["thickness_um"] = list(range(30))  # within the input caps
     ev = run(task, doc)
-    assert "not a finite number" in ev.replay.error and ev.score.o_eval == 0  # type: ignore[union-attr]
+    assert "not a finite number (a list of 30 entries)" in ev.replay.error  # type: ignore[union-attr]
+    assert ev.score.o_eval == 0
+    doc["fits"]["sic_10deg"]["thickness_um"] = list(range(10**6))  # beyond them: unreadable
+    rep = verify_artifact(task, json.dumps(doc).encode(), lean=False)
+    assert rep.exit_code == 2 and rep.o_eval == 0 and rep.error
 
 
 def test_the_replay_respects_its_deadline(task: Task, params: st.Params) -> None:
