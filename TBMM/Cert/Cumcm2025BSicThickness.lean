@@ -5,43 +5,103 @@ noncomputable section
 namespace TBMM.Cert.Cumcm2025BSicThickness
 
 set_option maxRecDepth 65536 in
-theorem gate_sic_fringe_spacing_matches_data_violated : Eq (Forms.interval (Rat.frac 245397 2000) (Option.some (Rat.frac 220 1)) (Option.some (Rat.frac 280 1))) Bool.false := rfl
+theorem gate_sic_10deg_thickness_range : Eq (Forms.interval (Rat.frac 1859 250) (Option.some (Rat.frac 1 2)) (Option.some (Rat.frac 100 1))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_si_fringe_spacing_matches_data_violated : Eq (Forms.interval (Rat.frac 1545181 10000) (Option.some (Rat.frac 390 1)) (Option.some (Rat.frac 470 1))) Bool.false := rfl
+theorem gate_sic_10deg_fits_spectrum : Eq (Forms.threshold (Rat.frac 1094637019 100000000) Cmp.le (Rat.frac 40 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_sic_thickness_vs_spacing_lo_violated : Eq (Forms.product (List.cons (Rat.frac 17963 2000) (List.cons (Rat.frac 245397 2000) List.nil)) (Rat.frac 1 1) Cmp.ge (Rat.frac 1428 1)) Bool.false := rfl
+theorem gate_sic_10deg_rms_claim : Eq (Forms.agree (Rat.frac 219 20) (Rat.frac 1094637019 100000000) (Rat.frac 1 1) (Rat.frac 1 5)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_sic_thickness_vs_spacing_hi : Eq (Forms.product (List.cons (Rat.frac 17963 2000) (List.cons (Rat.frac 245397 2000) List.nil)) (Rat.frac 1 1) Cmp.le (Rat.frac 2500 1)) Bool.true := rfl
+theorem gate_sic_15deg_thickness_range : Eq (Forms.interval (Rat.frac 9223 1250) (Option.some (Rat.frac 1 2)) (Option.some (Rat.frac 100 1))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_sic_two_beam_vs_spacing_lo : Eq (Forms.product (List.cons (Rat.frac 6597 400) (List.cons (Rat.frac 245397 2000) List.nil)) (Rat.frac 1 1) Cmp.ge (Rat.frac 1428 1)) Bool.true := rfl
+theorem gate_sic_15deg_fits_spectrum : Eq (Forms.threshold (Rat.frac 4993485003 500000000) Cmp.le (Rat.frac 40 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_sic_two_beam_vs_spacing_hi : Eq (Forms.product (List.cons (Rat.frac 6597 400) (List.cons (Rat.frac 245397 2000) List.nil)) (Rat.frac 1 1) Cmp.le (Rat.frac 2500 1)) Bool.true := rfl
+theorem gate_sic_15deg_rms_claim : Eq (Forms.agree (Rat.frac 999 100) (Rat.frac 4993485003 500000000) (Rat.frac 1 1) (Rat.frac 1 5)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_si_thickness_vs_spacing_lo : Eq (Forms.product (List.cons (Rat.frac 21029 2000) (List.cons (Rat.frac 1545181 10000) List.nil)) (Rat.frac 1 1) Cmp.ge (Rat.frac 1250 1)) Bool.true := rfl
+theorem gate_si_10deg_thickness_range : Eq (Forms.interval (Rat.frac 34029 10000) (Option.some (Rat.frac 1 2)) (Option.some (Rat.frac 100 1))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_si_thickness_vs_spacing_hi : Eq (Forms.product (List.cons (Rat.frac 21029 2000) (List.cons (Rat.frac 1545181 10000) List.nil)) (Rat.frac 1 1) Cmp.le (Rat.frac 1786 1)) Bool.true := rfl
+theorem gate_si_10deg_fits_spectrum : Eq (Forms.threshold (Rat.frac 1185735007 100000000) Cmp.le (Rat.frac 70 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem domain_q3_sic_thickness : Eq (Reward.inDomain (Rat.frac 17963 2000) Domain.nonneg) Bool.true := rfl
+theorem gate_si_10deg_rms_claim : Eq (Forms.agree (Rat.frac 593 50) (Rat.frac 1185735007 100000000) (Rat.frac 1 1) (Rat.frac 1 5)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem score_q3_sic_thickness : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 17963 2000)) (Rat.frac 17963 2000) (Rat.frac 9 5)) (Rat.frac 1 1)) Bool.true := rfl
+theorem gate_si_15deg_thickness_range : Eq (Forms.interval (Rat.frac 16887 5000) (Option.some (Rat.frac 1 2)) (Option.some (Rat.frac 100 1))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem domain_q3_si_thickness : Eq (Reward.inDomain (Rat.frac 21029 2000) Domain.nonneg) Bool.true := rfl
+theorem gate_si_15deg_fits_spectrum : Eq (Forms.threshold (Rat.frac 151828491 12500000) Cmp.le (Rat.frac 70 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem score_q3_si_thickness : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 21029 2000)) (Rat.frac 21029 2000) (Rat.frac 21 10)) (Rat.frac 1 1)) Bool.true := rfl
+theorem gate_si_15deg_rms_claim : Eq (Forms.agree (Rat.frac 243 20) (Rat.frac 151828491 12500000) (Rat.frac 1 1) (Rat.frac 1 5)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 17963 2000)) (Rat.frac 17963 2000) (Rat.frac 9 5))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 21029 2000)) (Rat.frac 21029 2000) (Rat.frac 21 10))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 17963 2000)) (Rat.frac 17963 2000) (Rat.frac 9 5))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 21029 2000)) (Rat.frac 21029 2000) (Rat.frac 21 10))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
+theorem gate_sic_index_plausible_lo : Eq (Forms.threshold (Rat.frac 46221597 20000000) Cmp.ge (Rat.frac 11 5)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem gate_sic_index_plausible_hi : Eq (Forms.threshold (Rat.frac 252350987 100000000) Cmp.le (Rat.frac 14 5)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem gate_sic_angles_agree : Eq (Forms.threshold (Rat.frac 3888108867 500000000000) Cmp.le (Rat.frac 3 100)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem gate_sic_thickness_claim : Eq (Forms.agree (Rat.frac 9259 1250) (Rat.frac 9259 1250) (Rat.frac 0 1) (Rat.frac 1 50)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem gate_si_index_plausible_lo : Eq (Forms.threshold (Rat.frac 3417741129 1000000000) Cmp.ge (Rat.frac 33 10)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem gate_si_index_plausible_hi : Eq (Forms.threshold (Rat.frac 687753479 200000000) Cmp.le (Rat.frac 18 5)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem gate_si_angles_agree : Eq (Forms.threshold (Rat.frac 7521791071 1000000000000) Cmp.le (Rat.frac 3 100)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem gate_si_thickness_claim : Eq (Forms.agree (Rat.frac 67803 20000) (Rat.frac 67803 20000) (Rat.frac 0 1) (Rat.frac 1 50)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem domain_q3_sic_thickness : Eq (Reward.inDomain (Rat.frac 9259 1250) Domain.nonneg) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem score_q3_sic_thickness : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 9259 1250)) (Rat.frac 9259 1250) (Rat.frac 3 4)) (Rat.frac 1 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem domain_q3_si_thickness : Eq (Reward.inDomain (Rat.frac 67803 20000) Domain.nonneg) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem score_q3_si_thickness : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 67803 20000)) (Rat.frac 67803 20000) (Rat.frac 17 50)) (Rat.frac 1 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem domain_sic_10deg_fit_rms : Eq (Reward.inDomain (Rat.frac 1094637019 100000000) Domain.nonneg) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem score_sic_10deg_fit_rms : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 1094637019 100000000)) (Rat.frac 1094637019 100000000) (Rat.frac 30 1)) (Rat.frac 1 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem domain_sic_15deg_fit_rms : Eq (Reward.inDomain (Rat.frac 4993485003 500000000) Domain.nonneg) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem score_sic_15deg_fit_rms : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 4993485003 500000000)) (Rat.frac 4993485003 500000000) (Rat.frac 30 1)) (Rat.frac 1 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem domain_si_10deg_fit_rms : Eq (Reward.inDomain (Rat.frac 1185735007 100000000) Domain.nonneg) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem score_si_10deg_fit_rms : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 1185735007 100000000)) (Rat.frac 1185735007 100000000) (Rat.frac 50 1)) (Rat.frac 1 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem domain_si_15deg_fit_rms : Eq (Reward.inDomain (Rat.frac 151828491 12500000) Domain.nonneg) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem score_si_15deg_fit_rms : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 151828491 12500000)) (Rat.frac 151828491 12500000) (Rat.frac 50 1)) (Rat.frac 1 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 9259 1250)) (Rat.frac 9259 1250) (Rat.frac 3 4))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 67803 20000)) (Rat.frac 67803 20000) (Rat.frac 17 50))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 1094637019 100000000)) (Rat.frac 1094637019 100000000) (Rat.frac 30 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 4993485003 500000000)) (Rat.frac 4993485003 500000000) (Rat.frac 30 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 1185735007 100000000)) (Rat.frac 1185735007 100000000) (Rat.frac 50 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 151828491 12500000)) (Rat.frac 151828491 12500000) (Rat.frac 50 1))) List.nil))))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 9259 1250)) (Rat.frac 9259 1250) (Rat.frac 3 4))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 67803 20000)) (Rat.frac 67803 20000) (Rat.frac 17 50))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 1094637019 100000000)) (Rat.frac 1094637019 100000000) (Rat.frac 30 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 4993485003 500000000)) (Rat.frac 4993485003 500000000) (Rat.frac 30 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 1185735007 100000000)) (Rat.frac 1185735007 100000000) (Rat.frac 50 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 151828491 12500000)) (Rat.frac 151828491 12500000) (Rat.frac 50 1))) List.nil)))))))) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 1 1) (Rat.frac 1 1)) (Rat.frac 1 1)) Bool.true := rfl
@@ -50,37 +110,55 @@ set_option maxRecDepth 65536 in
 theorem robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 1 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem panel_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 17963 2000)) (Rat.frac 17963 2000) (Rat.frac 9 5))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 21029 2000)) (Rat.frac 21029 2000) (Rat.frac 21 10))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 17963 2000)) (Rat.frac 17963 2000) (Rat.frac 9 5))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 21029 2000)) (Rat.frac 21029 2000) (Rat.frac 21 10))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
+theorem contract_q3_sic_thickness_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 35161 5000)) (Rat.frac 9259 1250) (Rat.frac 3 4)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q3_sic_thickness_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 16163 2000)) (Rat.frac 17963 2000) (Rat.frac 9 5)) (Rat.frac 1 2)) Bool.true := rfl
+theorem contract_q3_sic_thickness_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 38911 5000)) (Rat.frac 9259 1250) (Rat.frac 3 4)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q3_sic_thickness_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 19763 2000)) (Rat.frac 17963 2000) (Rat.frac 9 5)) (Rat.frac 1 2)) Bool.true := rfl
+theorem contract_q3_sic_thickness_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 16643 2500)) (Rat.frac 9259 1250) (Rat.frac 3 4)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q3_sic_thickness_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 14363 2000)) (Rat.frac 17963 2000) (Rat.frac 9 5)) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_q3_sic_thickness_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 20393 2500)) (Rat.frac 9259 1250) (Rat.frac 3 4)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q3_sic_thickness_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 21563 2000)) (Rat.frac 17963 2000) (Rat.frac 9 5)) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_q3_si_thickness_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 64403 20000)) (Rat.frac 67803 20000) (Rat.frac 17 50)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q3_si_thickness_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 18929 2000)) (Rat.frac 21029 2000) (Rat.frac 21 10)) (Rat.frac 1 2)) Bool.true := rfl
+theorem contract_q3_si_thickness_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 71203 20000)) (Rat.frac 67803 20000) (Rat.frac 17 50)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q3_si_thickness_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 23129 2000)) (Rat.frac 21029 2000) (Rat.frac 21 10)) (Rat.frac 1 2)) Bool.true := rfl
+theorem contract_q3_si_thickness_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 61003 20000)) (Rat.frac 67803 20000) (Rat.frac 17 50)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q3_si_thickness_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 16829 2000)) (Rat.frac 21029 2000) (Rat.frac 21 10)) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_q3_si_thickness_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 74603 20000)) (Rat.frac 67803 20000) (Rat.frac 17 50)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q3_si_thickness_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 25229 2000)) (Rat.frac 21029 2000) (Rat.frac 21 10)) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_sic_10deg_fit_rms_half : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 2594637019 100000000)) (Rat.frac 1094637019 100000000) (Rat.frac 30 1)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 17963 2000) (Rat.frac 9 5))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 21029 2000) (Rat.frac 21 10))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 17963 2000) (Rat.frac 9 5))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 21029 2000) (Rat.frac 21 10))) List.nil)))) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_sic_10deg_fit_rms_edge : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 4094637019 100000000)) (Rat.frac 1094637019 100000000) (Rat.frac 30 1)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem panel_self_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 17963 2000)) (Rat.frac 17963 2000) (Rat.frac 9 5))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 21029 2000)) (Rat.frac 21029 2000) (Rat.frac 21 10))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 17963 2000)) (Rat.frac 17963 2000) (Rat.frac 9 5))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 21029 2000)) (Rat.frac 21029 2000) (Rat.frac 21 10))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
+theorem contract_sic_15deg_fit_rms_half : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 12493485003 500000000)) (Rat.frac 4993485003 500000000) (Rat.frac 30 1)) (Rat.frac 1 2)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem contract_sic_15deg_fit_rms_edge : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 19993485003 500000000)) (Rat.frac 4993485003 500000000) (Rat.frac 30 1)) (Rat.frac 0 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem contract_si_10deg_fit_rms_half : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 3685735007 100000000)) (Rat.frac 1185735007 100000000) (Rat.frac 50 1)) (Rat.frac 1 2)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem contract_si_10deg_fit_rms_edge : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 6185735007 100000000)) (Rat.frac 1185735007 100000000) (Rat.frac 50 1)) (Rat.frac 0 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem contract_si_15deg_fit_rms_half : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 464328491 12500000)) (Rat.frac 151828491 12500000) (Rat.frac 50 1)) (Rat.frac 1 2)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem contract_si_15deg_fit_rms_edge : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 776828491 12500000)) (Rat.frac 151828491 12500000) (Rat.frac 50 1)) (Rat.frac 0 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 9259 1250) (Rat.frac 3 4))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 67803 20000) (Rat.frac 17 50))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 1094637019 100000000) (Rat.frac 30 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 4993485003 500000000) (Rat.frac 30 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 1185735007 100000000) (Rat.frac 50 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 151828491 12500000) (Rat.frac 50 1))) List.nil))))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 9259 1250) (Rat.frac 3 4))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 67803 20000) (Rat.frac 17 50))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 1094637019 100000000) (Rat.frac 30 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 4993485003 500000000) (Rat.frac 30 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 1185735007 100000000) (Rat.frac 50 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 151828491 12500000) (Rat.frac 50 1))) List.nil)))))))) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem baseline_oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 0 1) (Rat.frac 1 1)) (Rat.frac 0 1)) Bool.true := rfl

@@ -34,6 +34,10 @@ def violation(inst: Instance) -> tuple[str, Fraction] | None:
         )
     if c.form is Form.count:
         return first("field"), Fraction(-1)
+    if c.form is Form.agree:  # |claim - replayed| <= tol + rel_tol*|replayed|: move the claim out
+        r = v[first("against")]
+        tol = parse_decimal(c.tol) + (parse_decimal(c.rel_tol) * abs(r) if c.rel_tol else 0)
+        return first("field"), r + tol + ONE
     if c.form is Form.threshold:
         p, b = first("field"), parse_decimal(c.bound)
         return p, {">=": b - ONE, ">": b, "<=": b + ONE, "<": b}[c.op]  # type: ignore[index]

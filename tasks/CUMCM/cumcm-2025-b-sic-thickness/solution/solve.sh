@@ -5,15 +5,42 @@ mkdir -p /root/results
 cat > /root/results/cumcm-2025-b-sic-thickness_result.json <<'TBMM_ANCHOR_EOF'
 {
   "q3": {
-    "sic_thickness_um": 8.9815,
-    "si_thickness_um": 10.5145
+    "sic_thickness_um": 7.4072,
+    "si_thickness_um": 3.39015
   },
-  "q2": {
-    "sic_two_beam_thickness_um": 16.4925
-  },
-  "spectra": {
-    "sic_fringe_spacing_cm1": 122.6985,
-    "si_fringe_spacing_cm1": 154.5181
+  "fits": {
+    "sic_10deg": {
+      "thickness_um": 7.4360,
+      "n_A": 2.60021,
+      "n_B": -0.00229,
+      "n_C": -0.63924,
+      "maxima_order": "half_integer",
+      "rms_cm1": 10.95
+    },
+    "sic_15deg": {
+      "thickness_um": 7.3784,
+      "n_A": 2.60021,
+      "n_B": -0.00229,
+      "n_C": -0.63924,
+      "maxima_order": "half_integer",
+      "rms_cm1": 9.99
+    },
+    "si_10deg": {
+      "thickness_um": 3.4029,
+      "n_A": 3.41630,
+      "n_B": 0.00144,
+      "n_C": 0,
+      "maxima_order": "half_integer",
+      "rms_cm1": 11.86
+    },
+    "si_15deg": {
+      "thickness_um": 3.3774,
+      "n_A": 3.41630,
+      "n_B": 0.00144,
+      "n_C": 0,
+      "maxima_order": "half_integer",
+      "rms_cm1": 12.15
+    }
   }
 }
 TBMM_ANCHOR_EOF
