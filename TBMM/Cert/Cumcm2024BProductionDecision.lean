@@ -95,22 +95,22 @@ set_option maxRecDepth 65536 in
 theorem gate_q2_case_profit_replayed_5 : Eq (Forms.agree (Rat.frac 2167867 100000) (Rat.frac 541966759 25000000) (Rat.frac 1 200) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q2_case_profit_cap_0 : Eq (Forms.threshold (Rat.frac 3511111111 200000000) Cmp.le (Rat.frac 28 1)) Bool.true := rfl
+theorem gate_q2_case_profit_cap_0 : Eq (Forms.threshold (Rat.frac 4388889 250000) Cmp.le (Rat.frac 28 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem gate_q2_case_profit_cap_1 : Eq (Forms.threshold (Rat.frac 43 4) Cmp.le (Rat.frac 28 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q2_case_profit_cap_2 : Eq (Forms.threshold (Rat.frac 1861111111 125000000) Cmp.le (Rat.frac 28 1)) Bool.true := rfl
+theorem gate_q2_case_profit_cap_2 : Eq (Forms.threshold (Rat.frac 14888889 1000000) Cmp.le (Rat.frac 28 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem gate_q2_case_profit_cap_3 : Eq (Forms.threshold (Rat.frac 57 4) Cmp.le (Rat.frac 28 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q2_case_profit_cap_4 : Eq (Forms.threshold (Rat.frac 149845679 12500000) Cmp.le (Rat.frac 28 1)) Bool.true := rfl
+theorem gate_q2_case_profit_cap_4 : Eq (Forms.threshold (Rat.frac 5993827 500000) Cmp.le (Rat.frac 28 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q2_case_profit_cap_5 : Eq (Forms.threshold (Rat.frac 541966759 25000000) Cmp.le (Rat.frac 28 1)) Bool.true := rfl
+theorem gate_q2_case_profit_cap_5 : Eq (Forms.threshold (Rat.frac 2167867 100000) Cmp.le (Rat.frac 28 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem gate_q3_bit_inspect_part_0 : Eq (Forms.count (Rat.frac 1 1) (Option.some (Rat.frac 1 1))) Bool.true := rfl
@@ -164,7 +164,7 @@ set_option maxRecDepth 65536 in
 theorem gate_q3_profit_replayed : Eq (Forms.agree (Rat.frac 57666667 1000000) (Rat.frac 28833333333 500000000) (Rat.frac 1 200) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_profit_cap : Eq (Forms.threshold (Rat.frac 28833333333 500000000) Cmp.le (Rat.frac 104 1)) Bool.true := rfl
+theorem gate_q3_profit_cap : Eq (Forms.threshold (Rat.frac 57666667 1000000) Cmp.le (Rat.frac 104 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem gate_q1_type1_error : Eq (Forms.threshold (Rat.frac 11649 250000) Cmp.le (Rat.frac 1 20)) Bool.true := rfl
