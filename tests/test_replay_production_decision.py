@@ -457,7 +457,7 @@ def test_endless_recovery_decision_has_no_profit_and_scores_zero_there(task: Tas
         ),
         (lambda d: set_path(d, "q3.semi_products[0].inspect", num("0.5")), "got 0.5"),
         (lambda d: d.pop("q3"), "q3: an object"),
-        (lambda d: set_path(d, "q2.cases", [d["q2"]["cases"][0]] * 10**6), "1000000 entries"),
+        (lambda d: set_path(d, "q2.cases", [d["q2"]["cases"][0]] * 7), "q2.cases: 7 entries"),
     ],
 )
 def test_bad_input_gives_a_reason_and_zero(task: Task, mutate: Any, needle: str) -> None:
@@ -468,6 +468,19 @@ def test_bad_input_gives_a_reason_and_zero(task: Task, mutate: Any, needle: str)
     assert needle in ev.replay.error, ev.replay.error
     assert ev.score.o_eval == 0
     assert any(needle in w for w in ev.gate.warnings) or ev.gate.verdict == "fail"
+
+
+def test_huge_tables_are_refused_before_any_work(task: Task) -> None:
+    """The task's input caps (a declared list at its statement's max_items, 4 MiB in all)
+    refuse an oversized decision table at parse time, with the reason, scoring 0."""
+    for rows in (7, 60_000):
+        doc = oracle(task)
+        doc["q2"]["cases"] = doc["q2"]["cases"] * (rows // 6 + 1)
+        rep = verify_artifact(task, exact.dumps(doc, indent=None).encode(), lean=False)
+        assert rep.exit_code == 2 and rep.o_eval_exact == "0", rep.error
+        assert (
+            "q2.cases" in rep.error and "over the cap of 6" in rep.error
+        ) or "bytes" in rep.error
 
 
 # --- Lean ---------------------------------------------------------------------------------
