@@ -492,10 +492,16 @@ def test_lean_restates_every_replayed_number(task: Task) -> None:
     names = {o.name for o in cert.obligations if o.kind == "replay"}
     n = len(P.load_tables(task).q2.cases)
     assert names == {
-        *(f"replay_q2_case{k}_{w}" for k in range(1, n + 1) for w in ("profit", "loops")),
+        *(
+            f"replay_q2_case{k}_{w}"
+            for k in range(1, n + 1)
+            for w in ("profit", "loops", "bounded")
+        ),
         "replay_q2_mean_profit",
+        "replay_q2_all_bounded",
         "replay_q3_profit",
         "replay_q3_loops",
+        "replay_q3_bounded",
     }
     committed = (ROOT / "TBMM" / "Cert" / "Cumcm2024BProductionDecision.lean").read_text()
     assert "theorem replay_q3_profit" in committed  # the anchor certificate carries them too
@@ -514,10 +520,14 @@ def test_lean_obligations_fail_for_a_forged_value(task: Task) -> None:
         forged, "replayed.q3.expected_profit_yuan", exact.Num(w, exact.fraction_to_text(w), False)
     )
     bad = check_artifact(task, forged)
-    assert not bad.ok
-    assert any(f.startswith("replay_q3_profit") for f in bad.failing), bad.failing
+    assert not bad.ok and bad.outcome == "disagreement"
+    shown = [str(d) for d in bad.disagreements]
+    assert any(
+        d.startswith("replay_q3_profit") and "Lean kernel = 57.666666666" in d for d in shown
+    ), shown
     # Decisions edited under an unchanged replayed value: the kernel replays the new bits.
     forged = exact.loads(exact.dumps(ev.doc))  # type: ignore[arg-type]
     forged["q2"]["cases"][5]["inspect_part1"] = num("1")
     bad = check_artifact(task, forged)
-    assert any(f.startswith("replay_q2_case6_profit") for f in bad.failing), bad.failing
+    assert bad.outcome == "disagreement"
+    assert any(d.decl == "replay_q2_case6_profit" for d in bad.disagreements), bad.disagreements

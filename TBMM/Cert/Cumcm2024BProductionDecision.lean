@@ -170,49 +170,73 @@ set_option maxRecDepth 65536 in
 theorem gate_q1_type1_error : Eq (Forms.threshold (Rat.frac 11649 250000) Cmp.le (Rat.frac 1 20)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem replay_q2_case1_loops : Eq (Nat.beq (Production.Outcome.loops (Production.q2 Production.Data.q2Case1 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true))) 0) Bool.true := rfl
+theorem replay_q2_case1_loops : Eq (Nat.beq (Production.q2Loops Production.Data.q2Case1 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true)) 0) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem replay_q2_case1_profit : Eq (and (Production.Outcome.ok (Production.q2 Production.Data.q2Case1 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true))) (Production.floorsTo (Production.Outcome.profit (Production.q2 Production.Data.q2Case1 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true))) (Rat.frac 3511111111 200000000) 1000000000)) Bool.true := rfl
+theorem replay_q2_case1_bounded : Eq (Production.q2Ok Production.Data.q2Case1 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem replay_q2_case2_loops : Eq (Nat.beq (Production.Outcome.loops (Production.q2 Production.Data.q2Case2 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true))) 0) Bool.true := rfl
+theorem replay_q2_case1_profit : Eq (Rat.beq (Production.q2Profit Production.Data.q2Case1 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true) 1000000000) (Rat.frac 3511111111 200000000)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem replay_q2_case2_profit : Eq (and (Production.Outcome.ok (Production.q2 Production.Data.q2Case2 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true))) (Production.floorsTo (Production.Outcome.profit (Production.q2 Production.Data.q2Case2 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true))) (Rat.frac 43 4) 1000000000)) Bool.true := rfl
+theorem replay_q2_case2_loops : Eq (Nat.beq (Production.q2Loops Production.Data.q2Case2 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true)) 0) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem replay_q2_case3_loops : Eq (Nat.beq (Production.Outcome.loops (Production.q2 Production.Data.q2Case3 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true))) 0) Bool.true := rfl
+theorem replay_q2_case2_bounded : Eq (Production.q2Ok Production.Data.q2Case2 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem replay_q2_case3_profit : Eq (and (Production.Outcome.ok (Production.q2 Production.Data.q2Case3 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true))) (Production.floorsTo (Production.Outcome.profit (Production.q2 Production.Data.q2Case3 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true))) (Rat.frac 1861111111 125000000) 1000000000)) Bool.true := rfl
+theorem replay_q2_case2_profit : Eq (Rat.beq (Production.q2Profit Production.Data.q2Case2 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true) 1000000000) (Rat.frac 43 4)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem replay_q2_case4_loops : Eq (Nat.beq (Production.Outcome.loops (Production.q2 Production.Data.q2Case4 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.true Bool.true))) 0) Bool.true := rfl
+theorem replay_q2_case3_loops : Eq (Nat.beq (Production.q2Loops Production.Data.q2Case3 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true)) 0) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem replay_q2_case4_profit : Eq (and (Production.Outcome.ok (Production.q2 Production.Data.q2Case4 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.true Bool.true))) (Production.floorsTo (Production.Outcome.profit (Production.q2 Production.Data.q2Case4 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.true Bool.true))) (Rat.frac 57 4) 1000000000)) Bool.true := rfl
+theorem replay_q2_case3_bounded : Eq (Production.q2Ok Production.Data.q2Case3 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem replay_q2_case5_loops : Eq (Nat.beq (Production.Outcome.loops (Production.q2 Production.Data.q2Case5 (Production.Q2Decision.mk (List.cons Bool.false (List.cons Bool.true List.nil)) Bool.false Bool.false))) 0) Bool.true := rfl
+theorem replay_q2_case3_profit : Eq (Rat.beq (Production.q2Profit Production.Data.q2Case3 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true) 1000000000) (Rat.frac 1861111111 125000000)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem replay_q2_case5_profit : Eq (and (Production.Outcome.ok (Production.q2 Production.Data.q2Case5 (Production.Q2Decision.mk (List.cons Bool.false (List.cons Bool.true List.nil)) Bool.false Bool.false))) (Production.floorsTo (Production.Outcome.profit (Production.q2 Production.Data.q2Case5 (Production.Q2Decision.mk (List.cons Bool.false (List.cons Bool.true List.nil)) Bool.false Bool.false))) (Rat.frac 149845679 12500000) 1000000000)) Bool.true := rfl
+theorem replay_q2_case4_loops : Eq (Nat.beq (Production.q2Loops Production.Data.q2Case4 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.true Bool.true)) 0) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem replay_q2_case6_loops : Eq (Nat.beq (Production.Outcome.loops (Production.q2 Production.Data.q2Case6 (Production.Q2Decision.mk (List.cons Bool.false (List.cons Bool.false List.nil)) Bool.false Bool.false))) 0) Bool.true := rfl
+theorem replay_q2_case4_bounded : Eq (Production.q2Ok Production.Data.q2Case4 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.true Bool.true)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem replay_q2_case6_profit : Eq (and (Production.Outcome.ok (Production.q2 Production.Data.q2Case6 (Production.Q2Decision.mk (List.cons Bool.false (List.cons Bool.false List.nil)) Bool.false Bool.false))) (Production.floorsTo (Production.Outcome.profit (Production.q2 Production.Data.q2Case6 (Production.Q2Decision.mk (List.cons Bool.false (List.cons Bool.false List.nil)) Bool.false Bool.false))) (Rat.frac 541966759 25000000) 1000000000)) Bool.true := rfl
+theorem replay_q2_case4_profit : Eq (Rat.beq (Production.q2Profit Production.Data.q2Case4 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.true Bool.true) 1000000000) (Rat.frac 57 4)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem replay_q2_mean_profit : Eq (and (Production.q2AllOk Production.Data.q2Cases (List.cons (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true) (List.cons (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true) (List.cons (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true) (List.cons (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.true Bool.true) (List.cons (Production.Q2Decision.mk (List.cons Bool.false (List.cons Bool.true List.nil)) Bool.false Bool.false) (List.cons (Production.Q2Decision.mk (List.cons Bool.false (List.cons Bool.false List.nil)) Bool.false Bool.false) List.nil))))))) (Production.floorsTo (Production.q2Mean Production.Data.q2Cases (List.cons (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true) (List.cons (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true) (List.cons (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true) (List.cons (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.true Bool.true) (List.cons (Production.Q2Decision.mk (List.cons Bool.false (List.cons Bool.true List.nil)) Bool.false Bool.false) (List.cons (Production.Q2Decision.mk (List.cons Bool.false (List.cons Bool.false List.nil)) Bool.false Bool.false) List.nil))))))) (Rat.frac 15185128187 1000000000) 1000000000)) Bool.true := rfl
+theorem replay_q2_case5_loops : Eq (Nat.beq (Production.q2Loops Production.Data.q2Case5 (Production.Q2Decision.mk (List.cons Bool.false (List.cons Bool.true List.nil)) Bool.false Bool.false)) 0) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem replay_q3_loops : Eq (Nat.beq (Production.Outcome.loops (Production.q3 Production.Data.q3 (Production.Q3Decision.mk (List.cons (Production.SemiDecision.mk Bool.true Bool.true (List.cons Bool.true (List.cons Bool.true (List.cons Bool.true List.nil)))) (List.cons (Production.SemiDecision.mk Bool.true Bool.true (List.cons Bool.true (List.cons Bool.true (List.cons Bool.true List.nil)))) (List.cons (Production.SemiDecision.mk Bool.true Bool.true (List.cons Bool.true (List.cons Bool.true List.nil))) List.nil))) Bool.false Bool.true))) 0) Bool.true := rfl
+theorem replay_q2_case5_bounded : Eq (Production.q2Ok Production.Data.q2Case5 (Production.Q2Decision.mk (List.cons Bool.false (List.cons Bool.true List.nil)) Bool.false Bool.false)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem replay_q3_profit : Eq (and (Production.Outcome.ok (Production.q3 Production.Data.q3 (Production.Q3Decision.mk (List.cons (Production.SemiDecision.mk Bool.true Bool.true (List.cons Bool.true (List.cons Bool.true (List.cons Bool.true List.nil)))) (List.cons (Production.SemiDecision.mk Bool.true Bool.true (List.cons Bool.true (List.cons Bool.true (List.cons Bool.true List.nil)))) (List.cons (Production.SemiDecision.mk Bool.true Bool.true (List.cons Bool.true (List.cons Bool.true List.nil))) List.nil))) Bool.false Bool.true))) (Production.floorsTo (Production.Outcome.profit (Production.q3 Production.Data.q3 (Production.Q3Decision.mk (List.cons (Production.SemiDecision.mk Bool.true Bool.true (List.cons Bool.true (List.cons Bool.true (List.cons Bool.true List.nil)))) (List.cons (Production.SemiDecision.mk Bool.true Bool.true (List.cons Bool.true (List.cons Bool.true (List.cons Bool.true List.nil)))) (List.cons (Production.SemiDecision.mk Bool.true Bool.true (List.cons Bool.true (List.cons Bool.true List.nil))) List.nil))) Bool.false Bool.true))) (Rat.frac 28833333333 500000000) 1000000000)) Bool.true := rfl
+theorem replay_q2_case5_profit : Eq (Rat.beq (Production.q2Profit Production.Data.q2Case5 (Production.Q2Decision.mk (List.cons Bool.false (List.cons Bool.true List.nil)) Bool.false Bool.false) 1000000000) (Rat.frac 149845679 12500000)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem replay_q2_case6_loops : Eq (Nat.beq (Production.q2Loops Production.Data.q2Case6 (Production.Q2Decision.mk (List.cons Bool.false (List.cons Bool.false List.nil)) Bool.false Bool.false)) 0) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem replay_q2_case6_bounded : Eq (Production.q2Ok Production.Data.q2Case6 (Production.Q2Decision.mk (List.cons Bool.false (List.cons Bool.false List.nil)) Bool.false Bool.false)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem replay_q2_case6_profit : Eq (Rat.beq (Production.q2Profit Production.Data.q2Case6 (Production.Q2Decision.mk (List.cons Bool.false (List.cons Bool.false List.nil)) Bool.false Bool.false) 1000000000) (Rat.frac 541966759 25000000)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem replay_q2_all_bounded : Eq (Production.q2AllOk Production.Data.q2Cases (List.cons (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true) (List.cons (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true) (List.cons (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true) (List.cons (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.true Bool.true) (List.cons (Production.Q2Decision.mk (List.cons Bool.false (List.cons Bool.true List.nil)) Bool.false Bool.false) (List.cons (Production.Q2Decision.mk (List.cons Bool.false (List.cons Bool.false List.nil)) Bool.false Bool.false) List.nil))))))) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem replay_q2_mean_profit : Eq (Rat.beq (Production.q2MeanProfit Production.Data.q2Cases (List.cons (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true) (List.cons (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true) (List.cons (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true) (List.cons (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.true Bool.true) (List.cons (Production.Q2Decision.mk (List.cons Bool.false (List.cons Bool.true List.nil)) Bool.false Bool.false) (List.cons (Production.Q2Decision.mk (List.cons Bool.false (List.cons Bool.false List.nil)) Bool.false Bool.false) List.nil)))))) 1000000000) (Rat.frac 15185128187 1000000000)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem replay_q3_loops : Eq (Nat.beq (Production.q3Loops Production.Data.q3 (Production.Q3Decision.mk (List.cons (Production.SemiDecision.mk Bool.true Bool.true (List.cons Bool.true (List.cons Bool.true (List.cons Bool.true List.nil)))) (List.cons (Production.SemiDecision.mk Bool.true Bool.true (List.cons Bool.true (List.cons Bool.true (List.cons Bool.true List.nil)))) (List.cons (Production.SemiDecision.mk Bool.true Bool.true (List.cons Bool.true (List.cons Bool.true List.nil))) List.nil))) Bool.false Bool.true)) 0) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem replay_q3_bounded : Eq (Production.q3Ok Production.Data.q3 (Production.Q3Decision.mk (List.cons (Production.SemiDecision.mk Bool.true Bool.true (List.cons Bool.true (List.cons Bool.true (List.cons Bool.true List.nil)))) (List.cons (Production.SemiDecision.mk Bool.true Bool.true (List.cons Bool.true (List.cons Bool.true (List.cons Bool.true List.nil)))) (List.cons (Production.SemiDecision.mk Bool.true Bool.true (List.cons Bool.true (List.cons Bool.true List.nil))) List.nil))) Bool.false Bool.true)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem replay_q3_profit : Eq (Rat.beq (Production.q3Profit Production.Data.q3 (Production.Q3Decision.mk (List.cons (Production.SemiDecision.mk Bool.true Bool.true (List.cons Bool.true (List.cons Bool.true (List.cons Bool.true List.nil)))) (List.cons (Production.SemiDecision.mk Bool.true Bool.true (List.cons Bool.true (List.cons Bool.true (List.cons Bool.true List.nil)))) (List.cons (Production.SemiDecision.mk Bool.true Bool.true (List.cons Bool.true (List.cons Bool.true List.nil))) List.nil))) Bool.false Bool.true) 1000000000) (Rat.frac 28833333333 500000000)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem domain_q2_mean_expected_profit : Eq (Reward.inDomain (Rat.frac 15185128187 1000000000) Domain.any) Bool.true := rfl

@@ -6,9 +6,9 @@ import TBMM.Rat
 The expected profit per product sold of a set of inspection/disassembly decisions, as
 exact rational functions of the decisions and the statement's tables. It restates
 `tbmm.replay.production_decision` (Python) step by step; a certificate of an artifact of
-that task states, for each replayed number, that the value scored is
-`Production.q2 data decisions` (or `q3`, `q2Mean`) rounded down to the replay's decimals
-(`floorsTo`), and the kernel evaluates the replay itself.
+that task states, for each replayed number, `Rat.beq (Production.q2Profit data decisions
+scale) value` (or `q3Profit`, `q2MeanProfit`, the loop counts, `q2Ok`/`q3Ok`), and the
+kernel evaluates the replay itself.
 
 The model (the task's verification.md states it for the agent): every component that
 enters an assembly step, bought or recovered, goes through its inspection step; an
@@ -249,14 +249,6 @@ def q3 (l : Q3Line) (d : Q3Decision) : Outcome :=
   Outcome.mk (and (sameLength (Q3Line.semis l) (Q3Decision.semis d)) (Outcome.ok o))
     (Outcome.profit o) (Outcome.loops o)
 
-/-- `v` is `x` rounded down to a multiple of `1/scale` (`scale ≥ 1`): `v · scale` is an
-integer and `v ≤ x < v + 1/scale`, which determines `v` uniquely. A replayed profit is
-written as a terminating decimal (JSON has no `158/9`), so the certificate states that the
-value scored is the exact replay rounded down this way. -/
-def floorsTo (x v : Rat) (scale : Nat) : Bool :=
-  and (Rat.isInt (Rat.mul v (Rat.ofNat scale)))
-    (and (Rat.le v x) (Rat.lt x (Rat.add v (Rat.frac 1 scale))))
-
 /-- Problem 2, every case with its decisions. -/
 def q2Outcomes (cs : List Q2Case) (ds : List Q2Decision) : List Outcome := zipWith q2 cs ds
 
@@ -268,6 +260,44 @@ def q2AllOk (cs : List Q2Case) (ds : List Q2Decision) : Bool :=
 def q2Mean (cs : List Q2Case) (ds : List Q2Decision) : Rat :=
   let ps := map Outcome.profit (q2Outcomes cs ds)
   Rat.div (Rat.sum ps) (Rat.ofNat (List.length ps))
+
+/-- `x` rounded down to a multiple of `1/scale` (`scale ≥ 1`): `⌊x · scale⌋ / scale`. A
+replayed profit is written as a terminating decimal (JSON has no `158/9`), rounded down to
+the replay's decimals; the certificate states that the value scored is this of the exact
+Lean replay. -/
+def floorTo (x : Rat) (scale : Nat) : Rat :=
+  Rat.ofNumDen
+    (Int.casesOn (Rat.num x)
+      (fun n => Int.ofNat (Nat.div (Nat.mul n scale) (Rat.den x)))
+      (fun k => Int.negOfNat
+        (Nat.div (Nat.sub (Nat.add (Nat.mul (Nat.succ k) scale) (Rat.den x)) 1) (Rat.den x))))
+    scale
+
+/-! What a certificate states (library definitions only: no projections in its terms). -/
+
+/-- Problem 2, one case: bounded (no endless recovery loop) and well formed. -/
+def q2Ok (c : Q2Case) (d : Q2Decision) : Bool := Outcome.ok (q2 c d)
+
+/-- Problem 2, one case: the endless recovery loops. -/
+def q2Loops (c : Q2Case) (d : Q2Decision) : Nat := Outcome.loops (q2 c d)
+
+/-- Problem 2, one case: the expected profit per product sold, rounded down to `1/scale`. -/
+def q2Profit (c : Q2Case) (d : Q2Decision) (scale : Nat) : Rat :=
+  floorTo (Outcome.profit (q2 c d)) scale
+
+/-- Problem 2: the mean over the cases, rounded down to `1/scale`. -/
+def q2MeanProfit (cs : List Q2Case) (ds : List Q2Decision) (scale : Nat) : Rat :=
+  floorTo (q2Mean cs ds) scale
+
+/-- Problem 3: bounded and well formed. -/
+def q3Ok (l : Q3Line) (d : Q3Decision) : Bool := Outcome.ok (q3 l d)
+
+/-- Problem 3: the endless recovery loops. -/
+def q3Loops (l : Q3Line) (d : Q3Decision) : Nat := Outcome.loops (q3 l d)
+
+/-- Problem 3: the expected profit per product sold, rounded down to `1/scale`. -/
+def q3Profit (l : Q3Line) (d : Q3Decision) (scale : Nat) : Rat :=
+  floorTo (Outcome.profit (q3 l d)) scale
 
 end Production
 

@@ -651,9 +651,11 @@ def _replayed(doc: dict[str, Any], path: str) -> Fraction | None:
 
 def lean_obligations(task: Any, doc: dict[str, Any]) -> list[tuple[str, str, tuple[str, ...]]]:
     """Each replayed number of `doc` (a resolved artifact) as a Lean statement
-    `(name, Bool term, fields)`: the value scored is the Lean replay of the artifact's
-    decisions on the generated data, rounded down to 10^-decimals (`Production.floorsTo`),
-    and the endless-loop counts are equal. Nothing when the decisions are unusable (the
+    `(name, Bool term, fields)`: the value scored equals the Lean replay of the artifact's
+    decisions on the generated data, rounded down to 10^-decimals (`Production.q2Profit`,
+    `q2MeanProfit`, `q3Profit`), the replay is bounded (`q2Ok`, `q3Ok`), and the
+    endless-loop counts are equal. Terms name library definitions only (no projections),
+    as the certificate allowlist requires. Nothing when the decisions are unusable (the
     replay produced nothing to restate)."""
     if not isinstance(doc, dict) or not isinstance(doc.get(REPLAYED), dict):
         return []
@@ -664,12 +666,10 @@ def lean_obligations(task: Any, doc: dict[str, Any]) -> list[tuple[str, str, tup
     except ReplayInputError:
         return []
     obs: list[tuple[str, str, tuple[str, ...]]] = []
-    outcomes = []
     for i, (c, dec) in enumerate(zip(tables.q2.cases, q2, strict=True)):
-        o = f"(Production.q2 Production.Data.q2Case{c.case} {lean_q2_decision(dec)})"
-        outcomes.append(o)
+        args = f"Production.Data.q2Case{c.case} {lean_q2_decision(dec)}"
         base = f"q2.cases[{i}]"
-        fields = tuple(
+        bits = tuple(
             f"{base}.{k}"
             for k in (
                 *(f"inspect_part{p.part}" for p in c.parts),
@@ -682,47 +682,48 @@ def lean_obligations(task: Any, doc: dict[str, Any]) -> list[tuple[str, str, tup
             obs.append(
                 (
                     f"q2_case{c.case}_loops",
-                    f"Nat.beq (Production.Outcome.loops {o}) {loops.numerator}",
-                    (f"{REPLAYED}.{base}.unbounded_recovery_loops", *fields),
+                    f"Nat.beq (Production.q2Loops {args}) {loops.numerator}",
+                    (f"{REPLAYED}.{base}.unbounded_recovery_loops", *bits),
                 )
             )
         profit = _replayed(doc, f"{base}.expected_profit_yuan")
         if profit is not None:
+            where = (f"{REPLAYED}.{base}.expected_profit_yuan", *bits)
+            obs.append((f"q2_case{c.case}_bounded", f"Production.q2Ok {args}", where))
             obs.append(
                 (
                     f"q2_case{c.case}_profit",
-                    f"and (Production.Outcome.ok {o}) (Production.floorsTo (Production.Outcome.profit {o}) {_rat(profit)} {scale})",
-                    (f"{REPLAYED}.{base}.expected_profit_yuan", *fields),
+                    f"Rat.beq (Production.q2Profit {args} {scale}) {_rat(profit)}",
+                    where,
                 )
             )
     mean = _replayed(doc, "q2.mean_expected_profit_yuan")
     if mean is not None:
-        decs = _lean_list([lean_q2_decision(d) for d in q2])
+        args = f"Production.Data.q2Cases {_lean_list([lean_q2_decision(d) for d in q2])}"
+        where = (f"{REPLAYED}.q2.mean_expected_profit_yuan",)
+        obs.append(("q2_all_bounded", f"Production.q2AllOk {args}", where))
         obs.append(
             (
                 "q2_mean_profit",
-                f"and (Production.q2AllOk Production.Data.q2Cases {decs}) "
-                f"(Production.floorsTo (Production.q2Mean Production.Data.q2Cases {decs}) {_rat(mean)} {scale})",
-                (f"{REPLAYED}.q2.mean_expected_profit_yuan",),
+                f"Rat.beq (Production.q2MeanProfit {args} {scale}) {_rat(mean)}",
+                where,
             )
         )
-    o3 = f"(Production.q3 Production.Data.q3 {lean_q3_decision(tables.q3, q3)})"
+    args3 = f"Production.Data.q3 {lean_q3_decision(tables.q3, q3)}"
     loops3 = _replayed(doc, "q3.unbounded_recovery_loops")
     if loops3 is not None and loops3.denominator == 1 and loops3 >= 0:
         obs.append(
             (
                 "q3_loops",
-                f"Nat.beq (Production.Outcome.loops {o3}) {loops3.numerator}",
+                f"Nat.beq (Production.q3Loops {args3}) {loops3.numerator}",
                 (f"{REPLAYED}.q3.unbounded_recovery_loops",),
             )
         )
     profit3 = _replayed(doc, "q3.expected_profit_yuan")
     if profit3 is not None:
+        where = (f"{REPLAYED}.q3.expected_profit_yuan",)
+        obs.append(("q3_bounded", f"Production.q3Ok {args3}", where))
         obs.append(
-            (
-                "q3_profit",
-                f"and (Production.Outcome.ok {o3}) (Production.floorsTo (Production.Outcome.profit {o3}) {_rat(profit3)} {scale})",
-                (f"{REPLAYED}.q3.expected_profit_yuan",),
-            )
+            ("q3_profit", f"Rat.beq (Production.q3Profit {args3} {scale}) {_rat(profit3)}", where)
         )
     return obs
