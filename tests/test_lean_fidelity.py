@@ -25,7 +25,7 @@ from tbmm.mutate import violations, with_leaf
 from tbmm.tasks import Task
 
 REPO = project_root(Path(__file__).resolve().parent)
-TARGET = "Cumcm2024BProductionDecision"  # its q3 gate states 88 ≤ 104
+TARGET = "Cumcm2024BProductionDecision"  # its q3 gate states 57.666667 ≤ 104
 CERT = CERT_DIR / f"{TARGET}.lean"
 OPTION = "set_option maxRecDepth 65536 in\n"
 
@@ -138,11 +138,11 @@ def M(id: str, edit: Edit, builds: bool, *caught_by: str) -> Mutation:  # noqa: 
 MUTATIONS = [
     # The fourteen hand mutations of the issue; the first eight used to build and audit ok.
     M(
-        "anchor_88_to_87",
+        "anchor_down_to_57",
         on_line(
-            "score_q3_best_expected_profit",
-            "(Rat.frac 88 1)) (Rat.frac 88 1)",
-            "(Rat.frac 88 1)) (Rat.frac 87 1)",
+            "score_q3_expected_profit",
+            "(Rat.frac 28833333333 500000000)) (Rat.frac 28833333333 500000000)",
+            "(Rat.frac 28833333333 500000000)) (Rat.frac 57 1)",
         ),
         True,
         "fidelity",
@@ -157,26 +157,26 @@ MUTATIONS = [
         "weight_in_both_lists",
         on_line(
             "raw",
-            "(Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.any (Option.some (Rat.frac 88 1))",
-            "(Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.any (Option.some (Rat.frac 88 1))",
+            "(Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.any (Option.some (Rat.frac 28833333333 500000000))",
+            "(Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.any (Option.some (Rat.frac 28833333333 500000000))",
             count=2,
         ),
         True,
         "fidelity",
     ),
     M(
-        "band_18_to_19",
+        "band_30_to_31",
         on_line(
-            "score_q3_best_expected_profit",
-            "(Rat.frac 88 1) (Rat.frac 18 1)",
-            "(Rat.frac 88 1) (Rat.frac 19 1)",
+            "score_q3_expected_profit",
+            "(Rat.frac 28833333333 500000000) (Rat.frac 30 1)",
+            "(Rat.frac 28833333333 500000000) (Rat.frac 31 1)",
         ),
         True,
         "fidelity",
     ),
     M(
         "baseline_F_in_robust_bo",
-        on_line("robust_bo", "(Rat.frac 2146337 2400000)", "(Rat.frac 0 1)"),
+        on_line("robust_bo", "(Rat.frac 0 1)", "(Rat.frac 1 2)"),
         True,
         "fidelity",
     ),
@@ -195,7 +195,7 @@ MUTATIONS = [
             after_namespace(
                 "def Forms.threshold (x : Rat) (op : Cmp) (c : Rat) : Bool := Bool.true\n"
             ),
-            on_line("gate_q3_profit_cap", "(Rat.frac 88 1)", "(Rat.frac 1000 1)"),
+            on_line("gate_q3_profit_cap", "(Rat.frac 57666667 1000000)", "(Rat.frac 1000 1)"),
         ),
         True,
         "fidelity",
@@ -212,8 +212,8 @@ MUTATIONS = [
         "fidelity",
     ),
     M(
-        "value_88_to_1000",
-        on_line("gate_q3_profit_cap", "(Rat.frac 88 1)", "(Rat.frac 1000 1)"),
+        "value_to_1000",
+        on_line("gate_q3_profit_cap", "(Rat.frac 57666667 1000000)", "(Rat.frac 1000 1)"),
         False,
         "build",
         "fidelity",
@@ -221,9 +221,9 @@ MUTATIONS = [
     M(
         "reward_1_to_half",
         on_line(
-            "score_q3_best_expected_profit",
-            "(Rat.frac 18 1)) (Rat.frac 1 1))",
-            "(Rat.frac 18 1)) (Rat.frac 1 2))",
+            "score_q3_expected_profit",
+            "(Rat.frac 30 1)) (Rat.frac 1 1))",
+            "(Rat.frac 30 1)) (Rat.frac 1 2))",
         ),
         False,
         "build",

@@ -206,7 +206,7 @@ def test_build_is_reproducible(suite: list[Task], tmp_path: Path) -> None:
         for name in CURATED:
             if (t.dir / name).is_file():
                 shutil.copy(t.dir / name, dst / name)
-        if (t.dir / "reference").is_dir():  # curated: a computed reference's generator
+        if (t.dir / "reference").is_dir():  # curated: a computed reference's generator, a replay's data
             shutil.copytree(t.dir / "reference", dst / "reference")
     build_all(SOURCE, out)
     for t in suite:

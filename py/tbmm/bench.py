@@ -72,3 +72,39 @@ def bench_gate(task: Task, seconds: float = 2.0) -> BenchResult:
         for d in docs:
             n += len(run_gate(task, d).instances)
     return BenchResult("gate checks", task.slug, n, time.perf_counter() - t0)
+
+
+def bench_replay_production_decision(task: Task, seconds: float = 2.0) -> BenchResult:
+    """Replays per second of CUMCM 2024 B artifacts at the largest legal input (the input's
+    shape is fixed by the statement: 6 x 4 + 16 decision bits), cycling through 256
+    pseudo-random decision vectors so that no result comes from a cache."""
+    import random
+
+    from tbmm.replay import run_replay, strip_replayed
+
+    base, _ = strip_replayed(task.anchor_artifact)
+    rng = random.Random(20240906)
+    one, zero = exact.Num(None, "1", True), exact.Num(None, "0", True)
+
+    def bit() -> exact.Num:
+        return one if rng.random() < 0.5 else zero
+
+    docs = []
+    for _ in range(256):
+        doc = exact.loads(exact.dumps(base))
+        for case in doc["q2"]["cases"]:
+            for k in ("inspect_part1", "inspect_part2", "inspect_product", "disassemble_defective"):
+                case[k] = bit()
+        q3 = doc["q3"]
+        for entry in (*q3["parts"], *q3["semi_products"], q3["product"]):
+            for k in ("inspect", "disassemble_defective"):
+                if k in entry:
+                    entry[k] = bit()
+        docs.append(doc)
+    run_replay(task, docs[0])
+    n, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < seconds:
+        for d in docs:
+            run_replay(task, d)
+        n += len(docs)
+    return BenchResult("replay production_decision", task.slug, n, time.perf_counter() - t0)

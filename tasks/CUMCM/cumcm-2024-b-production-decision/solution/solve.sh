@@ -4,42 +4,103 @@ set -euo pipefail
 mkdir -p /root/results
 cat > /root/results/cumcm-2024-b-production-decision_result.json <<'TBMM_ANCHOR_EOF'
 {
-  "q3": {
-    "best_expected_profit_yuan": 88.0
-  },
-  "q2": {
-    "mean_best_expected_profit_yuan": 22.8866,
-    "cases": [
-      {
-        "best_expected_profit_yuan": 26.374,
-        "market_good_probability": 0.729
-      },
-      {
-        "best_expected_profit_yuan": 25.072,
-        "market_good_probability": 0.512
-      },
-      {
-        "best_expected_profit_yuan": 19.87,
-        "market_good_probability": 0.729
-      },
-      {
-        "best_expected_profit_yuan": 14.95,
-        "market_good_probability": 0.64
-      },
-      {
-        "best_expected_profit_yuan": 24.48,
-        "market_good_probability": 0.648
-      },
-      {
-        "best_expected_profit_yuan": 26.5738,
-        "market_good_probability": 0.85737
-      }
-    ]
-  },
   "q1": {
     "reject_plan": {
       "false_rejection_probability": 0.046596
     }
+  },
+  "q2": {
+    "cases": [
+      {
+        "inspect_part1": 1,
+        "inspect_part2": 1,
+        "inspect_product": 0,
+        "disassemble_defective": 1,
+        "expected_profit_yuan": 17.555556
+      },
+      {
+        "inspect_part1": 1,
+        "inspect_part2": 1,
+        "inspect_product": 0,
+        "disassemble_defective": 1,
+        "expected_profit_yuan": 10.750000
+      },
+      {
+        "inspect_part1": 1,
+        "inspect_part2": 1,
+        "inspect_product": 0,
+        "disassemble_defective": 1,
+        "expected_profit_yuan": 14.888889
+      },
+      {
+        "inspect_part1": 1,
+        "inspect_part2": 1,
+        "inspect_product": 1,
+        "disassemble_defective": 1,
+        "expected_profit_yuan": 14.250000
+      },
+      {
+        "inspect_part1": 0,
+        "inspect_part2": 1,
+        "inspect_product": 0,
+        "disassemble_defective": 0,
+        "expected_profit_yuan": 11.987654
+      },
+      {
+        "inspect_part1": 0,
+        "inspect_part2": 0,
+        "inspect_product": 0,
+        "disassemble_defective": 0,
+        "expected_profit_yuan": 21.678670
+      }
+    ]
+  },
+  "q3": {
+    "parts": [
+      {
+        "inspect": 1
+      },
+      {
+        "inspect": 1
+      },
+      {
+        "inspect": 1
+      },
+      {
+        "inspect": 1
+      },
+      {
+        "inspect": 1
+      },
+      {
+        "inspect": 1
+      },
+      {
+        "inspect": 1
+      },
+      {
+        "inspect": 1
+      }
+    ],
+    "semi_products": [
+      {
+        "inspect": 1,
+        "disassemble_defective": 1
+      },
+      {
+        "inspect": 1,
+        "disassemble_defective": 1
+      },
+      {
+        "inspect": 1,
+        "disassemble_defective": 1
+      }
+    ],
+    "product": {
+      "inspect": 0,
+      "disassemble_defective": 1
+    },
+    "expected_profit_yuan": 57.666667
   }
 }
 TBMM_ANCHOR_EOF
