@@ -8,6 +8,10 @@ theorems are closed Bool computations proved by `rfl`:
   is recorded infeasible, a violated instance is stated instead as ``<...>_violated``:
   the checker is `false` — a kernel-checked witness of infeasibility, never a claim of
   feasibility;
+* ``replay_<name>`` — for an exact replay whose module defines
+  ``lean_obligations(task, doc)``: the replay restated as a Lean function of the
+  artifact's decisions and the task's data, evaluated by the kernel, equals the replayed
+  value that is gated and scored;
 * ``domain_<metric>`` — the metric's value lies in its declared domain (or is reported
   missing: a gap, no theorem);
 * ``score_<metric>`` — `Reward.score` of the value equals the Python reward;
@@ -22,6 +26,7 @@ so a failing theorem is reported as the field it is about.
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 import tempfile
@@ -149,6 +154,22 @@ def _mean_expr(items: list[tuple[Fraction, str]]) -> str:
     return f"Rat.div (Reward.weightedSum {ws}) (Reward.totalWeight {ws})"
 
 
+def replay_obligations(task: Task, doc: dict[str, Any]) -> list[Obligation]:
+    """What an exact replay states about its own numbers: the task's replay module's
+    ``lean_obligations(task, doc) -> [(name, Bool term, fields)]`` (none if it has no such
+    function). Its terms are built from numerals and generated names only, like ours."""
+    spec = task.replay_spec
+    if spec is None or not doc:
+        return []
+    hook = getattr(importlib.import_module(f"tbmm.replay.{spec.module}"), "lean_obligations", None)
+    if hook is None:
+        return []
+    return [
+        Obligation(_safe(f"replay_{name}"), term, True, "replay", spec.module, name, tuple(fields))
+        for name, term, fields in hook(task, doc)
+    ]
+
+
 def obligations_for(
     task: Task,
     doc: dict[str, Any],
@@ -195,6 +216,8 @@ def obligations_for(
                     name, gate_statement(inst), True, "gate", check.form.value, check.id, fields
                 )
             )
+
+    obs += replay_obligations(task, doc)
 
     scored: list[tuple[Any, Fraction | None, Fraction]] = []
     # A metric a missing gate input makes unverifiable is scored as absent (reward 0).
