@@ -351,7 +351,7 @@ def parse_plan(
 class Verdict:
     """Rule violations (messages per rule) and the profit of one plan under one sale rule."""
 
-    violations: dict[str, list[str]]
+    violations: dict[str, Found]
     profit: Fraction
     revenue: Fraction
     cost: Fraction
@@ -368,30 +368,51 @@ def history_cells(data: CropData) -> dict[Key, Cell]:
     return out
 
 
-def check_rules(plan: Plan, data: CropData, rules: Rules, prefix: str) -> dict[str, list[str]]:
-    v: dict[str, list[str]] = {r: [] for r in RULES}
+class Found:
+    """Violations of one rule: counted, and only the first few described (the description
+    of a huge plan's every violation would cost more than the replay)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.shown: list[str] = []
+
+    def hit(self) -> bool:
+        """Count one violation; true while it should also be described."""
+        self.count += 1
+        return len(self.shown) < SHOWN
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __bool__(self) -> bool:
+        return self.count > 0
+
+
+def check_rules(plan: Plan, data: CropData, rules: Rules, prefix: str) -> dict[str, Found]:
+    v: dict[str, Found] = {r: Found() for r in RULES}
     lab = plan.label
     for (plot, year, season), cell in sorted(plan.cells.items(), key=_cell_order(data)):
         p = data.plots[plot]
         total = sum(cell.values(), Fraction(0))
         for crop, area in sorted(cell.items(), key=lambda kv: int(kv[0])):
-            if (p.kind, season, crop) not in data.stats:
-                v["suitability"].append(
+            if (p.kind, season, crop) not in data.stats and v["suitability"].hit():
+                v["suitability"].shown.append(
                     f"{lab(prefix, plot, year, season, crop)}: crop {crop} cannot grow on "
                     f"{p.kind} land in the {season} season"
                 )
-            if area < rules.min_area(p.kind):
-                v["min_area"].append(
+            if area < rules.min_area(p.kind) and v["min_area"].hit():
+                v["min_area"].shown.append(
                     f"{lab(prefix, plot, year, season, crop)}: {_mu(area)} mu < "
                     f"{_mu(rules.min_area(p.kind))} mu"
                 )
-        if total > p.area:
-            v["plot_area"].append(
+        if total > p.area and v["plot_area"].hit():
+            v["plot_area"].shown.append(
                 f"{plot} {year} {season}: {_mu(total)} mu planted on a {_mu(p.area)}-mu plot "
                 f"(rows {_rows(plan, prefix, plot, year, season, cell)})"
             )
-        if p.kind == "irrigated" and season == "second" and len(cell) > 1:
-            v["irrigated_second_one_crop"].append(
+        one = v["irrigated_second_one_crop"]
+        if p.kind == "irrigated" and season == "second" and len(cell) > 1 and one.hit():
+            v["irrigated_second_one_crop"].shown.append(
                 f"{plot} {year} second: {len(cell)} crops "
                 f"(rows {_rows(plan, prefix, plot, year, season, cell)})"
             )
@@ -401,8 +422,9 @@ def check_rules(plan: Plan, data: CropData, rules: Rules, prefix: str) -> dict[s
         for year in rules.years:
             first = plan.cells.get((plot, year, "first"), {})
             second = plan.cells.get((plot, year, "second"), {})
-            if RICE in first and (len(first) > 1 or second):
-                v["irrigated_mode"].append(
+            mode = v["irrigated_mode"]
+            if RICE in first and (len(first) > 1 or second) and mode.hit():
+                v["irrigated_mode"].shown.append(
                     f"{lab(prefix, plot, year, 'first', RICE)}: rice and vegetables on "
                     f"irrigated plot {plot} in the same year"
                 )
@@ -420,10 +442,11 @@ def check_rules(plan: Plan, data: CropData, rules: Rules, prefix: str) -> dict[s
             pairs.append(((y, "first"), single, (y + 1, "first"), nf))
             for (y1, s1), c1, (y2, s2), c2 in pairs:
                 for crop in sorted(set(c1) & set(c2), key=int):
-                    v["rotation"].append(
-                        f"{lab(prefix, plot, y2, s2, crop)}: crop {crop} also on {plot} in the "
-                        f"preceding season ({y1} {s1})"
-                    )
+                    if v["rotation"].hit():
+                        v["rotation"].shown.append(
+                            f"{lab(prefix, plot, y2, s2, crop)}: crop {crop} also on {plot} in the "
+                            f"preceding season ({y1} {s1})"
+                        )
     for plot, p in data.plots.items():
         for start in range(data.history_year, rules.last_year - rules.legume_window + 2):
             window = range(start, start + rules.legume_window)
@@ -437,8 +460,8 @@ def check_rules(plan: Plan, data: CropData, rules: Rules, prefix: str) -> dict[s
                 ),
                 Fraction(0),
             )
-            if got < p.area:
-                v["legume"].append(
+            if got < p.area and v["legume"].hit():
+                v["legume"].shown.append(
                     f"plot {plot}, {window.start}-{window.stop - 1}: legumes on {_mu(got)} mu "
                     f"of {_mu(p.area)} mu"
                 )
@@ -451,10 +474,11 @@ def check_rules(plan: Plan, data: CropData, rules: Rules, prefix: str) -> dict[s
     ):
         if len(plots) > rules.max_plots:
             names = sorted(plots, key=lambda q: data.plots[q].index)
-            v["scatter"].append(
-                f"{year} {season}, crop {crop}: on {len(plots)} plots > {rules.max_plots} "
-                f"({', '.join(names)})"
-            )
+            if v["scatter"].hit():
+                v["scatter"].shown.append(
+                    f"{year} {season}, crop {crop}: on {len(plots)} plots > {rules.max_plots} "
+                    f"({', '.join(names)})"
+                )
     return v
 
 
@@ -555,13 +579,13 @@ def replay(doc: dict[str, Any], task: Any, spec: Any, deadline: Deadline) -> Out
             f" yuan, cost {exact.fraction_to_text(v.cost)} yuan"
         )
         out.values[f"{base}.rule_violations"] = v.total
-        bad = [f"{r}: {m[0]}" for r, m in v.violations.items() if m]
+        bad = [f"{r}: {m.shown[0]}" for r, m in v.violations.items() if m]
         out.details[f"{base}.rule_violations"] = "; ".join(bad) if bad else "every rule holds"
         for rule, msgs in v.violations.items():
             out.values[f"{base}.violations.{rule}"] = len(msgs)
             if msgs:
                 more = f" (+{len(msgs) - SHOWN} more)" if len(msgs) > SHOWN else ""
-                out.details[f"{base}.violations.{rule}"] = "; ".join(msgs[:SHOWN]) + more
+                out.details[f"{base}.violations.{rule}"] = "; ".join(msgs.shown) + more
     return out
 
 

@@ -287,8 +287,11 @@ def _exact_text(q: Fraction) -> str:
     return f"{n // 100}.{n % 100:02d}".rstrip("0").rstrip(".")
 
 
-def solve(case: str, data: CropData, rules: Rules, time_limit: float, gap: float) -> dict:
-    parts = {part: solve_part(case, part, data, rules, time_limit, gap) for part in PARTS}
+def solve(case: str, data: CropData, rules: Rules, time_limit: float, gap: float,
+          stage_limit: float) -> dict:
+    parts = {
+        part: solve_part(case, part, data, rules, time_limit, gap, stage_limit) for part in PARTS
+    }
     areas: dict[tuple, Fraction] = {}
     for r in parts.values():
         areas.update(r.pop("areas"))
@@ -303,7 +306,8 @@ def solve(case: str, data: CropData, rules: Rules, time_limit: float, gap: float
 
 
 def solve_part(
-    case: str, part: str, data: CropData, rules: Rules, time_limit: float, gap: float
+    case: str, part: str, data: CropData, rules: Rules, time_limit: float, gap: float,
+    stage_limit: float,
 ) -> dict:
     h = highspy.Highs()
     h.setOptionValue("output_flag", True)
@@ -314,7 +318,7 @@ def solve_part(
     h.setOptionValue("mip_rel_gap", gap)
     x, _, year_of = build(h, data, rules, case, part)
     t0 = time.monotonic()
-    start = relax_and_fix(h, year_of, rules, stage_limit=max(10.0, time_limit / 10))
+    start = relax_and_fix(h, year_of, rules, stage_limit=stage_limit)
     h.setOptionValue("time_limit", h.getRunTime() + float(time_limit))
     if start is not None:
         h.setSolution(start)
@@ -337,8 +341,12 @@ def main() -> int:
     ap.add_argument("--time-limit", type=float, default=900.0, help="seconds per case")
     ap.add_argument("--gap", type=float, default=1e-6, help="HiGHS mip_rel_gap")
     ap.add_argument(
+        "--stage-limit", type=float, default=60.0, help="seconds per relax-and-fix stage"
+    )
+    ap.add_argument(
         "--write", action="store_true", help="write reference.json and reference/solve.json"
     )
+    ap.add_argument("--out", type=Path, default=TASK, help="folder to write them in (the task)")
     args = ap.parse_args()
     spec = tomllib.loads((TASK / "replay.toml").read_text(encoding="utf-8"))
     rules = Rules.from_params(spec["params"])
@@ -347,6 +355,7 @@ def main() -> int:
     record: dict = {
         "solver": f"HiGHS {highspy.Highs().version()} via highspy",
         "options": {
+            "stage_limit_s": args.stage_limit,
             "threads": 1,
             "random_seed": 0,
             "time_limit_s": args.time_limit,
@@ -358,7 +367,7 @@ def main() -> int:
     from tbmm.replay.crop_planting import parse_plan
 
     for case in CASES:
-        res = solve(case, data, rules, args.time_limit, args.gap)
+        res = solve(case, data, rules, args.time_limit, args.gap, args.stage_limit)
         doc = exact.loads(_numbers(json.dumps({"rows": res["rows"]})))
         plan: Plan = parse_plan(doc["rows"], f"q1.{case}.plan", data, rules, 10**6, Deadline(60))
         v = evaluate_plan(plan, data, rules, case, f"q1.{case}.plan")
@@ -386,7 +395,8 @@ def main() -> int:
         record["cases"][case] = {k: v2 for k, v2 in res.items() if k != "rows"}
         record["cases"][case]["plan_rows"] = len(res["rows"])
     if args.write:
-        (TASK / "reference" / "solve.json").write_text(
+        (args.out / "reference").mkdir(parents=True, exist_ok=True)
+        (args.out / "reference" / "solve.json").write_text(
             json.dumps(record, indent=1) + "\n", encoding="utf-8"
         )
         note = (
@@ -395,7 +405,7 @@ def main() -> int:
             "areas put on a 0.01-mu grid and replayed exactly; claims are the replayed profits."
         )
         text = json.dumps({"artifact": artifact, "note": note}, indent=1, ensure_ascii=False)
-        (TASK / "reference.json").write_text(_numbers(text) + "\n", encoding="utf-8")
+        (args.out / "reference.json").write_text(_numbers(text) + "\n", encoding="utf-8")
     print(json.dumps(record, indent=1))
     return 0
 

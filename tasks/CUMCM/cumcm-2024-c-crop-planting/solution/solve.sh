@@ -4,18 +4,10545 @@ set -euo pipefail
 mkdir -p /root/results
 cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
 {
-  "q3": {
-    "correlated_cvar10_profit_yuan": 118550698.19,
-    "sales_price_cost_spearman": 0.2551
-  },
-  "q2": {
-    "mean_profit_yuan": 119827636.74,
-    "profit_p10_yuan": 119159280.66,
-    "cvar10_profit_yuan": 118937552.19
-  },
   "q1": {
-    "waste_case_profit_yuan": -5389476.0,
-    "discount_case_profit_yuan": 75678478.0
+    "case1": {
+      "profit_yuan": 40618818.975,
+      "plan": [
+        {
+          "year": 2024,
+          "plot": "A1",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 80
+        },
+        {
+          "year": 2024,
+          "plot": "A2",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 43.3
+        },
+        {
+          "year": 2024,
+          "plot": "A2",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2024,
+          "plot": "A3",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 18.64
+        },
+        {
+          "year": 2024,
+          "plot": "A3",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 16.36
+        },
+        {
+          "year": 2024,
+          "plot": "A4",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 72
+        },
+        {
+          "year": 2024,
+          "plot": "A5",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 60.25
+        },
+        {
+          "year": 2024,
+          "plot": "A5",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 7.75
+        },
+        {
+          "year": 2024,
+          "plot": "A6",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "A6",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 49
+        },
+        {
+          "year": 2024,
+          "plot": "B1",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 13.94
+        },
+        {
+          "year": 2024,
+          "plot": "B1",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 46.05
+        },
+        {
+          "year": 2024,
+          "plot": "B2",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 46
+        },
+        {
+          "year": 2024,
+          "plot": "B3",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 40
+        },
+        {
+          "year": 2024,
+          "plot": "B4",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 28
+        },
+        {
+          "year": 2024,
+          "plot": "B5",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 19.3
+        },
+        {
+          "year": 2024,
+          "plot": "B6",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 84
+        },
+        {
+          "year": 2024,
+          "plot": "B7",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 38
+        },
+        {
+          "year": 2024,
+          "plot": "B7",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 17
+        },
+        {
+          "year": 2024,
+          "plot": "B8",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 9
+        },
+        {
+          "year": 2024,
+          "plot": "B8",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 35
+        },
+        {
+          "year": 2024,
+          "plot": "B9",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 50
+        },
+        {
+          "year": 2024,
+          "plot": "B10",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 25
+        },
+        {
+          "year": 2024,
+          "plot": "B11",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 45.84
+        },
+        {
+          "year": 2024,
+          "plot": "B11",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 13
+        },
+        {
+          "year": 2024,
+          "plot": "B12",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 45
+        },
+        {
+          "year": 2024,
+          "plot": "B13",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 35
+        },
+        {
+          "year": 2024,
+          "plot": "B14",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "B14",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 8
+        },
+        {
+          "year": 2024,
+          "plot": "B14",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "C1",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "C1",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 6.48
+        },
+        {
+          "year": 2024,
+          "plot": "C2",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 6.22
+        },
+        {
+          "year": 2024,
+          "plot": "C2",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "C3",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 15
+        },
+        {
+          "year": 2024,
+          "plot": "C4",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 18
+        },
+        {
+          "year": 2024,
+          "plot": "C5",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 27
+        },
+        {
+          "year": 2024,
+          "plot": "C6",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 20
+        },
+        {
+          "year": 2024,
+          "plot": "D1",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 10.75
+        },
+        {
+          "year": 2024,
+          "plot": "D1",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 15
+        },
+        {
+          "year": 2024,
+          "plot": "D2",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 10
+        },
+        {
+          "year": 2024,
+          "plot": "D2",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 10
+        },
+        {
+          "year": 2024,
+          "plot": "D3",
+          "season": "first",
+          "crop": "16",
+          "area_mu": 14
+        },
+        {
+          "year": 2024,
+          "plot": "D4",
+          "season": "first",
+          "crop": "16",
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "D5",
+          "season": "first",
+          "crop": "16",
+          "area_mu": 10
+        },
+        {
+          "year": 2024,
+          "plot": "D6",
+          "season": "first",
+          "crop": "16",
+          "area_mu": 12
+        },
+        {
+          "year": 2024,
+          "plot": "D7",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 22
+        },
+        {
+          "year": 2024,
+          "plot": "D8",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 12.38
+        },
+        {
+          "year": 2024,
+          "plot": "D8",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 12
+        },
+        {
+          "year": 2024,
+          "plot": "E1",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E1",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E2",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E2",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E3",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E3",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E4",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E4",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E5",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E5",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E6",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E6",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E7",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E7",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E8",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E8",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E9",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E9",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E10",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E10",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E11",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E11",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E12",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E12",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E13",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E13",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E14",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E14",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E15",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E15",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E16",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E16",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "F1",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "F1",
+          "season": "second",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "F1",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "F2",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "F2",
+          "season": "second",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "F2",
+          "season": "second",
+          "crop": "34",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "F3",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "F3",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "F3",
+          "season": "second",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "F4",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "F4",
+          "season": "second",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "F4",
+          "season": "second",
+          "crop": "23",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "A1",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "A1",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 74
+        },
+        {
+          "year": 2025,
+          "plot": "A2",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 20.77
+        },
+        {
+          "year": 2025,
+          "plot": "A2",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 27.33
+        },
+        {
+          "year": 2025,
+          "plot": "A2",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 6.9
+        },
+        {
+          "year": 2025,
+          "plot": "A3",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 16.36
+        },
+        {
+          "year": 2025,
+          "plot": "A3",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 18.63
+        },
+        {
+          "year": 2025,
+          "plot": "A4",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 61.63
+        },
+        {
+          "year": 2025,
+          "plot": "A4",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 10.36
+        },
+        {
+          "year": 2025,
+          "plot": "A5",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 56.3
+        },
+        {
+          "year": 2025,
+          "plot": "A5",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2025,
+          "plot": "A6",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 49
+        },
+        {
+          "year": 2025,
+          "plot": "A6",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "B1",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 29.19
+        },
+        {
+          "year": 2025,
+          "plot": "B1",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 18.35
+        },
+        {
+          "year": 2025,
+          "plot": "B1",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 12.44
+        },
+        {
+          "year": 2025,
+          "plot": "B2",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 32.31
+        },
+        {
+          "year": 2025,
+          "plot": "B2",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 13.68
+        },
+        {
+          "year": 2025,
+          "plot": "B3",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "B3",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 22.68
+        },
+        {
+          "year": 2025,
+          "plot": "B3",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 11.31
+        },
+        {
+          "year": 2025,
+          "plot": "B4",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 28
+        },
+        {
+          "year": 2025,
+          "plot": "B5",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 25
+        },
+        {
+          "year": 2025,
+          "plot": "B6",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 6.01
+        },
+        {
+          "year": 2025,
+          "plot": "B6",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 79.99
+        },
+        {
+          "year": 2025,
+          "plot": "B7",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 55
+        },
+        {
+          "year": 2025,
+          "plot": "B8",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 44
+        },
+        {
+          "year": 2025,
+          "plot": "B9",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 41.06
+        },
+        {
+          "year": 2025,
+          "plot": "B9",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 8.94
+        },
+        {
+          "year": 2025,
+          "plot": "B10",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 25
+        },
+        {
+          "year": 2025,
+          "plot": "B11",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 60
+        },
+        {
+          "year": 2025,
+          "plot": "B12",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 35.4
+        },
+        {
+          "year": 2025,
+          "plot": "B12",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 9.59
+        },
+        {
+          "year": 2025,
+          "plot": "B13",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 35
+        },
+        {
+          "year": 2025,
+          "plot": "B14",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 10
+        },
+        {
+          "year": 2025,
+          "plot": "B14",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 10
+        },
+        {
+          "year": 2025,
+          "plot": "C1",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 15
+        },
+        {
+          "year": 2025,
+          "plot": "C2",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 7
+        },
+        {
+          "year": 2025,
+          "plot": "C2",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "C3",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "C3",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 9
+        },
+        {
+          "year": 2025,
+          "plot": "C4",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 11.44
+        },
+        {
+          "year": 2025,
+          "plot": "C4",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 6.36
+        },
+        {
+          "year": 2025,
+          "plot": "C5",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "C5",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 11.31
+        },
+        {
+          "year": 2025,
+          "plot": "C5",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 9.68
+        },
+        {
+          "year": 2025,
+          "plot": "C6",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 8.63
+        },
+        {
+          "year": 2025,
+          "plot": "C6",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 11.36
+        },
+        {
+          "year": 2025,
+          "plot": "D1",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 15
+        },
+        {
+          "year": 2025,
+          "plot": "D1",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 13
+        },
+        {
+          "year": 2025,
+          "plot": "D2",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 10
+        },
+        {
+          "year": 2025,
+          "plot": "D3",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 14
+        },
+        {
+          "year": 2025,
+          "plot": "D3",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 14
+        },
+        {
+          "year": 2025,
+          "plot": "D4",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "D4",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "D5",
+          "season": "first",
+          "crop": "20",
+          "area_mu": 9
+        },
+        {
+          "year": 2025,
+          "plot": "D5",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 10
+        },
+        {
+          "year": 2025,
+          "plot": "D6",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 10.75
+        },
+        {
+          "year": 2025,
+          "plot": "D6",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 12
+        },
+        {
+          "year": 2025,
+          "plot": "D7",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "D7",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 16
+        },
+        {
+          "year": 2025,
+          "plot": "D7",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 12
+        },
+        {
+          "year": 2025,
+          "plot": "D8",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 7.62
+        },
+        {
+          "year": 2025,
+          "plot": "D8",
+          "season": "first",
+          "crop": "20",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "D8",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 6.37
+        },
+        {
+          "year": 2025,
+          "plot": "E1",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E1",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E2",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E2",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E3",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E3",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E4",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E4",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E5",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E5",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E5",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E6",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E6",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E7",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E7",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E8",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E8",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E9",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E9",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E9",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E10",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E10",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E11",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E11",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E11",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E12",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E12",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E13",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E13",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E14",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E14",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E15",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E15",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E16",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E16",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "F1",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "F1",
+          "season": "second",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "F1",
+          "season": "second",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "F2",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "F2",
+          "season": "second",
+          "crop": "23",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "F2",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "F3",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "F3",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "F3",
+          "season": "second",
+          "crop": "28",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "F3",
+          "season": "second",
+          "crop": "34",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "F4",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "F4",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "F4",
+          "season": "second",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "F4",
+          "season": "second",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "A1",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 80
+        },
+        {
+          "year": 2026,
+          "plot": "A2",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 38.63
+        },
+        {
+          "year": 2026,
+          "plot": "A2",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 16.36
+        },
+        {
+          "year": 2026,
+          "plot": "A3",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 35
+        },
+        {
+          "year": 2026,
+          "plot": "A4",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 8.9
+        },
+        {
+          "year": 2026,
+          "plot": "A4",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 63.1
+        },
+        {
+          "year": 2026,
+          "plot": "A5",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 68
+        },
+        {
+          "year": 2026,
+          "plot": "A6",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 43.3
+        },
+        {
+          "year": 2026,
+          "plot": "A6",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2026,
+          "plot": "B1",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 60
+        },
+        {
+          "year": 2026,
+          "plot": "B2",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 46
+        },
+        {
+          "year": 2026,
+          "plot": "B3",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 21.06
+        },
+        {
+          "year": 2026,
+          "plot": "B3",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 12.94
+        },
+        {
+          "year": 2026,
+          "plot": "B3",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "B4",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 28
+        },
+        {
+          "year": 2026,
+          "plot": "B5",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "B5",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 19
+        },
+        {
+          "year": 2026,
+          "plot": "B6",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 86
+        },
+        {
+          "year": 2026,
+          "plot": "B7",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 18.68
+        },
+        {
+          "year": 2026,
+          "plot": "B7",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 36.31
+        },
+        {
+          "year": 2026,
+          "plot": "B8",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 9
+        },
+        {
+          "year": 2026,
+          "plot": "B8",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 35
+        },
+        {
+          "year": 2026,
+          "plot": "B9",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 50
+        },
+        {
+          "year": 2026,
+          "plot": "B10",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 8.54
+        },
+        {
+          "year": 2026,
+          "plot": "B10",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 16.45
+        },
+        {
+          "year": 2026,
+          "plot": "B11",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 50.43
+        },
+        {
+          "year": 2026,
+          "plot": "B11",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 9.57
+        },
+        {
+          "year": 2026,
+          "plot": "B12",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 45
+        },
+        {
+          "year": 2026,
+          "plot": "B13",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 35
+        },
+        {
+          "year": 2026,
+          "plot": "B14",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 20
+        },
+        {
+          "year": 2026,
+          "plot": "C1",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 7.22
+        },
+        {
+          "year": 2026,
+          "plot": "C1",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 7.77
+        },
+        {
+          "year": 2026,
+          "plot": "C2",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 13
+        },
+        {
+          "year": 2026,
+          "plot": "C3",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 15
+        },
+        {
+          "year": 2026,
+          "plot": "C4",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 9.77
+        },
+        {
+          "year": 2026,
+          "plot": "C4",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 8.05
+        },
+        {
+          "year": 2026,
+          "plot": "C5",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 19.78
+        },
+        {
+          "year": 2026,
+          "plot": "C5",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 7.22
+        },
+        {
+          "year": 2026,
+          "plot": "C6",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 10.68
+        },
+        {
+          "year": 2026,
+          "plot": "C6",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 9.31
+        },
+        {
+          "year": 2026,
+          "plot": "D1",
+          "season": "first",
+          "crop": "20",
+          "area_mu": 9
+        },
+        {
+          "year": 2026,
+          "plot": "D1",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "D1",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 15
+        },
+        {
+          "year": 2026,
+          "plot": "D2",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 8
+        },
+        {
+          "year": 2026,
+          "plot": "D2",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 10
+        },
+        {
+          "year": 2026,
+          "plot": "D3",
+          "season": "first",
+          "crop": "16",
+          "area_mu": 14
+        },
+        {
+          "year": 2026,
+          "plot": "D4",
+          "season": "first",
+          "crop": "16",
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "D5",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 10
+        },
+        {
+          "year": 2026,
+          "plot": "D5",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 10
+        },
+        {
+          "year": 2026,
+          "plot": "D6",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 12
+        },
+        {
+          "year": 2026,
+          "plot": "D6",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 12
+        },
+        {
+          "year": 2026,
+          "plot": "D7",
+          "season": "first",
+          "crop": "20",
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "D7",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "D7",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 10
+        },
+        {
+          "year": 2026,
+          "plot": "D7",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 20
+        },
+        {
+          "year": 2026,
+          "plot": "D8",
+          "season": "first",
+          "crop": "16",
+          "area_mu": 20
+        },
+        {
+          "year": 2026,
+          "plot": "E1",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E1",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E2",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E2",
+          "season": "first",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E2",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E3",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E3",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E4",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E4",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E4",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E5",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E5",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E5",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E6",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E6",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E6",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E7",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E7",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E8",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E8",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E9",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E9",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E10",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E10",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E11",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E11",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E12",
+          "season": "first",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E12",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E12",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E13",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E13",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E13",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E14",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E14",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E14",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E15",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E15",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E15",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E16",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E16",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E16",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "F1",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "F1",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "F1",
+          "season": "second",
+          "crop": "28",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "F1",
+          "season": "second",
+          "crop": "34",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "F2",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "F2",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "F2",
+          "season": "second",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "F2",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "F3",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "F3",
+          "season": "second",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "F3",
+          "season": "second",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "F4",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "F4",
+          "season": "second",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "F4",
+          "season": "second",
+          "crop": "23",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "A1",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 68.3
+        },
+        {
+          "year": 2027,
+          "plot": "A1",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2027,
+          "plot": "A2",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 55
+        },
+        {
+          "year": 2027,
+          "plot": "A3",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 20.82
+        },
+        {
+          "year": 2027,
+          "plot": "A3",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 14.18
+        },
+        {
+          "year": 2027,
+          "plot": "A4",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 55.63
+        },
+        {
+          "year": 2027,
+          "plot": "A4",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 16.36
+        },
+        {
+          "year": 2027,
+          "plot": "A5",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 68
+        },
+        {
+          "year": 2027,
+          "plot": "A6",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 6.66
+        },
+        {
+          "year": 2027,
+          "plot": "A6",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 48.34
+        },
+        {
+          "year": 2027,
+          "plot": "B1",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 21.08
+        },
+        {
+          "year": 2027,
+          "plot": "B1",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 7.81
+        },
+        {
+          "year": 2027,
+          "plot": "B1",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 24.14
+        },
+        {
+          "year": 2027,
+          "plot": "B1",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 6.95
+        },
+        {
+          "year": 2027,
+          "plot": "B2",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 46
+        },
+        {
+          "year": 2027,
+          "plot": "B3",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 40
+        },
+        {
+          "year": 2027,
+          "plot": "B4",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 18.7
+        },
+        {
+          "year": 2027,
+          "plot": "B4",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 9.3
+        },
+        {
+          "year": 2027,
+          "plot": "B5",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 14.14
+        },
+        {
+          "year": 2027,
+          "plot": "B5",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 10.85
+        },
+        {
+          "year": 2027,
+          "plot": "B6",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 23.01
+        },
+        {
+          "year": 2027,
+          "plot": "B6",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 44.85
+        },
+        {
+          "year": 2027,
+          "plot": "B6",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 12.14
+        },
+        {
+          "year": 2027,
+          "plot": "B6",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "B7",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 55
+        },
+        {
+          "year": 2027,
+          "plot": "B8",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 44
+        },
+        {
+          "year": 2027,
+          "plot": "B9",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 12.24
+        },
+        {
+          "year": 2027,
+          "plot": "B9",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 37.75
+        },
+        {
+          "year": 2027,
+          "plot": "B10",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 8.92
+        },
+        {
+          "year": 2027,
+          "plot": "B10",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 8.09
+        },
+        {
+          "year": 2027,
+          "plot": "B10",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 7.99
+        },
+        {
+          "year": 2027,
+          "plot": "B11",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 40.7
+        },
+        {
+          "year": 2027,
+          "plot": "B11",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 19.3
+        },
+        {
+          "year": 2027,
+          "plot": "B12",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 45
+        },
+        {
+          "year": 2027,
+          "plot": "B13",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 23
+        },
+        {
+          "year": 2027,
+          "plot": "B13",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "B13",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "B14",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 20
+        },
+        {
+          "year": 2027,
+          "plot": "C1",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 15
+        },
+        {
+          "year": 2027,
+          "plot": "C2",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 13
+        },
+        {
+          "year": 2027,
+          "plot": "C3",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 15
+        },
+        {
+          "year": 2027,
+          "plot": "C4",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 18
+        },
+        {
+          "year": 2027,
+          "plot": "C5",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 7.22
+        },
+        {
+          "year": 2027,
+          "plot": "C5",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "C5",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 13.73
+        },
+        {
+          "year": 2027,
+          "plot": "C6",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 20
+        },
+        {
+          "year": 2027,
+          "plot": "D1",
+          "season": "first",
+          "crop": "16",
+          "area_mu": 15
+        },
+        {
+          "year": 2027,
+          "plot": "D2",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 10
+        },
+        {
+          "year": 2027,
+          "plot": "D2",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 9
+        },
+        {
+          "year": 2027,
+          "plot": "D3",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 11.75
+        },
+        {
+          "year": 2027,
+          "plot": "D3",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 10
+        },
+        {
+          "year": 2027,
+          "plot": "D4",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "D4",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "D5",
+          "season": "first",
+          "crop": "20",
+          "area_mu": 9
+        },
+        {
+          "year": 2027,
+          "plot": "D5",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 10
+        },
+        {
+          "year": 2027,
+          "plot": "D6",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 10.75
+        },
+        {
+          "year": 2027,
+          "plot": "D6",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 12
+        },
+        {
+          "year": 2027,
+          "plot": "D7",
+          "season": "first",
+          "crop": "16",
+          "area_mu": 22
+        },
+        {
+          "year": 2027,
+          "plot": "D8",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 13.44
+        },
+        {
+          "year": 2027,
+          "plot": "D8",
+          "season": "first",
+          "crop": "20",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "D8",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 20
+        },
+        {
+          "year": 2027,
+          "plot": "E1",
+          "season": "first",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E1",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E1",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E2",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E2",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E3",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E3",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E3",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E4",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E4",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E4",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E5",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E5",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E6",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E6",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E6",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E7",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E7",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E8",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E8",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E8",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E9",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E9",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E10",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E10",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E11",
+          "season": "first",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E11",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E11",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E12",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E12",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E13",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E13",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E13",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E14",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E14",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E15",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E15",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E15",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E16",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E16",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "F1",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "F1",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F1",
+          "season": "second",
+          "crop": "34",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F2",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "F2",
+          "season": "second",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F2",
+          "season": "second",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F3",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F3",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F3",
+          "season": "second",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F3",
+          "season": "second",
+          "crop": "23",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F4",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F4",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F4",
+          "season": "second",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F4",
+          "season": "second",
+          "crop": "28",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "A1",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 71.01
+        },
+        {
+          "year": 2028,
+          "plot": "A1",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 8.99
+        },
+        {
+          "year": 2028,
+          "plot": "A2",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 55
+        },
+        {
+          "year": 2028,
+          "plot": "A3",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 14.18
+        },
+        {
+          "year": 2028,
+          "plot": "A3",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2028,
+          "plot": "A3",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 9.11
+        },
+        {
+          "year": 2028,
+          "plot": "A4",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 72
+        },
+        {
+          "year": 2028,
+          "plot": "A5",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 60.75
+        },
+        {
+          "year": 2028,
+          "plot": "A5",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 7.25
+        },
+        {
+          "year": 2028,
+          "plot": "A6",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 22.16
+        },
+        {
+          "year": 2028,
+          "plot": "A6",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 26.19
+        },
+        {
+          "year": 2028,
+          "plot": "A6",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 6.65
+        },
+        {
+          "year": 2028,
+          "plot": "B1",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 18.44
+        },
+        {
+          "year": 2028,
+          "plot": "B1",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 14.94
+        },
+        {
+          "year": 2028,
+          "plot": "B1",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "B1",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 20.62
+        },
+        {
+          "year": 2028,
+          "plot": "B2",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 46
+        },
+        {
+          "year": 2028,
+          "plot": "B3",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 34
+        },
+        {
+          "year": 2028,
+          "plot": "B3",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "B4",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 28
+        },
+        {
+          "year": 2028,
+          "plot": "B5",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 25
+        },
+        {
+          "year": 2028,
+          "plot": "B6",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 6.01
+        },
+        {
+          "year": 2028,
+          "plot": "B6",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 79.99
+        },
+        {
+          "year": 2028,
+          "plot": "B7",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 12.78
+        },
+        {
+          "year": 2028,
+          "plot": "B7",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 42.21
+        },
+        {
+          "year": 2028,
+          "plot": "B8",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 44
+        },
+        {
+          "year": 2028,
+          "plot": "B9",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 31
+        },
+        {
+          "year": 2028,
+          "plot": "B9",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 19
+        },
+        {
+          "year": 2028,
+          "plot": "B10",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 25
+        },
+        {
+          "year": 2028,
+          "plot": "B11",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 60
+        },
+        {
+          "year": 2028,
+          "plot": "B12",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 16
+        },
+        {
+          "year": 2028,
+          "plot": "B12",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 29
+        },
+        {
+          "year": 2028,
+          "plot": "B13",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 10
+        },
+        {
+          "year": 2028,
+          "plot": "B13",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 25
+        },
+        {
+          "year": 2028,
+          "plot": "B14",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 20
+        },
+        {
+          "year": 2028,
+          "plot": "C1",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 8.21
+        },
+        {
+          "year": 2028,
+          "plot": "C1",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 6.78
+        },
+        {
+          "year": 2028,
+          "plot": "C2",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 12.82
+        },
+        {
+          "year": 2028,
+          "plot": "C3",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 15
+        },
+        {
+          "year": 2028,
+          "plot": "C4",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 11.67
+        },
+        {
+          "year": 2028,
+          "plot": "C4",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6.32
+        },
+        {
+          "year": 2028,
+          "plot": "C5",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 18.78
+        },
+        {
+          "year": 2028,
+          "plot": "C5",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 8.21
+        },
+        {
+          "year": 2028,
+          "plot": "C6",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 11.77
+        },
+        {
+          "year": 2028,
+          "plot": "C6",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 8.22
+        },
+        {
+          "year": 2028,
+          "plot": "D1",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 15
+        },
+        {
+          "year": 2028,
+          "plot": "D1",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "D2",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 10
+        },
+        {
+          "year": 2028,
+          "plot": "D2",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 10
+        },
+        {
+          "year": 2028,
+          "plot": "D3",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 14
+        },
+        {
+          "year": 2028,
+          "plot": "D3",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 14
+        },
+        {
+          "year": 2028,
+          "plot": "D4",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "D4",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "D5",
+          "season": "first",
+          "crop": "20",
+          "area_mu": 9
+        },
+        {
+          "year": 2028,
+          "plot": "D6",
+          "season": "first",
+          "crop": "20",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "D6",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "D7",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 11.44
+        },
+        {
+          "year": 2028,
+          "plot": "D7",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 10.56
+        },
+        {
+          "year": 2028,
+          "plot": "D7",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 19
+        },
+        {
+          "year": 2028,
+          "plot": "D8",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 6.56
+        },
+        {
+          "year": 2028,
+          "plot": "D8",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 12.5
+        },
+        {
+          "year": 2028,
+          "plot": "D8",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 12
+        },
+        {
+          "year": 2028,
+          "plot": "E1",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E1",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E2",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E2",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E3",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E3",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E4",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E4",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E5",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E5",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E5",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E6",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E6",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E7",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E7",
+          "season": "first",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E7",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E8",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E8",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E8",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E9",
+          "season": "first",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E9",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E9",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E10",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E10",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E10",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E11",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E11",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E12",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E12",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E13",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E13",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E13",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E14",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E14",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E14",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E15",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E15",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E15",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E16",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E16",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E16",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "F1",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "F1",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "F1",
+          "season": "second",
+          "crop": "23",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "F1",
+          "season": "second",
+          "crop": "34",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "F2",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "F2",
+          "season": "second",
+          "crop": "28",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "F2",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "F3",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "F3",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "F3",
+          "season": "second",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "F3",
+          "season": "second",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "F4",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "F4",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "F4",
+          "season": "second",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "F4",
+          "season": "second",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "A1",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 58.18
+        },
+        {
+          "year": 2029,
+          "plot": "A1",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2029,
+          "plot": "A1",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 10.11
+        },
+        {
+          "year": 2029,
+          "plot": "A2",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 55
+        },
+        {
+          "year": 2029,
+          "plot": "A3",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 6
+        },
+        {
+          "year": 2029,
+          "plot": "A3",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 29
+        },
+        {
+          "year": 2029,
+          "plot": "A4",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 43.7
+        },
+        {
+          "year": 2029,
+          "plot": "A4",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 28.3
+        },
+        {
+          "year": 2029,
+          "plot": "A5",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 27.1
+        },
+        {
+          "year": 2029,
+          "plot": "A5",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 40.9
+        },
+        {
+          "year": 2029,
+          "plot": "A6",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 48.75
+        },
+        {
+          "year": 2029,
+          "plot": "A6",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 6.25
+        },
+        {
+          "year": 2029,
+          "plot": "B1",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 60
+        },
+        {
+          "year": 2029,
+          "plot": "B2",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 46
+        },
+        {
+          "year": 2029,
+          "plot": "B3",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 40
+        },
+        {
+          "year": 2029,
+          "plot": "B4",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 9.43
+        },
+        {
+          "year": 2029,
+          "plot": "B4",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 18.57
+        },
+        {
+          "year": 2029,
+          "plot": "B5",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 19
+        },
+        {
+          "year": 2029,
+          "plot": "B5",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 6
+        },
+        {
+          "year": 2029,
+          "plot": "B6",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 70
+        },
+        {
+          "year": 2029,
+          "plot": "B6",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 16
+        },
+        {
+          "year": 2029,
+          "plot": "B7",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 20
+        },
+        {
+          "year": 2029,
+          "plot": "B7",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6
+        },
+        {
+          "year": 2029,
+          "plot": "B7",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 29
+        },
+        {
+          "year": 2029,
+          "plot": "B8",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 44
+        },
+        {
+          "year": 2029,
+          "plot": "B9",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 17.22
+        },
+        {
+          "year": 2029,
+          "plot": "B9",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 32.77
+        },
+        {
+          "year": 2029,
+          "plot": "B10",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 25
+        },
+        {
+          "year": 2029,
+          "plot": "B11",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 53.06
+        },
+        {
+          "year": 2029,
+          "plot": "B11",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 6.94
+        },
+        {
+          "year": 2029,
+          "plot": "B12",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 45
+        },
+        {
+          "year": 2029,
+          "plot": "B13",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 35
+        },
+        {
+          "year": 2029,
+          "plot": "B14",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 14
+        },
+        {
+          "year": 2029,
+          "plot": "B14",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 6
+        },
+        {
+          "year": 2029,
+          "plot": "C1",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 15
+        },
+        {
+          "year": 2029,
+          "plot": "C2",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 13
+        },
+        {
+          "year": 2029,
+          "plot": "C3",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 6.18
+        },
+        {
+          "year": 2029,
+          "plot": "C3",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 8.81
+        },
+        {
+          "year": 2029,
+          "plot": "C4",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 6
+        },
+        {
+          "year": 2029,
+          "plot": "C4",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 12
+        },
+        {
+          "year": 2029,
+          "plot": "C5",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 6.76
+        },
+        {
+          "year": 2029,
+          "plot": "C5",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 11.18
+        },
+        {
+          "year": 2029,
+          "plot": "C5",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 9.05
+        },
+        {
+          "year": 2029,
+          "plot": "C6",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 10.83
+        },
+        {
+          "year": 2029,
+          "plot": "C6",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 9
+        },
+        {
+          "year": 2029,
+          "plot": "D1",
+          "season": "first",
+          "crop": "20",
+          "area_mu": 15
+        },
+        {
+          "year": 2029,
+          "plot": "D1",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 15
+        },
+        {
+          "year": 2029,
+          "plot": "D2",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 10
+        },
+        {
+          "year": 2029,
+          "plot": "D2",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 10
+        },
+        {
+          "year": 2029,
+          "plot": "D3",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 14
+        },
+        {
+          "year": 2029,
+          "plot": "D3",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 14
+        },
+        {
+          "year": 2029,
+          "plot": "D4",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 6
+        },
+        {
+          "year": 2029,
+          "plot": "D4",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 6
+        },
+        {
+          "year": 2029,
+          "plot": "D5",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 10
+        },
+        {
+          "year": 2029,
+          "plot": "D5",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 10
+        },
+        {
+          "year": 2029,
+          "plot": "D6",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 12
+        },
+        {
+          "year": 2029,
+          "plot": "D6",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 12
+        },
+        {
+          "year": 2029,
+          "plot": "D7",
+          "season": "first",
+          "crop": "16",
+          "area_mu": 22
+        },
+        {
+          "year": 2029,
+          "plot": "D8",
+          "season": "first",
+          "crop": "16",
+          "area_mu": 20
+        },
+        {
+          "year": 2029,
+          "plot": "E1",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E1",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E2",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E2",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E3",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E3",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E3",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E4",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E4",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E5",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E5",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E6",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E6",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E6",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E7",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E7",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E8",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E8",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E9",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E9",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E9",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E10",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E10",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E11",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E11",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E11",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E12",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E12",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E13",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E13",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E13",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E14",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E14",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E14",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E15",
+          "season": "first",
+          "crop": "24",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E15",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E16",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E16",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E16",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "F1",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "F1",
+          "season": "second",
+          "crop": "28",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "F1",
+          "season": "second",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "F2",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "F2",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "F2",
+          "season": "second",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "F2",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "F3",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "F3",
+          "season": "second",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "F3",
+          "season": "second",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "F4",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "F4",
+          "season": "second",
+          "crop": "23",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "F4",
+          "season": "second",
+          "crop": "34",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "A1",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 80
+        },
+        {
+          "year": 2030,
+          "plot": "A2",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 55
+        },
+        {
+          "year": 2030,
+          "plot": "A3",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 23.3
+        },
+        {
+          "year": 2030,
+          "plot": "A3",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2030,
+          "plot": "A4",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 14.88
+        },
+        {
+          "year": 2030,
+          "plot": "A4",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 46.75
+        },
+        {
+          "year": 2030,
+          "plot": "A4",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 10.36
+        },
+        {
+          "year": 2030,
+          "plot": "A5",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 56
+        },
+        {
+          "year": 2030,
+          "plot": "A5",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 6
+        },
+        {
+          "year": 2030,
+          "plot": "A5",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 6
+        },
+        {
+          "year": 2030,
+          "plot": "A6",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 6.65
+        },
+        {
+          "year": 2030,
+          "plot": "A6",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 48.35
+        },
+        {
+          "year": 2030,
+          "plot": "B1",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 20.62
+        },
+        {
+          "year": 2030,
+          "plot": "B1",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 39.37
+        },
+        {
+          "year": 2030,
+          "plot": "B2",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 46
+        },
+        {
+          "year": 2030,
+          "plot": "B3",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 40
+        },
+        {
+          "year": 2030,
+          "plot": "B4",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 28
+        },
+        {
+          "year": 2030,
+          "plot": "B5",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 25
+        },
+        {
+          "year": 2030,
+          "plot": "B6",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 57.67
+        },
+        {
+          "year": 2030,
+          "plot": "B6",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 22.32
+        },
+        {
+          "year": 2030,
+          "plot": "B6",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 6
+        },
+        {
+          "year": 2030,
+          "plot": "B7",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 55
+        },
+        {
+          "year": 2030,
+          "plot": "B8",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 7.38
+        },
+        {
+          "year": 2030,
+          "plot": "B8",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 28.96
+        },
+        {
+          "year": 2030,
+          "plot": "B8",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 7.65
+        },
+        {
+          "year": 2030,
+          "plot": "B9",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 6
+        },
+        {
+          "year": 2030,
+          "plot": "B9",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 9
+        },
+        {
+          "year": 2030,
+          "plot": "B9",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 35
+        },
+        {
+          "year": 2030,
+          "plot": "B10",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 25
+        },
+        {
+          "year": 2030,
+          "plot": "B11",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 37.51
+        },
+        {
+          "year": 2030,
+          "plot": "B11",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 15.03
+        },
+        {
+          "year": 2030,
+          "plot": "B11",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 7.45
+        },
+        {
+          "year": 2030,
+          "plot": "B12",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 37.33
+        },
+        {
+          "year": 2030,
+          "plot": "B12",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 7.67
+        },
+        {
+          "year": 2030,
+          "plot": "B13",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 10
+        },
+        {
+          "year": 2030,
+          "plot": "B13",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 25
+        },
+        {
+          "year": 2030,
+          "plot": "B14",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 14
+        },
+        {
+          "year": 2030,
+          "plot": "B14",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 6
+        },
+        {
+          "year": 2030,
+          "plot": "C1",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 9
+        },
+        {
+          "year": 2030,
+          "plot": "C1",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 6
+        },
+        {
+          "year": 2030,
+          "plot": "C2",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 13
+        },
+        {
+          "year": 2030,
+          "plot": "C3",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 14.95
+        },
+        {
+          "year": 2030,
+          "plot": "C4",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 18
+        },
+        {
+          "year": 2030,
+          "plot": "C5",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 18
+        },
+        {
+          "year": 2030,
+          "plot": "C5",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 9
+        },
+        {
+          "year": 2030,
+          "plot": "C6",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 20
+        },
+        {
+          "year": 2030,
+          "plot": "D1",
+          "season": "first",
+          "crop": "16",
+          "area_mu": 15
+        },
+        {
+          "year": 2030,
+          "plot": "D2",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 10
+        },
+        {
+          "year": 2030,
+          "plot": "D2",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 10
+        },
+        {
+          "year": 2030,
+          "plot": "D3",
+          "season": "first",
+          "crop": "16",
+          "area_mu": 14
+        },
+        {
+          "year": 2030,
+          "plot": "D4",
+          "season": "first",
+          "crop": "20",
+          "area_mu": 6
+        },
+        {
+          "year": 2030,
+          "plot": "D4",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 6
+        },
+        {
+          "year": 2030,
+          "plot": "D5",
+          "season": "first",
+          "crop": "16",
+          "area_mu": 10
+        },
+        {
+          "year": 2030,
+          "plot": "D6",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 10.75
+        },
+        {
+          "year": 2030,
+          "plot": "D6",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 12
+        },
+        {
+          "year": 2030,
+          "plot": "D7",
+          "season": "first",
+          "crop": "20",
+          "area_mu": 9
+        },
+        {
+          "year": 2030,
+          "plot": "D7",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 11.37
+        },
+        {
+          "year": 2030,
+          "plot": "D7",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 19
+        },
+        {
+          "year": 2030,
+          "plot": "D8",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 13.44
+        },
+        {
+          "year": 2030,
+          "plot": "D8",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 6.37
+        },
+        {
+          "year": 2030,
+          "plot": "D8",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 20
+        },
+        {
+          "year": 2030,
+          "plot": "E1",
+          "season": "first",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E1",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E1",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E2",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E2",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E3",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E3",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E3",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E4",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E4",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E4",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E5",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E5",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E6",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E6",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E7",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E7",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E7",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E8",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E8",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E8",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E9",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E9",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E9",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E10",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E10",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E11",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E11",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E12",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E12",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E12",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E13",
+          "season": "first",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E13",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E13",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E14",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E14",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E15",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E15",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E16",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E16",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E16",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "F1",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "F1",
+          "season": "second",
+          "crop": "23",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "F1",
+          "season": "second",
+          "crop": "34",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "F2",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "F2",
+          "season": "second",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "F2",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "F3",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "F3",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "F3",
+          "season": "second",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "F3",
+          "season": "second",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "F4",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "F4",
+          "season": "second",
+          "crop": "28",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "F4",
+          "season": "second",
+          "crop": "30",
+          "area_mu": 0.3
+        }
+      ]
+    },
+    "case2": {
+      "profit_yuan": 62038808.83125,
+      "plan": [
+        {
+          "year": 2024,
+          "plot": "A1",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 68.3
+        },
+        {
+          "year": 2024,
+          "plot": "A1",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2024,
+          "plot": "A2",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 49
+        },
+        {
+          "year": 2024,
+          "plot": "A2",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "A3",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 25.42
+        },
+        {
+          "year": 2024,
+          "plot": "A3",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 9.58
+        },
+        {
+          "year": 2024,
+          "plot": "A4",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 65.18
+        },
+        {
+          "year": 2024,
+          "plot": "A4",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 6.81
+        },
+        {
+          "year": 2024,
+          "plot": "A5",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 57.63
+        },
+        {
+          "year": 2024,
+          "plot": "A5",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 10.36
+        },
+        {
+          "year": 2024,
+          "plot": "A6",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 19.99
+        },
+        {
+          "year": 2024,
+          "plot": "A6",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 35.01
+        },
+        {
+          "year": 2024,
+          "plot": "B1",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 60
+        },
+        {
+          "year": 2024,
+          "plot": "B2",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 46
+        },
+        {
+          "year": 2024,
+          "plot": "B3",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 28.23
+        },
+        {
+          "year": 2024,
+          "plot": "B3",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 11.76
+        },
+        {
+          "year": 2024,
+          "plot": "B4",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 28
+        },
+        {
+          "year": 2024,
+          "plot": "B5",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 25
+        },
+        {
+          "year": 2024,
+          "plot": "B6",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 41.53
+        },
+        {
+          "year": 2024,
+          "plot": "B6",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 29.17
+        },
+        {
+          "year": 2024,
+          "plot": "B6",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 15.3
+        },
+        {
+          "year": 2024,
+          "plot": "B7",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 10.34
+        },
+        {
+          "year": 2024,
+          "plot": "B7",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 44.66
+        },
+        {
+          "year": 2024,
+          "plot": "B8",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 14.78
+        },
+        {
+          "year": 2024,
+          "plot": "B8",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 29.22
+        },
+        {
+          "year": 2024,
+          "plot": "B9",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 15
+        },
+        {
+          "year": 2024,
+          "plot": "B9",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 35
+        },
+        {
+          "year": 2024,
+          "plot": "B10",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 25
+        },
+        {
+          "year": 2024,
+          "plot": "B11",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 60
+        },
+        {
+          "year": 2024,
+          "plot": "B12",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 6.77
+        },
+        {
+          "year": 2024,
+          "plot": "B12",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 38.23
+        },
+        {
+          "year": 2024,
+          "plot": "B13",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 15.98
+        },
+        {
+          "year": 2024,
+          "plot": "B13",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 19.01
+        },
+        {
+          "year": 2024,
+          "plot": "B14",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 20
+        },
+        {
+          "year": 2024,
+          "plot": "C1",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 8.7
+        },
+        {
+          "year": 2024,
+          "plot": "C1",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6.3
+        },
+        {
+          "year": 2024,
+          "plot": "C2",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 13
+        },
+        {
+          "year": 2024,
+          "plot": "C3",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 15
+        },
+        {
+          "year": 2024,
+          "plot": "C4",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 6.76
+        },
+        {
+          "year": 2024,
+          "plot": "C4",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 11.24
+        },
+        {
+          "year": 2024,
+          "plot": "C5",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 27
+        },
+        {
+          "year": 2024,
+          "plot": "C6",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 20
+        },
+        {
+          "year": 2024,
+          "plot": "D1",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 15
+        },
+        {
+          "year": 2024,
+          "plot": "D1",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 15
+        },
+        {
+          "year": 2024,
+          "plot": "D2",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 10
+        },
+        {
+          "year": 2024,
+          "plot": "D2",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 10
+        },
+        {
+          "year": 2024,
+          "plot": "D3",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 14
+        },
+        {
+          "year": 2024,
+          "plot": "D3",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 14
+        },
+        {
+          "year": 2024,
+          "plot": "D4",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "D4",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "D5",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 10
+        },
+        {
+          "year": 2024,
+          "plot": "D5",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 10
+        },
+        {
+          "year": 2024,
+          "plot": "D6",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 12
+        },
+        {
+          "year": 2024,
+          "plot": "D6",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 12
+        },
+        {
+          "year": 2024,
+          "plot": "D7",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 22
+        },
+        {
+          "year": 2024,
+          "plot": "D7",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 22
+        },
+        {
+          "year": 2024,
+          "plot": "D8",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 20
+        },
+        {
+          "year": 2024,
+          "plot": "D8",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 20
+        },
+        {
+          "year": 2024,
+          "plot": "E1",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E1",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E2",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E2",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E3",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E3",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E4",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E4",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E4",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E5",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E5",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E6",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E6",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E7",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E7",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E8",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E8",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E9",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E9",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E9",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E10",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E10",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E11",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E11",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E12",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E12",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E13",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E13",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E14",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E14",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E15",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E15",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E16",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E16",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "F1",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "F1",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "F1",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "F2",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "F2",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "F3",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "F3",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "F4",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "F4",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "A1",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 43.06
+        },
+        {
+          "year": 2025,
+          "plot": "A1",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 36.94
+        },
+        {
+          "year": 2025,
+          "plot": "A2",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "A2",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 49
+        },
+        {
+          "year": 2025,
+          "plot": "A3",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 9.59
+        },
+        {
+          "year": 2025,
+          "plot": "A3",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 25.41
+        },
+        {
+          "year": 2025,
+          "plot": "A4",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 43.93
+        },
+        {
+          "year": 2025,
+          "plot": "A4",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2025,
+          "plot": "A4",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 16.36
+        },
+        {
+          "year": 2025,
+          "plot": "A5",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 68
+        },
+        {
+          "year": 2025,
+          "plot": "A6",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 35.02
+        },
+        {
+          "year": 2025,
+          "plot": "A6",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 19.98
+        },
+        {
+          "year": 2025,
+          "plot": "B1",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 60
+        },
+        {
+          "year": 2025,
+          "plot": "B2",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 40
+        },
+        {
+          "year": 2025,
+          "plot": "B2",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "B3",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 8.74
+        },
+        {
+          "year": 2025,
+          "plot": "B3",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 31.25
+        },
+        {
+          "year": 2025,
+          "plot": "B4",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 28
+        },
+        {
+          "year": 2025,
+          "plot": "B5",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 18.12
+        },
+        {
+          "year": 2025,
+          "plot": "B5",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 6.87
+        },
+        {
+          "year": 2025,
+          "plot": "B6",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 15.31
+        },
+        {
+          "year": 2025,
+          "plot": "B6",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 35.35
+        },
+        {
+          "year": 2025,
+          "plot": "B6",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 35.33
+        },
+        {
+          "year": 2025,
+          "plot": "B7",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 44.67
+        },
+        {
+          "year": 2025,
+          "plot": "B7",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 10.33
+        },
+        {
+          "year": 2025,
+          "plot": "B8",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 29.23
+        },
+        {
+          "year": 2025,
+          "plot": "B8",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 14.77
+        },
+        {
+          "year": 2025,
+          "plot": "B9",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 35
+        },
+        {
+          "year": 2025,
+          "plot": "B9",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 15
+        },
+        {
+          "year": 2025,
+          "plot": "B10",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 25
+        },
+        {
+          "year": 2025,
+          "plot": "B11",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 60
+        },
+        {
+          "year": 2025,
+          "plot": "B12",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 22.55
+        },
+        {
+          "year": 2025,
+          "plot": "B12",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "B12",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 9.69
+        },
+        {
+          "year": 2025,
+          "plot": "B12",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 6.76
+        },
+        {
+          "year": 2025,
+          "plot": "B13",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 35
+        },
+        {
+          "year": 2025,
+          "plot": "B14",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 20
+        },
+        {
+          "year": 2025,
+          "plot": "C1",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 6.3
+        },
+        {
+          "year": 2025,
+          "plot": "C1",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 8.7
+        },
+        {
+          "year": 2025,
+          "plot": "C2",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 13
+        },
+        {
+          "year": 2025,
+          "plot": "C3",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 15
+        },
+        {
+          "year": 2025,
+          "plot": "C4",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 11.25
+        },
+        {
+          "year": 2025,
+          "plot": "C4",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 6.75
+        },
+        {
+          "year": 2025,
+          "plot": "C5",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 27
+        },
+        {
+          "year": 2025,
+          "plot": "C6",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 8.68
+        },
+        {
+          "year": 2025,
+          "plot": "C6",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 11.31
+        },
+        {
+          "year": 2025,
+          "plot": "D1",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 15
+        },
+        {
+          "year": 2025,
+          "plot": "D1",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 15
+        },
+        {
+          "year": 2025,
+          "plot": "D2",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 10
+        },
+        {
+          "year": 2025,
+          "plot": "D2",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 10
+        },
+        {
+          "year": 2025,
+          "plot": "D3",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 14
+        },
+        {
+          "year": 2025,
+          "plot": "D3",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 14
+        },
+        {
+          "year": 2025,
+          "plot": "D4",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "D4",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "D5",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 10
+        },
+        {
+          "year": 2025,
+          "plot": "D5",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 10
+        },
+        {
+          "year": 2025,
+          "plot": "D6",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 12
+        },
+        {
+          "year": 2025,
+          "plot": "D6",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 12
+        },
+        {
+          "year": 2025,
+          "plot": "D7",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 22
+        },
+        {
+          "year": 2025,
+          "plot": "D7",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 22
+        },
+        {
+          "year": 2025,
+          "plot": "D8",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 6.56
+        },
+        {
+          "year": 2025,
+          "plot": "D8",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 13.44
+        },
+        {
+          "year": 2025,
+          "plot": "D8",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 20
+        },
+        {
+          "year": 2025,
+          "plot": "E1",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E1",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E2",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E2",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E2",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E3",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E3",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E4",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E4",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E5",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E5",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E6",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E6",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E7",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E7",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E8",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E8",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E9",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E9",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E10",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E10",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E11",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E11",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E11",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E12",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E12",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E13",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E13",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E13",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E14",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E14",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E15",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E15",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E15",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E16",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E16",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "F1",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "F1",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "F2",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "F2",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "F3",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "F3",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "F4",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "F4",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "A1",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 80
+        },
+        {
+          "year": 2026,
+          "plot": "A2",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 47.05
+        },
+        {
+          "year": 2026,
+          "plot": "A2",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 7.95
+        },
+        {
+          "year": 2026,
+          "plot": "A3",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 26.58
+        },
+        {
+          "year": 2026,
+          "plot": "A3",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 8.41
+        },
+        {
+          "year": 2026,
+          "plot": "A4",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 53.4
+        },
+        {
+          "year": 2026,
+          "plot": "A4",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 18.6
+        },
+        {
+          "year": 2026,
+          "plot": "A5",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 68
+        },
+        {
+          "year": 2026,
+          "plot": "A6",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 43.3
+        },
+        {
+          "year": 2026,
+          "plot": "A6",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2026,
+          "plot": "B1",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 60
+        },
+        {
+          "year": 2026,
+          "plot": "B2",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 46
+        },
+        {
+          "year": 2026,
+          "plot": "B3",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 40
+        },
+        {
+          "year": 2026,
+          "plot": "B4",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 28
+        },
+        {
+          "year": 2026,
+          "plot": "B5",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 25
+        },
+        {
+          "year": 2026,
+          "plot": "B6",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 13.1
+        },
+        {
+          "year": 2026,
+          "plot": "B6",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 72.89
+        },
+        {
+          "year": 2026,
+          "plot": "B7",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 43.11
+        },
+        {
+          "year": 2026,
+          "plot": "B7",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 11.88
+        },
+        {
+          "year": 2026,
+          "plot": "B8",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "B8",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 32
+        },
+        {
+          "year": 2026,
+          "plot": "B8",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "B9",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 50
+        },
+        {
+          "year": 2026,
+          "plot": "B10",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 17.13
+        },
+        {
+          "year": 2026,
+          "plot": "B10",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 7.86
+        },
+        {
+          "year": 2026,
+          "plot": "B11",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 26.06
+        },
+        {
+          "year": 2026,
+          "plot": "B11",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 33.94
+        },
+        {
+          "year": 2026,
+          "plot": "B12",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 45
+        },
+        {
+          "year": 2026,
+          "plot": "B13",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 35
+        },
+        {
+          "year": 2026,
+          "plot": "B14",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 20
+        },
+        {
+          "year": 2026,
+          "plot": "C1",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 6.44
+        },
+        {
+          "year": 2026,
+          "plot": "C1",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 8.55
+        },
+        {
+          "year": 2026,
+          "plot": "C2",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 7
+        },
+        {
+          "year": 2026,
+          "plot": "C2",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "C3",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 8.67
+        },
+        {
+          "year": 2026,
+          "plot": "C3",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 6.33
+        },
+        {
+          "year": 2026,
+          "plot": "C4",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 18
+        },
+        {
+          "year": 2026,
+          "plot": "C5",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 10.75
+        },
+        {
+          "year": 2026,
+          "plot": "C5",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 16.24
+        },
+        {
+          "year": 2026,
+          "plot": "C6",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 20
+        },
+        {
+          "year": 2026,
+          "plot": "D1",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 15
+        },
+        {
+          "year": 2026,
+          "plot": "D1",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 15
+        },
+        {
+          "year": 2026,
+          "plot": "D2",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 10
+        },
+        {
+          "year": 2026,
+          "plot": "D2",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 10
+        },
+        {
+          "year": 2026,
+          "plot": "D3",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 14
+        },
+        {
+          "year": 2026,
+          "plot": "D3",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 14
+        },
+        {
+          "year": 2026,
+          "plot": "D4",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "D4",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "D5",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 10
+        },
+        {
+          "year": 2026,
+          "plot": "D5",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 10
+        },
+        {
+          "year": 2026,
+          "plot": "D6",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 12
+        },
+        {
+          "year": 2026,
+          "plot": "D6",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 12
+        },
+        {
+          "year": 2026,
+          "plot": "D7",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 22
+        },
+        {
+          "year": 2026,
+          "plot": "D7",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 22
+        },
+        {
+          "year": 2026,
+          "plot": "D8",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 20
+        },
+        {
+          "year": 2026,
+          "plot": "D8",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 20
+        },
+        {
+          "year": 2026,
+          "plot": "E1",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E1",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E2",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E2",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E3",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E3",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E4",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E4",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E5",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E5",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E6",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E6",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E7",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E7",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E7",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E8",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E8",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E9",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E9",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E10",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E10",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E11",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E11",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E12",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E12",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E12",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E13",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E13",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E14",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E14",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E15",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E15",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E15",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E16",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E16",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "F1",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "F1",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "F2",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "F2",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "F3",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "F3",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "F4",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "F4",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "F4",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "A1",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 51.93
+        },
+        {
+          "year": 2027,
+          "plot": "A1",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2027,
+          "plot": "A1",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 16.36
+        },
+        {
+          "year": 2027,
+          "plot": "A2",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 49
+        },
+        {
+          "year": 2027,
+          "plot": "A2",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "A3",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 25.42
+        },
+        {
+          "year": 2027,
+          "plot": "A3",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 9.58
+        },
+        {
+          "year": 2027,
+          "plot": "A4",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 72
+        },
+        {
+          "year": 2027,
+          "plot": "A5",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 68
+        },
+        {
+          "year": 2027,
+          "plot": "A6",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 19.99
+        },
+        {
+          "year": 2027,
+          "plot": "A6",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 35.01
+        },
+        {
+          "year": 2027,
+          "plot": "B1",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 37.59
+        },
+        {
+          "year": 2027,
+          "plot": "B1",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 12.08
+        },
+        {
+          "year": 2027,
+          "plot": "B1",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 10.33
+        },
+        {
+          "year": 2027,
+          "plot": "B2",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 9.77
+        },
+        {
+          "year": 2027,
+          "plot": "B2",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 8.31
+        },
+        {
+          "year": 2027,
+          "plot": "B2",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 27.91
+        },
+        {
+          "year": 2027,
+          "plot": "B3",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 40
+        },
+        {
+          "year": 2027,
+          "plot": "B4",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 28
+        },
+        {
+          "year": 2027,
+          "plot": "B5",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "B5",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 9.29
+        },
+        {
+          "year": 2027,
+          "plot": "B5",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 9.7
+        },
+        {
+          "year": 2027,
+          "plot": "B6",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 70.7
+        },
+        {
+          "year": 2027,
+          "plot": "B6",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 9.3
+        },
+        {
+          "year": 2027,
+          "plot": "B6",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "B7",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 10.34
+        },
+        {
+          "year": 2027,
+          "plot": "B7",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 44.66
+        },
+        {
+          "year": 2027,
+          "plot": "B8",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 14.78
+        },
+        {
+          "year": 2027,
+          "plot": "B8",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 29.22
+        },
+        {
+          "year": 2027,
+          "plot": "B9",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 15
+        },
+        {
+          "year": 2027,
+          "plot": "B9",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 21.21
+        },
+        {
+          "year": 2027,
+          "plot": "B9",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 13.78
+        },
+        {
+          "year": 2027,
+          "plot": "B10",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 19
+        },
+        {
+          "year": 2027,
+          "plot": "B10",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "B11",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 60
+        },
+        {
+          "year": 2027,
+          "plot": "B12",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 6.77
+        },
+        {
+          "year": 2027,
+          "plot": "B12",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 38.23
+        },
+        {
+          "year": 2027,
+          "plot": "B13",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 35
+        },
+        {
+          "year": 2027,
+          "plot": "B14",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 6.69
+        },
+        {
+          "year": 2027,
+          "plot": "B14",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 13.3
+        },
+        {
+          "year": 2027,
+          "plot": "C1",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 8.7
+        },
+        {
+          "year": 2027,
+          "plot": "C1",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 6.3
+        },
+        {
+          "year": 2027,
+          "plot": "C2",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 13
+        },
+        {
+          "year": 2027,
+          "plot": "C3",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 15
+        },
+        {
+          "year": 2027,
+          "plot": "C4",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 6.76
+        },
+        {
+          "year": 2027,
+          "plot": "C4",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 11.24
+        },
+        {
+          "year": 2027,
+          "plot": "C5",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 27
+        },
+        {
+          "year": 2027,
+          "plot": "C6",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 20
+        },
+        {
+          "year": 2027,
+          "plot": "D1",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 15
+        },
+        {
+          "year": 2027,
+          "plot": "D1",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 15
+        },
+        {
+          "year": 2027,
+          "plot": "D2",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 10
+        },
+        {
+          "year": 2027,
+          "plot": "D2",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 10
+        },
+        {
+          "year": 2027,
+          "plot": "D3",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 14
+        },
+        {
+          "year": 2027,
+          "plot": "D3",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 14
+        },
+        {
+          "year": 2027,
+          "plot": "D4",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "D4",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "D5",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 10
+        },
+        {
+          "year": 2027,
+          "plot": "D5",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 10
+        },
+        {
+          "year": 2027,
+          "plot": "D6",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 12
+        },
+        {
+          "year": 2027,
+          "plot": "D6",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 12
+        },
+        {
+          "year": 2027,
+          "plot": "D7",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 22
+        },
+        {
+          "year": 2027,
+          "plot": "D7",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 22
+        },
+        {
+          "year": 2027,
+          "plot": "D8",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 20
+        },
+        {
+          "year": 2027,
+          "plot": "D8",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 20
+        },
+        {
+          "year": 2027,
+          "plot": "E1",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E1",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E2",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E2",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E3",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E3",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E4",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E4",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E5",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E5",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E6",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E6",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E7",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E7",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E7",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E8",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E8",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E9",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E9",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E10",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E10",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E10",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E11",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E11",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E12",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E12",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E13",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E13",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E14",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E14",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E15",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E15",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E16",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E16",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "F1",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "F1",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "F2",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "F2",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "F3",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "F3",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "F4",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "F4",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "A1",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 30.53
+        },
+        {
+          "year": 2028,
+          "plot": "A1",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 49.47
+        },
+        {
+          "year": 2028,
+          "plot": "A2",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "A2",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 49
+        },
+        {
+          "year": 2028,
+          "plot": "A3",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 9.59
+        },
+        {
+          "year": 2028,
+          "plot": "A3",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 17.33
+        },
+        {
+          "year": 2028,
+          "plot": "A3",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 8.08
+        },
+        {
+          "year": 2028,
+          "plot": "A4",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 72
+        },
+        {
+          "year": 2028,
+          "plot": "A5",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 68
+        },
+        {
+          "year": 2028,
+          "plot": "A6",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 35.02
+        },
+        {
+          "year": 2028,
+          "plot": "A6",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2028,
+          "plot": "A6",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 8.28
+        },
+        {
+          "year": 2028,
+          "plot": "B1",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 54
+        },
+        {
+          "year": 2028,
+          "plot": "B1",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "B2",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 46
+        },
+        {
+          "year": 2028,
+          "plot": "B3",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 6.36
+        },
+        {
+          "year": 2028,
+          "plot": "B3",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 21.38
+        },
+        {
+          "year": 2028,
+          "plot": "B3",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 12.24
+        },
+        {
+          "year": 2028,
+          "plot": "B4",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 18.18
+        },
+        {
+          "year": 2028,
+          "plot": "B4",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 9.81
+        },
+        {
+          "year": 2028,
+          "plot": "B5",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 25
+        },
+        {
+          "year": 2028,
+          "plot": "B6",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 6.02
+        },
+        {
+          "year": 2028,
+          "plot": "B6",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 9.3
+        },
+        {
+          "year": 2028,
+          "plot": "B6",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 70.68
+        },
+        {
+          "year": 2028,
+          "plot": "B7",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 44.67
+        },
+        {
+          "year": 2028,
+          "plot": "B7",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 10.33
+        },
+        {
+          "year": 2028,
+          "plot": "B8",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 29.23
+        },
+        {
+          "year": 2028,
+          "plot": "B8",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 8.77
+        },
+        {
+          "year": 2028,
+          "plot": "B8",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "B9",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 35
+        },
+        {
+          "year": 2028,
+          "plot": "B9",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 15
+        },
+        {
+          "year": 2028,
+          "plot": "B10",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 25
+        },
+        {
+          "year": 2028,
+          "plot": "B11",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 54
+        },
+        {
+          "year": 2028,
+          "plot": "B11",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "B12",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 38.24
+        },
+        {
+          "year": 2028,
+          "plot": "B12",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 6.76
+        },
+        {
+          "year": 2028,
+          "plot": "B13",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 35
+        },
+        {
+          "year": 2028,
+          "plot": "B14",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 11.55
+        },
+        {
+          "year": 2028,
+          "plot": "B14",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 8.45
+        },
+        {
+          "year": 2028,
+          "plot": "C1",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 6.3
+        },
+        {
+          "year": 2028,
+          "plot": "C1",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 8.7
+        },
+        {
+          "year": 2028,
+          "plot": "C2",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 13
+        },
+        {
+          "year": 2028,
+          "plot": "C3",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 8.68
+        },
+        {
+          "year": 2028,
+          "plot": "C3",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6.31
+        },
+        {
+          "year": 2028,
+          "plot": "C4",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 11.25
+        },
+        {
+          "year": 2028,
+          "plot": "C4",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 6.75
+        },
+        {
+          "year": 2028,
+          "plot": "C5",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 19.38
+        },
+        {
+          "year": 2028,
+          "plot": "C5",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 7.62
+        },
+        {
+          "year": 2028,
+          "plot": "C6",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 20
+        },
+        {
+          "year": 2028,
+          "plot": "D1",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 15
+        },
+        {
+          "year": 2028,
+          "plot": "D1",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 15
+        },
+        {
+          "year": 2028,
+          "plot": "D2",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 10
+        },
+        {
+          "year": 2028,
+          "plot": "D2",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 10
+        },
+        {
+          "year": 2028,
+          "plot": "D3",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 14
+        },
+        {
+          "year": 2028,
+          "plot": "D3",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 14
+        },
+        {
+          "year": 2028,
+          "plot": "D4",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "D4",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "D5",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 10
+        },
+        {
+          "year": 2028,
+          "plot": "D5",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 10
+        },
+        {
+          "year": 2028,
+          "plot": "D6",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 12
+        },
+        {
+          "year": 2028,
+          "plot": "D6",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 12
+        },
+        {
+          "year": 2028,
+          "plot": "D7",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 8.56
+        },
+        {
+          "year": 2028,
+          "plot": "D7",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 13.44
+        },
+        {
+          "year": 2028,
+          "plot": "D7",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 22
+        },
+        {
+          "year": 2028,
+          "plot": "D8",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 20
+        },
+        {
+          "year": 2028,
+          "plot": "D8",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 20
+        },
+        {
+          "year": 2028,
+          "plot": "E1",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E1",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E2",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E2",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E3",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E3",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E4",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E4",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E5",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E5",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E6",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E6",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E7",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E7",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E8",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E8",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E9",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E9",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E10",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E10",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E11",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E11",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E12",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E12",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E12",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E13",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E13",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E14",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E14",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E15",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E15",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E16",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E16",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "F1",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "F1",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "F2",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "F2",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "F3",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "F3",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "F4",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "F4",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "F4",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "A1",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 51.93
+        },
+        {
+          "year": 2029,
+          "plot": "A1",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2029,
+          "plot": "A1",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 16.36
+        },
+        {
+          "year": 2029,
+          "plot": "A2",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 55
+        },
+        {
+          "year": 2029,
+          "plot": "A3",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 35
+        },
+        {
+          "year": 2029,
+          "plot": "A4",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 61.23
+        },
+        {
+          "year": 2029,
+          "plot": "A4",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 10.77
+        },
+        {
+          "year": 2029,
+          "plot": "A5",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 68
+        },
+        {
+          "year": 2029,
+          "plot": "A6",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 9.18
+        },
+        {
+          "year": 2029,
+          "plot": "A6",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 45.81
+        },
+        {
+          "year": 2029,
+          "plot": "B1",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 60
+        },
+        {
+          "year": 2029,
+          "plot": "B2",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 27.06
+        },
+        {
+          "year": 2029,
+          "plot": "B2",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 18.94
+        },
+        {
+          "year": 2029,
+          "plot": "B3",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 40
+        },
+        {
+          "year": 2029,
+          "plot": "B4",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 28
+        },
+        {
+          "year": 2029,
+          "plot": "B5",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 25
+        },
+        {
+          "year": 2029,
+          "plot": "B6",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 77.13
+        },
+        {
+          "year": 2029,
+          "plot": "B6",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 8.86
+        },
+        {
+          "year": 2029,
+          "plot": "B7",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 55
+        },
+        {
+          "year": 2029,
+          "plot": "B8",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 38
+        },
+        {
+          "year": 2029,
+          "plot": "B8",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 6
+        },
+        {
+          "year": 2029,
+          "plot": "B9",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 18.98
+        },
+        {
+          "year": 2029,
+          "plot": "B9",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 31.01
+        },
+        {
+          "year": 2029,
+          "plot": "B10",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 25
+        },
+        {
+          "year": 2029,
+          "plot": "B11",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 60
+        },
+        {
+          "year": 2029,
+          "plot": "B12",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 45
+        },
+        {
+          "year": 2029,
+          "plot": "B13",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 16.1
+        },
+        {
+          "year": 2029,
+          "plot": "B13",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 18.89
+        },
+        {
+          "year": 2029,
+          "plot": "B14",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 9.89
+        },
+        {
+          "year": 2029,
+          "plot": "B14",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 10.1
+        },
+        {
+          "year": 2029,
+          "plot": "C1",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 8.7
+        },
+        {
+          "year": 2029,
+          "plot": "C1",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6.3
+        },
+        {
+          "year": 2029,
+          "plot": "C2",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 7
+        },
+        {
+          "year": 2029,
+          "plot": "C2",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6
+        },
+        {
+          "year": 2029,
+          "plot": "C3",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 9
+        },
+        {
+          "year": 2029,
+          "plot": "C3",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 6
+        },
+        {
+          "year": 2029,
+          "plot": "C4",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 18
+        },
+        {
+          "year": 2029,
+          "plot": "C5",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 12.98
+        },
+        {
+          "year": 2029,
+          "plot": "C5",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 14.01
+        },
+        {
+          "year": 2029,
+          "plot": "C6",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 8.37
+        },
+        {
+          "year": 2029,
+          "plot": "C6",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 11.63
+        },
+        {
+          "year": 2029,
+          "plot": "D1",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 15
+        },
+        {
+          "year": 2029,
+          "plot": "D1",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 15
+        },
+        {
+          "year": 2029,
+          "plot": "D2",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 10
+        },
+        {
+          "year": 2029,
+          "plot": "D2",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 10
+        },
+        {
+          "year": 2029,
+          "plot": "D3",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 14
+        },
+        {
+          "year": 2029,
+          "plot": "D3",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 14
+        },
+        {
+          "year": 2029,
+          "plot": "D4",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 6
+        },
+        {
+          "year": 2029,
+          "plot": "D4",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 6
+        },
+        {
+          "year": 2029,
+          "plot": "D5",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 10
+        },
+        {
+          "year": 2029,
+          "plot": "D5",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 10
+        },
+        {
+          "year": 2029,
+          "plot": "D6",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 12
+        },
+        {
+          "year": 2029,
+          "plot": "D6",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 12
+        },
+        {
+          "year": 2029,
+          "plot": "D7",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 22
+        },
+        {
+          "year": 2029,
+          "plot": "D7",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 22
+        },
+        {
+          "year": 2029,
+          "plot": "D8",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 20
+        },
+        {
+          "year": 2029,
+          "plot": "D8",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 20
+        },
+        {
+          "year": 2029,
+          "plot": "E1",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E1",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E2",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E2",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E2",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E3",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E3",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E4",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E4",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E5",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E5",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E6",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E6",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E7",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E7",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E8",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E8",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E9",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E9",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E10",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E10",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E11",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E11",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E12",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E12",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E13",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E13",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E13",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E14",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E14",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E15",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E15",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E16",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E16",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E16",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "F1",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "F1",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "F2",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "F2",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "F3",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "F3",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "F4",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "F4",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "A1",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 80
+        },
+        {
+          "year": 2030,
+          "plot": "A2",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 49
+        },
+        {
+          "year": 2030,
+          "plot": "A2",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 6
+        },
+        {
+          "year": 2030,
+          "plot": "A3",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 25.41
+        },
+        {
+          "year": 2030,
+          "plot": "A3",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 9.58
+        },
+        {
+          "year": 2030,
+          "plot": "A4",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 6
+        },
+        {
+          "year": 2030,
+          "plot": "A4",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 66
+        },
+        {
+          "year": 2030,
+          "plot": "A5",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 7.25
+        },
+        {
+          "year": 2030,
+          "plot": "A5",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 60.75
+        },
+        {
+          "year": 2030,
+          "plot": "A6",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 19.98
+        },
+        {
+          "year": 2030,
+          "plot": "A6",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 6.95
+        },
+        {
+          "year": 2030,
+          "plot": "A6",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2030,
+          "plot": "A6",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 16.36
+        },
+        {
+          "year": 2030,
+          "plot": "B1",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 22.82
+        },
+        {
+          "year": 2030,
+          "plot": "B1",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 37.18
+        },
+        {
+          "year": 2030,
+          "plot": "B2",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 46
+        },
+        {
+          "year": 2030,
+          "plot": "B3",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 40
+        },
+        {
+          "year": 2030,
+          "plot": "B4",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 28
+        },
+        {
+          "year": 2030,
+          "plot": "B5",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 10.22
+        },
+        {
+          "year": 2030,
+          "plot": "B5",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 14.77
+        },
+        {
+          "year": 2030,
+          "plot": "B6",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 52.1
+        },
+        {
+          "year": 2030,
+          "plot": "B6",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 18.58
+        },
+        {
+          "year": 2030,
+          "plot": "B6",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 6
+        },
+        {
+          "year": 2030,
+          "plot": "B6",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 9.3
+        },
+        {
+          "year": 2030,
+          "plot": "B7",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 10.33
+        },
+        {
+          "year": 2030,
+          "plot": "B7",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 36.54
+        },
+        {
+          "year": 2030,
+          "plot": "B7",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 8.12
+        },
+        {
+          "year": 2030,
+          "plot": "B8",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 14.77
+        },
+        {
+          "year": 2030,
+          "plot": "B8",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 29.22
+        },
+        {
+          "year": 2030,
+          "plot": "B9",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 15
+        },
+        {
+          "year": 2030,
+          "plot": "B9",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 28.11
+        },
+        {
+          "year": 2030,
+          "plot": "B9",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 6.88
+        },
+        {
+          "year": 2030,
+          "plot": "B10",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 14.31
+        },
+        {
+          "year": 2030,
+          "plot": "B10",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 10.68
+        },
+        {
+          "year": 2030,
+          "plot": "B11",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 60
+        },
+        {
+          "year": 2030,
+          "plot": "B12",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 6.76
+        },
+        {
+          "year": 2030,
+          "plot": "B12",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 38.23
+        },
+        {
+          "year": 2030,
+          "plot": "B13",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 18.1
+        },
+        {
+          "year": 2030,
+          "plot": "B13",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 16.89
+        },
+        {
+          "year": 2030,
+          "plot": "B14",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 20
+        },
+        {
+          "year": 2030,
+          "plot": "C1",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 15
+        },
+        {
+          "year": 2030,
+          "plot": "C2",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 13
+        },
+        {
+          "year": 2030,
+          "plot": "C3",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 15
+        },
+        {
+          "year": 2030,
+          "plot": "C4",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 6.75
+        },
+        {
+          "year": 2030,
+          "plot": "C4",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 11.24
+        },
+        {
+          "year": 2030,
+          "plot": "C5",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 27
+        },
+        {
+          "year": 2030,
+          "plot": "C6",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 20
+        },
+        {
+          "year": 2030,
+          "plot": "D1",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 15
+        },
+        {
+          "year": 2030,
+          "plot": "D1",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 15
+        },
+        {
+          "year": 2030,
+          "plot": "D2",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 10
+        },
+        {
+          "year": 2030,
+          "plot": "D2",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 10
+        },
+        {
+          "year": 2030,
+          "plot": "D3",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 14
+        },
+        {
+          "year": 2030,
+          "plot": "D3",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 14
+        },
+        {
+          "year": 2030,
+          "plot": "D4",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 6
+        },
+        {
+          "year": 2030,
+          "plot": "D4",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 6
+        },
+        {
+          "year": 2030,
+          "plot": "D5",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 10
+        },
+        {
+          "year": 2030,
+          "plot": "D5",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 10
+        },
+        {
+          "year": 2030,
+          "plot": "D6",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 12
+        },
+        {
+          "year": 2030,
+          "plot": "D6",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 12
+        },
+        {
+          "year": 2030,
+          "plot": "D7",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 22
+        },
+        {
+          "year": 2030,
+          "plot": "D7",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 22
+        },
+        {
+          "year": 2030,
+          "plot": "D8",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 20
+        },
+        {
+          "year": 2030,
+          "plot": "D8",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 20
+        },
+        {
+          "year": 2030,
+          "plot": "E1",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E1",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E2",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E2",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E3",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E3",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E4",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E4",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E4",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E5",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E5",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E6",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E6",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E7",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E7",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E8",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E8",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E9",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E9",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E9",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E10",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E10",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E11",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E11",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E12",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E12",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E13",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E13",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E14",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E14",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E15",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E15",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E16",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E16",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "F1",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "F1",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "F2",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "F2",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "F3",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "F3",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "F4",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "F4",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        }
+      ]
+    }
   }
 }
 TBMM_ANCHOR_EOF
