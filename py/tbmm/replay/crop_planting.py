@@ -203,7 +203,10 @@ def _load(att1: Path, att2: Path, _stamp: tuple[int, int]) -> CropData:
             continue
         key = (KINDS[(row[3] or "").strip()], SEASON_OF[(row[4] or "").strip()], row[1])
         what = f"附件2 statistics row {row[0]}"
-        stats[key] = Stat(_frac(row[5], what), _frac(row[6], what), _price_mid(row[7], what))
+        st = Stat(_frac(row[5], what), _frac(row[6], what), _price_mid(row[7], what))
+        if st.yield_jin.denominator != 1 or st.cost.denominator != 1:
+            raise ValueError(f"{what}: the replay counts yields and costs in whole jin and yuan")
+        stats[key] = st
     # 附件2 note (2): a smart greenhouse's first season has the ordinary greenhouse's crops,
     # yields, costs and prices (the table lists only its second season).
     for (kind, season, crop), st in list(stats.items()):
@@ -311,9 +314,14 @@ def parse_plan(
         if missing:
             raise ReplayInputError(f"{where}: missing {', '.join(missing)}")
         year, plot, season, crop, area = (row[k] for k in ROW_KEYS)
-        if not isinstance(year, exact.Num) or year.value.denominator != 1:
+        if not isinstance(year, exact.Num):
             raise ReplayInputError(f"{where}.year: not an integer")
-        y = int(year.value)
+        # a plain JSON integer needs no Fraction; anything else ("2024.0", "2.024e3") is read exactly
+        y = int(year.text) if year.is_int_literal and len(year.text) < 8 else None
+        if y is None:
+            if year.value.denominator != 1:
+                raise ReplayInputError(f"{where}.year: not an integer")
+            y = int(year.value)
         if y not in rules.years:
             raise ReplayInputError(
                 f"{where}.year: {y} is outside {rules.first_year}-{rules.last_year}"
@@ -502,23 +510,30 @@ def profit(
 
     A planting the statistics do not cover (an unsuitable one) yields nothing and costs
     nothing: its plan already fails the suitability rule."""
-    revenue = cost = Fraction(0)
-    prod: dict[tuple[int, str, str], Fraction] = defaultdict(Fraction)
+    # Exact integers in units of 1/den mu (den: the areas' common denominator), then one
+    # division at the end: the same numbers as Fraction arithmetic, without its gcd per step.
+    den = math.lcm(1, *(a.denominator for cell in plan.cells.values() for a in cell.values()))
+    cost_u = 0
+    prod: dict[tuple[int, str, str], int] = defaultdict(int)
     for (plot, year, season), cell in plan.cells.items():
         kind = data.plots[plot].kind
         for crop, area in cell.items():
             st = data.stats.get((kind, season, crop))
             if st is None:
                 continue
-            prod[(year, season, crop)] += area * st.yield_jin
-            cost += area * st.cost
-    for (_, season, crop), q in prod.items():
+            units = area.numerator * (den // area.denominator)
+            prod[(year, season, crop)] += units * int(st.yield_jin)
+            cost_u += units * int(st.cost)
+    revenue = Fraction(0)
+    for (_, season, crop), q_u in prod.items():
         price = data.price[(season, crop)]
-        d = data.demand.get((season, crop), Fraction(0))
-        sold = min(q, d)
+        d_u = data.demand.get((season, crop), Fraction(0)) * den
+        sold = min(Fraction(q_u), d_u)
         revenue += price * sold
         if case == "case2":
-            revenue += price / 2 * (q - sold)
+            revenue += price / 2 * (q_u - sold)
+    revenue /= den
+    cost = Fraction(cost_u, den)
     return revenue - cost, revenue, cost
 
 
