@@ -9,6 +9,7 @@ a reason; the Lean replay agrees with the Python one and a forged profit fails t
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import time
 from fractions import Fraction
@@ -51,8 +52,14 @@ def reference() -> dict[str, Any]:
     return json.loads((TASK_DIR / "reference.json").read_text(encoding="utf-8"))["artifact"]
 
 
+@functools.cache
+def _task() -> Task:
+    return load_task(TASK_DIR)
+
+
 def doc(art: dict[str, Any]) -> dict[str, Any]:
-    return read_artifact(json.dumps(art))
+    """The artifact read as verification reads it (exact numbers, the task's input caps)."""
+    return read_artifact(json.dumps(art), _task().caps)
 
 
 def ev(task: Task, art: dict[str, Any]) -> Evaluation:
@@ -194,15 +201,19 @@ def test_the_2023_plan_repeated_breaks_rules_but_earns_its_revenue(
     its replayed profit is 7 x the 2023 profit (41,484,437.75 yuan), above the old anchor's
     case-1 figure, and it breaks the rotation and legume rules."""
     rows = [
-        {"year": y, "plot": p, "season": s, "crop": c, "area_mu": json.loads(exact.fraction_to_text(a))}
+        {
+            "year": y,
+            "plot": p,
+            "season": s,
+            "crop": c,
+            "area_mu": json.loads(exact.fraction_to_text(a)),
+        }
         for y in range(2024, 2031)
         for (p, s, c), a in data.history.items()
     ]
     art = {"q1": {c: {"profit_yuan": 0, "plan": rows} for c in C.CASES}}
     e = ev(task, art)
-    per_year = sum(
-        (data.price[k] * q for k, q in data.demand.items()), Fraction(0)
-    ) - sum(
+    per_year = sum((data.price[k] * q for k, q in data.demand.items()), Fraction(0)) - sum(
         (a * data.stats[(data.plots[p].kind, s, c)].cost for (p, s, c), a in data.history.items()),
         Fraction(0),
     )
@@ -239,9 +250,19 @@ def break_plot_area(art, data, rules):  # noqa: ANN001, ANN201
     plan = _plan(art)
     i = _first(plan, lambda r: _kind(data, r) == "terrace")
     r = plan[i]
-    used = {x["crop"] for x in plan if (x["year"], x["plot"], x["season"]) == (r["year"], r["plot"], r["season"])}
+    used = {
+        x["crop"]
+        for x in plan
+        if (x["year"], x["plot"], x["season"]) == (r["year"], r["plot"], r["season"])
+    }
     crop = next(c for c in map(str, range(6, 16)) if c not in used)
-    plan.append({**r, "crop": crop, "area_mu": json.loads(exact.fraction_to_text(data.plots[r["plot"]].area))})
+    plan.append(
+        {
+            **r,
+            "crop": crop,
+            "area_mu": json.loads(exact.fraction_to_text(data.plots[r["plot"]].area)),
+        }
+    )
     return i
 
 
@@ -254,11 +275,11 @@ def break_min_area(art, data, rules):  # noqa: ANN001, ANN201
 
 def break_irrigated_mode(art, data, rules):  # noqa: ANN001, ANN201
     plan = _plan(art)
-    i = _first(
-        plan, lambda r: _kind(data, r) == "irrigated" and r["season"] == "second"
-    )
+    i = _first(plan, lambda r: _kind(data, r) == "irrigated" and r["season"] == "second")
     r = plan[i]
-    firsts = [x for x in plan if (x["year"], x["plot"], x["season"]) == (r["year"], r["plot"], "first")]
+    firsts = [
+        x for x in plan if (x["year"], x["plot"], x["season"]) == (r["year"], r["plot"], "first")
+    ]
     for x in firsts:
         plan.remove(x)
     plan.append({**r, "season": "first", "crop": "16", "area_mu": 6})
@@ -296,14 +317,22 @@ def break_legume(art, data, rules):  # noqa: ANN001, ANN201
 
 def break_scatter(art, data, rules):  # noqa: ANN001, ANN201
     plan = _plan(art)
-    rows = [r for r in plan if r["year"] == 2030 and _kind(data, r) == "greenhouse" and r["season"] == "second"]
+    rows = [
+        r
+        for r in plan
+        if r["year"] == 2030 and _kind(data, r) == "greenhouse" and r["season"] == "second"
+    ]
     by_plot: dict[str, dict[str, Any]] = {}
     for r in rows:
         by_plot.setdefault(r["plot"], r)
     picked = list(by_plot.values())[: rules.max_plots + 1]
     assert len(picked) == rules.max_plots + 1
     for r in picked:
-        for x in [x for x in plan if (x["year"], x["plot"], x["season"]) == (2030, r["plot"], "second") and x is not r]:
+        for x in [
+            x
+            for x in plan
+            if (x["year"], x["plot"], x["season"]) == (2030, r["plot"], "second") and x is not r
+        ]:
             plan.remove(x)
         r["crop"] = "41"
     return plan.index(picked[0])
@@ -394,8 +423,14 @@ def test_missing_case_and_duplicate_rows(task: Task) -> None:
 
 
 def test_a_million_rows_is_refused_at_once(task: Task) -> None:
-    row = read_artifact('{"year": 2024, "plot": "A1", "season": "first", "crop": "1", "area_mu": 1}')
-    d = {"q1": {c: {"profit_yuan": exact.Num(None, "0", True), "plan": [row] * 10**6} for c in C.CASES}}
+    row = read_artifact(
+        '{"year": 2024, "plot": "A1", "season": "first", "crop": "1", "area_mu": 1}'
+    )
+    d = {
+        "q1": {
+            c: {"profit_yuan": exact.Num(None, "0", True), "plan": [row] * 10**6} for c in C.CASES
+        }
+    }
     t0 = time.monotonic()
     reason = _unreplayable(task, d)
     assert "1000000 rows, more than the 7434" in reason
@@ -411,7 +446,9 @@ def test_largest_legal_input_replays(task: Task) -> None:
     from tbmm.bench import crop_planting_largest
 
     d = crop_planting_largest(task)
-    assert len(d["q1"]["case1"]["plan"]) == C.max_rows(C.load_data(task.data_dir / "attachments"), C.Rules.from_params(task.replay_spec.params))  # type: ignore[union-attr]
+    assert len(d["q1"]["case1"]["plan"]) == C.max_rows(
+        C.load_data(task.data_dir / "attachments"), C.Rules.from_params(task.replay_spec.params)
+    )  # type: ignore[union-attr]
     _, rep = run_replay(task, d, Deadline(120.0))
     assert rep is not None and rep.status == "ok"
 
@@ -429,13 +466,18 @@ def test_thresholds_are_the_2023_plans(data: C.CropData, rules: C.Rules) -> None
         plots.setdefault((s, c), set()).add(p)
     assert rules.max_plots == max(len(v) for v in plots.values())
     # and the 2023 plan itself obeys every static rule
-    plan = C.Plan(
-        {(p, 2024, s): {} for (p, s, _) in data.history}, {}, 0
-    )
+    plan = C.Plan({(p, 2024, s): {} for (p, s, _) in data.history}, {}, 0)
     for (p, s, c), a in data.history.items():
         plan.cells[(p, 2024, s)][c] = a
     v = C.check_rules(plan, data, rules, "2023")
-    for rule in ("suitability", "plot_area", "min_area", "irrigated_mode", "irrigated_second_one_crop", "scatter"):
+    for rule in (
+        "suitability",
+        "plot_area",
+        "min_area",
+        "irrigated_mode",
+        "irrigated_second_one_crop",
+        "scatter",
+    ):
         assert len(v[rule]) == 0, (rule, v[rule].shown)
 
 
@@ -453,7 +495,9 @@ def test_data_facts(data: C.CropData) -> None:
 
 
 def test_lean_data_module_is_fresh() -> None:
-    assert C.main(["--check"]) == 0, "TBMM/Replay/CropData.lean is stale: run python -m tbmm.replay.crop_planting --write-lean"
+    assert C.main(["--check"]) == 0, (
+        "TBMM/Replay/CropData.lean is stale: run python -m tbmm.replay.crop_planting --write-lean"
+    )
 
 
 def _lean_check(task: Task, obligations: list[tuple[str, str, bool]], tmp_path: Path):  # noqa: ANN202
@@ -494,7 +538,9 @@ def test_lean_replay_agrees_and_a_forged_profit_fails(task: Task, tmp_path: Path
 
 
 @pytest.mark.slow
-def test_lean_counts_violations_as_python_does(task: Task, data: C.CropData, tmp_path: Path) -> None:
+def test_lean_counts_violations_as_python_does(
+    task: Task, data: C.CropData, tmp_path: Path
+) -> None:
     """A plan breaking several rules: Lean's count and profit equal the Python replay's."""
     art = reference()
     for rule in ("rotation", "min_area", "suitability", "scatter", "irrigated_mode"):
@@ -505,3 +551,31 @@ def test_lean_counts_violations_as_python_does(task: Task, data: C.CropData, tmp
     obs = C.lean_obligations(task, e.doc)  # type: ignore[arg-type]
     res = _lean_check(task, [(obs[0][0], obs[0][1], True)], tmp_path)
     assert res.ok, res.failure
+
+
+def test_verification_refuses_oversized_plans_before_parsing(task: Task) -> None:
+    """Through `tbmm verify`: a plan longer than the statement's maximum is refused by the
+    task's input caps (exit 2, a reason), and 10^6 rows by the byte cap, before any parse."""
+    row = '{"year": 2024, "plot": "A1", "season": "first", "crop": "1", "area_mu": 1}'
+
+    def art(n: int) -> bytes:
+        plan = "[" + ", ".join([row] * n) + "]"
+        return (
+            f'{{"q1": {{"case1": {{"profit_yuan": 0, "plan": {plan}}}, '
+            f'"case2": {{"profit_yuan": 0, "plan": []}}}}}}'
+        ).encode()
+
+    over = verify_artifact(
+        task,
+        art(
+            C.max_rows(
+                C.load_data(task.data_dir / "attachments"),
+                C.Rules.from_params(task.replay_spec.params),
+            )
+            + 1
+        ),
+        lean=False,
+    )  # type: ignore[union-attr]
+    assert over.exit_code == 2 and over.o_eval == 0 and "q1.case1.plan" in over.error
+    huge = verify_artifact(task, art(10**6), lean=False)
+    assert huge.exit_code == 2 and huge.o_eval == 0 and huge.error

@@ -99,7 +99,7 @@ def crop_planting_largest(task: Task) -> dict:
         f'{{"q1": {{"case1": {{"profit_yuan": 0, "plan": {plan}}}, '
         f'"case2": {{"profit_yuan": 0, "plan": {plan}}}}}}}'
     )
-    return read_artifact(text)
+    return read_artifact(text, task.caps)
 
 
 def bench_replay_crop_planting(task: Task, seconds: float = 2.0) -> BenchResult:
@@ -114,4 +114,6 @@ def bench_replay_crop_planting(task: Task, seconds: float = 2.0) -> BenchResult:
         _, rep = run_replay(task, doc)
         assert rep is not None and rep.status == "ok", rep
         n += 1
-    return BenchResult("replay crop_planting (2 x 7434 rows)", task.slug, n, time.perf_counter() - t0)
+    return BenchResult(
+        "replay crop_planting (2 x 7434 rows)", task.slug, n, time.perf_counter() - t0
+    )
