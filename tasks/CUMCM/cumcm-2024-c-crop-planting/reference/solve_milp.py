@@ -1,7 +1,7 @@
 """The reference plans of CUMCM 2024 C Problem 1: the MILP of the replayed rules, solved by HiGHS.
 
     uv run --group reference python tasks/CUMCM/cumcm-2024-c-crop-planting/reference/solve_milp.py \
-        [--time-limit 900] [--write]
+        [--time-limit 300] [--stage-limit 60] [--write [--out DIR]]
 
 The model is the replay's own rules (`tbmm.replay.crop_planting`, parameters from
 `replay.toml`) on the replay's own data (附件1/附件2 read by the same loader):
@@ -18,10 +18,17 @@ The model is the replay's own rules (`tbmm.replay.crop_planting`, parameters fro
 * sales: sold[y,s,c] <= production, sold <= the 2023 production (expected sales);
   objective: price * sold (+ price/2 * (production - sold) in case 2) - cost * x.
 
-HiGHS returns floating areas; they are put on a 0.01-mu grid (snapped when within 1e-6 of
-it, else rounded down), small legume shortfalls created by rounding are repaired inside
-their cells, and the plan is then replayed EXACTLY by the replay module: the profit recorded
-is the replayed one, and the gap is stated against HiGHS's dual bound.
+The model splits exactly into three independent parts (PARTS: grain land, the fungi
+season of ordinary greenhouses, everything else), solved one after the other. HiGHS's own
+heuristics find poor plans for the 7-year model, so each part starts from a relax-and-fix
+plan (year by year: that year's binaries integral, later years relaxed, earlier years
+fixed; `--stage-limit` seconds per year) and the full branch and bound then runs for
+`--time-limit` seconds from it; its dual bound is recorded. HiGHS returns floating areas;
+they are put on a 0.01-mu grid (snapped when within 1e-6 of it, else rounded down), legume
+shortfalls created by rounding are repaired inside their cells, and the plan is then
+replayed EXACTLY by the replay module: the profit recorded is the replayed one, and the gap
+is stated against the sum of the parts' dual bounds (threads=1, random_seed=0: the run is
+reproducible up to the time limits).
 """
 
 from __future__ import annotations
@@ -287,8 +294,9 @@ def _exact_text(q: Fraction) -> str:
     return f"{n // 100}.{n % 100:02d}".rstrip("0").rstrip(".")
 
 
-def solve(case: str, data: CropData, rules: Rules, time_limit: float, gap: float,
-          stage_limit: float) -> dict:
+def solve(
+    case: str, data: CropData, rules: Rules, time_limit: float, gap: float, stage_limit: float
+) -> dict:
     parts = {
         part: solve_part(case, part, data, rules, time_limit, gap, stage_limit) for part in PARTS
     }
@@ -306,7 +314,12 @@ def solve(case: str, data: CropData, rules: Rules, time_limit: float, gap: float
 
 
 def solve_part(
-    case: str, part: str, data: CropData, rules: Rules, time_limit: float, gap: float,
+    case: str,
+    part: str,
+    data: CropData,
+    rules: Rules,
+    time_limit: float,
+    gap: float,
     stage_limit: float,
 ) -> dict:
     h = highspy.Highs()
