@@ -41,11 +41,11 @@ def _variants(task: Task, n: int) -> list[bytes]:
 
 def bench_scoring(task: Task, seconds: float = 2.0) -> BenchResult:
     blobs = _variants(task, 1000)
-    score_task(task, read_artifact(blobs[0]))  # warm caches of the task's own files
+    score_task(task, read_artifact(blobs[0], task.caps))  # warm caches of the task's own files
     n, t0 = 0, time.perf_counter()
     while time.perf_counter() - t0 < seconds:
         for b in blobs:
-            score_task(task, read_artifact(b))
+            score_task(task, read_artifact(b, task.caps))
         n += len(blobs)
     return BenchResult("scoring", task.slug, n, time.perf_counter() - t0)
 
@@ -65,7 +65,7 @@ def bench_json_reference(task: Task, seconds: float = 2.0) -> BenchResult:
 
 
 def bench_gate(task: Task, seconds: float = 2.0) -> BenchResult:
-    docs = [read_artifact(b) for b in _variants(task, 200)]
+    docs = [read_artifact(b, task.caps) for b in _variants(task, 200)]
     run_gate(task, docs[0])
     n, t0 = 0, time.perf_counter()
     while time.perf_counter() - t0 < seconds:
