@@ -29,10 +29,13 @@ from tbmm.lean.source import blank_comments, declarations, read_imports
 
 REPO = project_root(Path(__file__).resolve().parent)
 LEMMAS = ["Logic", "Nat", "Poly", "Int", "IntRing", "Rat", "Reward"]
+REPLAY_MODULES = ["TBMM.Replay.Crop", "TBMM.Replay.CropData"]
 CORE_MODULES = [
     *("TBMM.Core", "TBMM.Int", "TBMM.Rat", "TBMM.Forms", "TBMM.Reward"),
     *(f"TBMM.Lemmas.{m}" for m in LEMMAS),
-    *("TBMM.Theorems", "TBMM"),
+    "TBMM.Theorems",
+    *REPLAY_MODULES,
+    "TBMM",
 ]
 
 

@@ -579,3 +579,12 @@ def test_verification_refuses_oversized_plans_before_parsing(task: Task) -> None
     assert over.exit_code == 2 and over.o_eval == 0 and "q1.case1.plan" in over.error
     huge = verify_artifact(task, art(10**6), lean=False)
     assert huge.exit_code == 2 and huge.o_eval == 0 and huge.error
+
+
+def test_public_api_reads_the_plan_within_the_tasks_caps() -> None:
+    """A correct answer's 700-row plans are within this task's caps (not the generic 32)."""
+    from tbmm import api
+
+    text = json.dumps(reference())
+    assert api.score(SLUG, text).o_eval == 1
+    assert api.gate(SLUG, text).verdict == "pass"
