@@ -6,7 +6,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
 {
   "q1": {
     "case1": {
-      "profit_yuan": 40618818.975,
+      "profit_yuan": 41160762.2625,
       "plan": [
         {
           "year": 2024,
@@ -19,8 +19,22 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2024,
           "plot": "A2",
           "season": "first",
+          "crop": "1",
+          "area_mu": 6.01
+        },
+        {
+          "year": 2024,
+          "plot": "A2",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 11.83
+        },
+        {
+          "year": 2024,
+          "plot": "A2",
+          "season": "first",
           "crop": "6",
-          "area_mu": 43.3
+          "area_mu": 25.46
         },
         {
           "year": 2024,
@@ -33,218 +47,239 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2024,
           "plot": "A3",
           "season": "first",
-          "crop": "4",
-          "area_mu": 18.64
-        },
-        {
-          "year": 2024,
-          "plot": "A3",
-          "season": "first",
-          "crop": "13",
-          "area_mu": 16.36
+          "crop": "6",
+          "area_mu": 35
         },
         {
           "year": 2024,
           "plot": "A4",
           "season": "first",
           "crop": "6",
-          "area_mu": 72
+          "area_mu": 55.63
+        },
+        {
+          "year": 2024,
+          "plot": "A4",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 16.36
         },
         {
           "year": 2024,
           "plot": "A5",
           "season": "first",
           "crop": "6",
-          "area_mu": 60.25
-        },
-        {
-          "year": 2024,
-          "plot": "A5",
-          "season": "first",
-          "crop": "15",
-          "area_mu": 7.75
+          "area_mu": 68
         },
         {
           "year": 2024,
           "plot": "A6",
           "season": "first",
           "crop": "4",
-          "area_mu": 6
+          "area_mu": 8.99
         },
         {
           "year": 2024,
           "plot": "A6",
           "season": "first",
           "crop": "7",
-          "area_mu": 49
+          "area_mu": 46.01
         },
         {
           "year": 2024,
           "plot": "B1",
           "season": "first",
-          "crop": "3",
-          "area_mu": 13.94
+          "crop": "2",
+          "area_mu": 46
         },
         {
           "year": 2024,
           "plot": "B1",
           "season": "first",
           "crop": "8",
-          "area_mu": 46.05
+          "area_mu": 14
         },
         {
           "year": 2024,
           "plot": "B2",
           "season": "first",
-          "crop": "8",
-          "area_mu": 46
+          "crop": "9",
+          "area_mu": 14
+        },
+        {
+          "year": 2024,
+          "plot": "B2",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 25
+        },
+        {
+          "year": 2024,
+          "plot": "B2",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 7
         },
         {
           "year": 2024,
           "plot": "B3",
           "season": "first",
-          "crop": "6",
+          "crop": "8",
           "area_mu": 40
         },
         {
           "year": 2024,
           "plot": "B4",
           "season": "first",
-          "crop": "9",
+          "crop": "14",
           "area_mu": 28
         },
         {
           "year": 2024,
           "plot": "B5",
           "season": "first",
-          "crop": "10",
-          "area_mu": 19.3
+          "crop": "8",
+          "area_mu": 25
         },
         {
           "year": 2024,
           "plot": "B6",
           "season": "first",
           "crop": "1",
-          "area_mu": 84
+          "area_mu": 35.45
         },
         {
           "year": 2024,
-          "plot": "B7",
+          "plot": "B6",
           "season": "first",
-          "crop": "2",
-          "area_mu": 38
+          "crop": "6",
+          "area_mu": 14.55
         },
         {
           "year": 2024,
-          "plot": "B7",
-          "season": "first",
-          "crop": "5",
-          "area_mu": 17
-        },
-        {
-          "year": 2024,
-          "plot": "B8",
+          "plot": "B6",
           "season": "first",
           "crop": "9",
-          "area_mu": 9
+          "area_mu": 36
+        },
+        {
+          "year": 2024,
+          "plot": "B7",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 55
         },
         {
           "year": 2024,
           "plot": "B8",
           "season": "first",
-          "crop": "14",
-          "area_mu": 35
+          "crop": "3",
+          "area_mu": 27.57
+        },
+        {
+          "year": 2024,
+          "plot": "B8",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 9.35
+        },
+        {
+          "year": 2024,
+          "plot": "B8",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 7.08
+        },
+        {
+          "year": 2024,
+          "plot": "B9",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 43.89
         },
         {
           "year": 2024,
           "plot": "B9",
           "season": "first",
           "crop": "8",
-          "area_mu": 50
+          "area_mu": 6.11
         },
         {
           "year": 2024,
           "plot": "B10",
           "season": "first",
           "crop": "1",
-          "area_mu": 25
+          "area_mu": 9.36
+        },
+        {
+          "year": 2024,
+          "plot": "B10",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 15.64
         },
         {
           "year": 2024,
           "plot": "B11",
           "season": "first",
           "crop": "8",
-          "area_mu": 45.84
-        },
-        {
-          "year": 2024,
-          "plot": "B11",
-          "season": "first",
-          "crop": "9",
-          "area_mu": 13
+          "area_mu": 60
         },
         {
           "year": 2024,
           "plot": "B12",
           "season": "first",
-          "crop": "3",
-          "area_mu": 45
+          "crop": "4",
+          "area_mu": 9.4
+        },
+        {
+          "year": 2024,
+          "plot": "B12",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 35.6
         },
         {
           "year": 2024,
           "plot": "B13",
           "season": "first",
-          "crop": "1",
-          "area_mu": 35
+          "crop": "3",
+          "area_mu": 11.39
+        },
+        {
+          "year": 2024,
+          "plot": "B13",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 16.43
+        },
+        {
+          "year": 2024,
+          "plot": "B13",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 7.17
         },
         {
           "year": 2024,
           "plot": "B14",
           "season": "first",
-          "crop": "1",
-          "area_mu": 6
-        },
-        {
-          "year": 2024,
-          "plot": "B14",
-          "season": "first",
-          "crop": "2",
-          "area_mu": 8
-        },
-        {
-          "year": 2024,
-          "plot": "B14",
-          "season": "first",
-          "crop": "4",
-          "area_mu": 6
+          "crop": "3",
+          "area_mu": 20
         },
         {
           "year": 2024,
           "plot": "C1",
           "season": "first",
-          "crop": "10",
-          "area_mu": 6
-        },
-        {
-          "year": 2024,
-          "plot": "C1",
-          "season": "first",
-          "crop": "15",
-          "area_mu": 6.48
-        },
-        {
-          "year": 2024,
-          "plot": "C2",
-          "season": "first",
           "crop": "4",
-          "area_mu": 6.22
+          "area_mu": 15
         },
         {
           "year": 2024,
           "plot": "C2",
           "season": "first",
           "crop": "15",
-          "area_mu": 6
+          "area_mu": 12.97
         },
         {
           "year": 2024,
@@ -272,28 +307,28 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "C6",
           "season": "first",
           "crop": "4",
-          "area_mu": 20
+          "area_mu": 11.92
+        },
+        {
+          "year": 2024,
+          "plot": "C6",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 8.07
         },
         {
           "year": 2024,
           "plot": "D1",
           "season": "first",
-          "crop": "28",
-          "area_mu": 10.75
-        },
-        {
-          "year": 2024,
-          "plot": "D1",
-          "season": "second",
-          "crop": "35",
+          "crop": "16",
           "area_mu": 15
         },
         {
           "year": 2024,
           "plot": "D2",
           "season": "first",
-          "crop": "18",
-          "area_mu": 10
+          "crop": "20",
+          "area_mu": 9
         },
         {
           "year": 2024,
@@ -313,7 +348,14 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2024,
           "plot": "D4",
           "season": "first",
-          "crop": "16",
+          "crop": "21",
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "D4",
+          "season": "second",
+          "crop": "36",
           "area_mu": 6
         },
         {
@@ -327,35 +369,84 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2024,
           "plot": "D6",
           "season": "first",
-          "crop": "16",
-          "area_mu": 12
+          "crop": "20",
+          "area_mu": 6
         },
         {
           "year": 2024,
-          "plot": "D7",
-          "season": "second",
-          "crop": "36",
-          "area_mu": 22
-        },
-        {
-          "year": 2024,
-          "plot": "D8",
+          "plot": "D6",
           "season": "first",
-          "crop": "17",
-          "area_mu": 12.38
+          "crop": "28",
+          "area_mu": 6
         },
         {
           "year": 2024,
-          "plot": "D8",
+          "plot": "D6",
           "season": "second",
           "crop": "37",
           "area_mu": 12
         },
         {
           "year": 2024,
-          "plot": "E1",
+          "plot": "D7",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 9.64
+        },
+        {
+          "year": 2024,
+          "plot": "D7",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 6.2
+        },
+        {
+          "year": 2024,
+          "plot": "D7",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 6.12
+        },
+        {
+          "year": 2024,
+          "plot": "D7",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 20
+        },
+        {
+          "year": 2024,
+          "plot": "D8",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 6.88
+        },
+        {
+          "year": 2024,
+          "plot": "D8",
           "season": "first",
           "crop": "22",
+          "area_mu": 6.37
+        },
+        {
+          "year": 2024,
+          "plot": "D8",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "D8",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 19
+        },
+        {
+          "year": 2024,
+          "plot": "E1",
+          "season": "first",
+          "crop": "21",
           "area_mu": 0.6
         },
         {
@@ -369,8 +460,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2024,
           "plot": "E2",
           "season": "first",
-          "crop": "21",
-          "area_mu": 0.6
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E2",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.3
         },
         {
           "year": 2024,
@@ -383,8 +481,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2024,
           "plot": "E3",
           "season": "first",
-          "crop": "21",
-          "area_mu": 0.6
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E3",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.3
         },
         {
           "year": 2024,
@@ -397,7 +502,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2024,
           "plot": "E4",
           "season": "first",
-          "crop": "19",
+          "crop": "21",
           "area_mu": 0.6
         },
         {
@@ -411,8 +516,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2024,
           "plot": "E5",
           "season": "first",
-          "crop": "21",
-          "area_mu": 0.6
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E5",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.3
         },
         {
           "year": 2024,
@@ -425,8 +537,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2024,
           "plot": "E6",
           "season": "first",
-          "crop": "21",
-          "area_mu": 0.6
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E6",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
         },
         {
           "year": 2024,
@@ -439,8 +558,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2024,
           "plot": "E7",
           "season": "first",
-          "crop": "21",
-          "area_mu": 0.6
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E7",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
         },
         {
           "year": 2024,
@@ -453,8 +579,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2024,
           "plot": "E8",
           "season": "first",
-          "crop": "21",
-          "area_mu": 0.6
+          "crop": "25",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E8",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
         },
         {
           "year": 2024,
@@ -462,13 +595,20 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "season": "second",
           "crop": "41",
           "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E9",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
         },
         {
           "year": 2024,
           "plot": "E9",
           "season": "first",
           "crop": "29",
-          "area_mu": 0.6
+          "area_mu": 0.3
         },
         {
           "year": 2024,
@@ -481,8 +621,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2024,
           "plot": "E10",
           "season": "first",
-          "crop": "22",
-          "area_mu": 0.6
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E10",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.3
         },
         {
           "year": 2024,
@@ -495,7 +642,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2024,
           "plot": "E11",
           "season": "first",
-          "crop": "22",
+          "crop": "24",
           "area_mu": 0.6
         },
         {
@@ -509,7 +656,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2024,
           "plot": "E12",
           "season": "first",
-          "crop": "22",
+          "crop": "17",
           "area_mu": 0.6
         },
         {
@@ -523,8 +670,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2024,
           "plot": "E13",
           "season": "first",
-          "crop": "22",
-          "area_mu": 0.6
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E13",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.3
         },
         {
           "year": 2024,
@@ -537,8 +691,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2024,
           "plot": "E14",
           "season": "first",
-          "crop": "18",
-          "area_mu": 0.6
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E14",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
         },
         {
           "year": 2024,
@@ -552,7 +713,14 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "E15",
           "season": "first",
           "crop": "18",
-          "area_mu": 0.6
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E15",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
         },
         {
           "year": 2024,
@@ -565,8 +733,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2024,
           "plot": "E16",
           "season": "first",
-          "crop": "18",
-          "area_mu": 0.6
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E16",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
         },
         {
           "year": 2024,
@@ -579,21 +754,28 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2024,
           "plot": "F1",
           "season": "first",
-          "crop": "18",
-          "area_mu": 0.6
+          "crop": "26",
+          "area_mu": 0.3
         },
         {
           "year": 2024,
           "plot": "F1",
-          "season": "second",
-          "crop": "22",
+          "season": "first",
+          "crop": "33",
           "area_mu": 0.3
         },
         {
           "year": 2024,
           "plot": "F1",
           "season": "second",
-          "crop": "29",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "F1",
+          "season": "second",
+          "crop": "34",
           "area_mu": 0.3
         },
         {
@@ -601,7 +783,21 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "F2",
           "season": "first",
           "crop": "17",
-          "area_mu": 0.6
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "F2",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "F2",
+          "season": "second",
+          "crop": "22",
+          "area_mu": 0.3
         },
         {
           "year": 2024,
@@ -612,23 +808,16 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
         },
         {
           "year": 2024,
-          "plot": "F2",
-          "season": "second",
-          "crop": "34",
+          "plot": "F3",
+          "season": "first",
+          "crop": "25",
           "area_mu": 0.3
         },
         {
           "year": 2024,
           "plot": "F3",
           "season": "first",
-          "crop": "21",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2024,
-          "plot": "F3",
-          "season": "first",
-          "crop": "22",
+          "crop": "27",
           "area_mu": 0.3
         },
         {
@@ -640,16 +829,23 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
         },
         {
           "year": 2024,
-          "plot": "F4",
-          "season": "first",
-          "crop": "22",
-          "area_mu": 0.6
+          "plot": "F3",
+          "season": "second",
+          "crop": "28",
+          "area_mu": 0.3
         },
         {
           "year": 2024,
           "plot": "F4",
-          "season": "second",
+          "season": "first",
           "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "F4",
+          "season": "first",
+          "crop": "26",
           "area_mu": 0.3
         },
         {
@@ -660,74 +856,74 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "area_mu": 0.3
         },
         {
+          "year": 2024,
+          "plot": "F4",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
           "year": 2025,
           "plot": "A1",
           "season": "first",
           "crop": "1",
-          "area_mu": 6
+          "area_mu": 45.8
         },
         {
           "year": 2025,
           "plot": "A1",
           "season": "first",
           "crop": "4",
-          "area_mu": 74
-        },
-        {
-          "year": 2025,
-          "plot": "A2",
-          "season": "first",
-          "crop": "1",
-          "area_mu": 20.77
+          "area_mu": 34.2
         },
         {
           "year": 2025,
           "plot": "A2",
           "season": "first",
           "crop": "2",
-          "area_mu": 27.33
+          "area_mu": 37.17
         },
         {
           "year": 2025,
           "plot": "A2",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 10.45
+        },
+        {
+          "year": 2025,
+          "plot": "A2",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 7.38
+        },
+        {
+          "year": 2025,
+          "plot": "A3",
           "season": "first",
           "crop": "4",
-          "area_mu": 6.9
-        },
-        {
-          "year": 2025,
-          "plot": "A3",
-          "season": "first",
-          "crop": "2",
-          "area_mu": 16.36
-        },
-        {
-          "year": 2025,
-          "plot": "A3",
-          "season": "first",
-          "crop": "6",
-          "area_mu": 18.63
+          "area_mu": 35
         },
         {
           "year": 2025,
           "plot": "A4",
           "season": "first",
           "crop": "7",
-          "area_mu": 61.63
+          "area_mu": 72
         },
         {
           "year": 2025,
-          "plot": "A4",
+          "plot": "A5",
           "season": "first",
-          "crop": "13",
-          "area_mu": 10.36
+          "crop": "1",
+          "area_mu": 6.01
         },
         {
           "year": 2025,
           "plot": "A5",
           "season": "first",
           "crop": "7",
-          "area_mu": 56.3
+          "area_mu": 50.29
         },
         {
           "year": 2025,
@@ -741,70 +937,49 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "A6",
           "season": "first",
           "crop": "1",
-          "area_mu": 49
+          "area_mu": 39.48
+        },
+        {
+          "year": 2025,
+          "plot": "A6",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 6.53
         },
         {
           "year": 2025,
           "plot": "A6",
           "season": "first",
           "crop": "13",
-          "area_mu": 6
+          "area_mu": 8.97
         },
         {
           "year": 2025,
           "plot": "B1",
           "season": "first",
-          "crop": "1",
-          "area_mu": 29.19
-        },
-        {
-          "year": 2025,
-          "plot": "B1",
-          "season": "first",
-          "crop": "5",
-          "area_mu": 18.35
+          "crop": "3",
+          "area_mu": 14.89
         },
         {
           "year": 2025,
           "plot": "B1",
           "season": "first",
           "crop": "6",
-          "area_mu": 12.44
+          "area_mu": 45.11
         },
         {
           "year": 2025,
           "plot": "B2",
-          "season": "first",
-          "crop": "6",
-          "area_mu": 32.31
-        },
-        {
-          "year": 2025,
-          "plot": "B2",
-          "season": "first",
-          "crop": "9",
-          "area_mu": 13.68
-        },
-        {
-          "year": 2025,
-          "plot": "B3",
-          "season": "first",
-          "crop": "7",
-          "area_mu": 6
-        },
-        {
-          "year": 2025,
-          "plot": "B3",
           "season": "first",
           "crop": "8",
-          "area_mu": 22.68
+          "area_mu": 46
         },
         {
           "year": 2025,
           "plot": "B3",
           "season": "first",
-          "crop": "9",
-          "area_mu": 11.31
+          "crop": "6",
+          "area_mu": 40
         },
         {
           "year": 2025,
@@ -817,7 +992,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2025,
           "plot": "B5",
           "season": "first",
-          "crop": "14",
+          "crop": "6",
           "area_mu": 25
         },
         {
@@ -825,48 +1000,69 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "B6",
           "season": "first",
           "crop": "3",
-          "area_mu": 6.01
+          "area_mu": 44.08
+        },
+        {
+          "year": 2025,
+          "plot": "B6",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 6.49
         },
         {
           "year": 2025,
           "plot": "B6",
           "season": "first",
           "crop": "8",
-          "area_mu": 79.99
+          "area_mu": 35.43
         },
         {
           "year": 2025,
           "plot": "B7",
           "season": "first",
           "crop": "6",
-          "area_mu": 55
+          "area_mu": 20
+        },
+        {
+          "year": 2025,
+          "plot": "B7",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 35
         },
         {
           "year": 2025,
           "plot": "B8",
           "season": "first",
-          "crop": "3",
-          "area_mu": 44
-        },
-        {
-          "year": 2025,
-          "plot": "B9",
-          "season": "first",
           "crop": "1",
-          "area_mu": 41.06
+          "area_mu": 7.08
+        },
+        {
+          "year": 2025,
+          "plot": "B8",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 36.91
         },
         {
           "year": 2025,
           "plot": "B9",
           "season": "first",
-          "crop": "3",
-          "area_mu": 8.94
+          "crop": "5",
+          "area_mu": 6.12
+        },
+        {
+          "year": 2025,
+          "plot": "B9",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 43.88
         },
         {
           "year": 2025,
           "plot": "B10",
           "season": "first",
-          "crop": "9",
+          "crop": "8",
           "area_mu": 25
         },
         {
@@ -874,126 +1070,133 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "B11",
           "season": "first",
           "crop": "6",
-          "area_mu": 60
+          "area_mu": 50.78
+        },
+        {
+          "year": 2025,
+          "plot": "B11",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 9.21
         },
         {
           "year": 2025,
           "plot": "B12",
           "season": "first",
-          "crop": "6",
-          "area_mu": 35.4
+          "crop": "1",
+          "area_mu": 23.22
         },
         {
           "year": 2025,
           "plot": "B12",
           "season": "first",
-          "crop": "7",
-          "area_mu": 9.59
+          "crop": "5",
+          "area_mu": 12.39
+        },
+        {
+          "year": 2025,
+          "plot": "B12",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 9.39
         },
         {
           "year": 2025,
           "plot": "B13",
           "season": "first",
-          "crop": "8",
-          "area_mu": 35
+          "crop": "1",
+          "area_mu": 23.61
+        },
+        {
+          "year": 2025,
+          "plot": "B13",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 11.38
         },
         {
           "year": 2025,
           "plot": "B14",
           "season": "first",
-          "crop": "6",
-          "area_mu": 10
-        },
-        {
-          "year": 2025,
-          "plot": "B14",
-          "season": "first",
-          "crop": "14",
-          "area_mu": 10
+          "crop": "9",
+          "area_mu": 20
         },
         {
           "year": 2025,
           "plot": "C1",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 6.31
+        },
+        {
+          "year": 2025,
+          "plot": "C1",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 8.51
+        },
+        {
+          "year": 2025,
+          "plot": "C2",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 13
+        },
+        {
+          "year": 2025,
+          "plot": "C3",
           "season": "first",
           "crop": "4",
           "area_mu": 15
         },
         {
           "year": 2025,
-          "plot": "C2",
+          "plot": "C4",
           "season": "first",
-          "crop": "5",
-          "area_mu": 7
+          "crop": "8",
+          "area_mu": 11.45
         },
         {
           "year": 2025,
-          "plot": "C2",
+          "plot": "C4",
           "season": "first",
-          "crop": "10",
-          "area_mu": 6
+          "crop": "15",
+          "area_mu": 6.54
         },
         {
           "year": 2025,
-          "plot": "C3",
+          "plot": "C5",
           "season": "first",
           "crop": "8",
           "area_mu": 6
         },
         {
           "year": 2025,
-          "plot": "C3",
+          "plot": "C5",
           "season": "first",
           "crop": "10",
-          "area_mu": 9
+          "area_mu": 6.31
         },
         {
           "year": 2025,
-          "plot": "C4",
-          "season": "first",
-          "crop": "8",
-          "area_mu": 11.44
-        },
-        {
-          "year": 2025,
-          "plot": "C4",
+          "plot": "C5",
           "season": "first",
           "crop": "11",
-          "area_mu": 6.36
-        },
-        {
-          "year": 2025,
-          "plot": "C5",
-          "season": "first",
-          "crop": "8",
-          "area_mu": 6
-        },
-        {
-          "year": 2025,
-          "plot": "C5",
-          "season": "first",
-          "crop": "10",
-          "area_mu": 11.31
+          "area_mu": 8.68
         },
         {
           "year": 2025,
           "plot": "C5",
           "season": "first",
           "crop": "15",
-          "area_mu": 9.68
+          "area_mu": 6
         },
         {
           "year": 2025,
           "plot": "C6",
           "season": "first",
-          "crop": "11",
-          "area_mu": 8.63
-        },
-        {
-          "year": 2025,
-          "plot": "C6",
-          "season": "first",
-          "crop": "15",
-          "area_mu": 11.36
+          "crop": "10",
+          "area_mu": 20
         },
         {
           "year": 2025,
@@ -1006,249 +1209,284 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2025,
           "plot": "D1",
           "season": "second",
-          "crop": "36",
-          "area_mu": 13
+          "crop": "35",
+          "area_mu": 14
         },
         {
           "year": 2025,
           "plot": "D2",
           "season": "first",
-          "crop": "21",
+          "crop": "18",
           "area_mu": 10
         },
         {
           "year": 2025,
-          "plot": "D3",
-          "season": "first",
-          "crop": "18",
-          "area_mu": 14
-        },
-        {
-          "year": 2025,
-          "plot": "D3",
-          "season": "second",
-          "crop": "35",
-          "area_mu": 14
-        },
-        {
-          "year": 2025,
-          "plot": "D4",
-          "season": "first",
-          "crop": "18",
-          "area_mu": 6
-        },
-        {
-          "year": 2025,
-          "plot": "D4",
-          "season": "second",
-          "crop": "35",
-          "area_mu": 6
-        },
-        {
-          "year": 2025,
-          "plot": "D5",
-          "season": "first",
-          "crop": "20",
-          "area_mu": 9
-        },
-        {
-          "year": 2025,
-          "plot": "D5",
-          "season": "second",
-          "crop": "35",
-          "area_mu": 10
-        },
-        {
-          "year": 2025,
-          "plot": "D6",
-          "season": "first",
-          "crop": "28",
-          "area_mu": 10.75
-        },
-        {
-          "year": 2025,
-          "plot": "D6",
-          "season": "second",
-          "crop": "36",
-          "area_mu": 12
-        },
-        {
-          "year": 2025,
-          "plot": "D7",
-          "season": "first",
-          "crop": "17",
-          "area_mu": 6
-        },
-        {
-          "year": 2025,
-          "plot": "D7",
-          "season": "first",
-          "crop": "18",
-          "area_mu": 16
-        },
-        {
-          "year": 2025,
-          "plot": "D7",
+          "plot": "D2",
           "season": "second",
           "crop": "37",
-          "area_mu": 12
-        },
-        {
-          "year": 2025,
-          "plot": "D8",
-          "season": "first",
-          "crop": "17",
-          "area_mu": 7.62
-        },
-        {
-          "year": 2025,
-          "plot": "D8",
-          "season": "first",
-          "crop": "20",
           "area_mu": 6
         },
         {
           "year": 2025,
-          "plot": "D8",
-          "season": "first",
-          "crop": "22",
-          "area_mu": 6.37
-        },
-        {
-          "year": 2025,
-          "plot": "E1",
-          "season": "first",
-          "crop": "26",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2025,
-          "plot": "E1",
-          "season": "second",
-          "crop": "41",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2025,
-          "plot": "E2",
+          "plot": "D3",
           "season": "first",
           "crop": "18",
-          "area_mu": 0.6
+          "area_mu": 14
         },
         {
           "year": 2025,
-          "plot": "E2",
-          "season": "second",
-          "crop": "39",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2025,
-          "plot": "E3",
-          "season": "first",
-          "crop": "19",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2025,
-          "plot": "E3",
-          "season": "second",
-          "crop": "41",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2025,
-          "plot": "E4",
-          "season": "first",
-          "crop": "21",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2025,
-          "plot": "E4",
-          "season": "second",
-          "crop": "41",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2025,
-          "plot": "E5",
+          "plot": "D4",
           "season": "first",
           "crop": "17",
-          "area_mu": 0.3
+          "area_mu": 6
         },
         {
           "year": 2025,
-          "plot": "E5",
+          "plot": "D4",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "D5",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 10
+        },
+        {
+          "year": 2025,
+          "plot": "D5",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 10
+        },
+        {
+          "year": 2025,
+          "plot": "D6",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "D6",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "D6",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "D7",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 6.16
+        },
+        {
+          "year": 2025,
+          "plot": "D7",
+          "season": "first",
+          "crop": "20",
+          "area_mu": 15
+        },
+        {
+          "year": 2025,
+          "plot": "D7",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 19
+        },
+        {
+          "year": 2025,
+          "plot": "D8",
           "season": "first",
           "crop": "18",
-          "area_mu": 0.3
+          "area_mu": 13.12
         },
         {
           "year": 2025,
-          "plot": "E5",
-          "season": "second",
-          "crop": "41",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2025,
-          "plot": "E6",
+          "plot": "D8",
           "season": "first",
-          "crop": "19",
-          "area_mu": 0.6
+          "crop": "21",
+          "area_mu": 6.12
         },
         {
           "year": 2025,
-          "plot": "E6",
+          "plot": "D8",
           "season": "second",
-          "crop": "41",
-          "area_mu": 0.6
+          "crop": "37",
+          "area_mu": 6
         },
         {
           "year": 2025,
-          "plot": "E7",
+          "plot": "E1",
           "season": "first",
           "crop": "29",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2025,
-          "plot": "E7",
-          "season": "second",
-          "crop": "41",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2025,
-          "plot": "E8",
-          "season": "first",
-          "crop": "21",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2025,
-          "plot": "E8",
-          "season": "second",
-          "crop": "39",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2025,
-          "plot": "E9",
-          "season": "first",
-          "crop": "21",
           "area_mu": 0.3
         },
         {
           "year": 2025,
-          "plot": "E9",
+          "plot": "E1",
           "season": "first",
           "crop": "30",
           "area_mu": 0.3
         },
         {
           "year": 2025,
+          "plot": "E1",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E2",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E2",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E2",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E3",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E3",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E3",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E4",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E4",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E5",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E5",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E5",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E6",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E6",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E6",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E7",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E7",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E8",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E8",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E8",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E9",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
           "plot": "E9",
           "season": "second",
           "crop": "38",
@@ -1258,8 +1496,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2025,
           "plot": "E10",
           "season": "first",
-          "crop": "21",
-          "area_mu": 0.6
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E10",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.3
         },
         {
           "year": 2025,
@@ -1272,15 +1517,8 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2025,
           "plot": "E11",
           "season": "first",
-          "crop": "27",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2025,
-          "plot": "E11",
-          "season": "first",
-          "crop": "33",
-          "area_mu": 0.3
+          "crop": "26",
+          "area_mu": 0.6
         },
         {
           "year": 2025,
@@ -1293,7 +1531,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2025,
           "plot": "E12",
           "season": "first",
-          "crop": "18",
+          "crop": "25",
           "area_mu": 0.6
         },
         {
@@ -1308,7 +1546,14 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "E13",
           "season": "first",
           "crop": "19",
-          "area_mu": 0.6
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E13",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
         },
         {
           "year": 2025,
@@ -1321,8 +1566,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2025,
           "plot": "E14",
           "season": "first",
-          "crop": "21",
-          "area_mu": 0.6
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E14",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.3
         },
         {
           "year": 2025,
@@ -1335,8 +1587,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2025,
           "plot": "E15",
           "season": "first",
-          "crop": "27",
-          "area_mu": 0.6
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E15",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 0.3
         },
         {
           "year": 2025,
@@ -1349,8 +1608,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2025,
           "plot": "E16",
           "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E16",
+          "season": "first",
           "crop": "21",
-          "area_mu": 0.6
+          "area_mu": 0.3
         },
         {
           "year": 2025,
@@ -1363,21 +1629,28 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2025,
           "plot": "F1",
           "season": "first",
-          "crop": "25",
+          "crop": "18",
           "area_mu": 0.6
         },
         {
           "year": 2025,
           "plot": "F1",
           "season": "second",
-          "crop": "22",
+          "crop": "21",
           "area_mu": 0.3
         },
         {
           "year": 2025,
           "plot": "F1",
           "season": "second",
-          "crop": "24",
+          "crop": "34",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "F2",
+          "season": "first",
+          "crop": "18",
           "area_mu": 0.3
         },
         {
@@ -1385,13 +1658,13 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "F2",
           "season": "first",
           "crop": "31",
-          "area_mu": 0.6
+          "area_mu": 0.3
         },
         {
           "year": 2025,
           "plot": "F2",
           "season": "second",
-          "crop": "23",
+          "crop": "24",
           "area_mu": 0.3
         },
         {
@@ -1405,49 +1678,42 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2025,
           "plot": "F3",
           "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "F3",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "F3",
+          "season": "second",
           "crop": "22",
           "area_mu": 0.3
         },
         {
           "year": 2025,
           "plot": "F3",
-          "season": "first",
-          "crop": "25",
+          "season": "second",
+          "crop": "23",
           "area_mu": 0.3
         },
         {
           "year": 2025,
-          "plot": "F3",
+          "plot": "F4",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "F4",
           "season": "second",
           "crop": "28",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2025,
-          "plot": "F3",
-          "season": "second",
-          "crop": "34",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2025,
-          "plot": "F4",
-          "season": "first",
-          "crop": "26",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2025,
-          "plot": "F4",
-          "season": "first",
-          "crop": "32",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2025,
-          "plot": "F4",
-          "season": "second",
-          "crop": "21",
           "area_mu": 0.3
         },
         {
@@ -1462,70 +1728,105 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "A1",
           "season": "first",
           "crop": "7",
-          "area_mu": 80
+          "area_mu": 72.05
         },
         {
           "year": 2026,
-          "plot": "A2",
-          "season": "first",
-          "crop": "6",
-          "area_mu": 38.63
-        },
-        {
-          "year": 2026,
-          "plot": "A2",
+          "plot": "A1",
           "season": "first",
           "crop": "13",
-          "area_mu": 16.36
+          "area_mu": 7.95
         },
         {
           "year": 2026,
-          "plot": "A3",
-          "season": "first",
-          "crop": "7",
-          "area_mu": 35
-        },
-        {
-          "year": 2026,
-          "plot": "A4",
-          "season": "first",
-          "crop": "2",
-          "area_mu": 8.9
-        },
-        {
-          "year": 2026,
-          "plot": "A4",
-          "season": "first",
-          "crop": "4",
-          "area_mu": 63.1
-        },
-        {
-          "year": 2026,
-          "plot": "A5",
-          "season": "first",
-          "crop": "1",
-          "area_mu": 68
-        },
-        {
-          "year": 2026,
-          "plot": "A6",
+          "plot": "A2",
           "season": "first",
           "crop": "6",
           "area_mu": 43.3
         },
         {
           "year": 2026,
-          "plot": "A6",
+          "plot": "A2",
           "season": "first",
           "crop": "12",
           "area_mu": 11.7
         },
         {
           "year": 2026,
+          "plot": "A3",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 26.58
+        },
+        {
+          "year": 2026,
+          "plot": "A3",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 8.41
+        },
+        {
+          "year": 2026,
+          "plot": "A4",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 53.15
+        },
+        {
+          "year": 2026,
+          "plot": "A4",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 18.85
+        },
+        {
+          "year": 2026,
+          "plot": "A5",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 16.55
+        },
+        {
+          "year": 2026,
+          "plot": "A5",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 45.45
+        },
+        {
+          "year": 2026,
+          "plot": "A5",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "A6",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 55
+        },
+        {
+          "year": 2026,
+          "plot": "B1",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 7.59
+        },
+        {
+          "year": 2026,
           "plot": "B1",
           "season": "first",
           "crop": "8",
-          "area_mu": 60
+          "area_mu": 37.41
+        },
+        {
+          "year": 2026,
+          "plot": "B1",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 15
         },
         {
           "year": 2026,
@@ -1539,28 +1840,35 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "B3",
           "season": "first",
           "crop": "2",
-          "area_mu": 21.06
-        },
-        {
-          "year": 2026,
-          "plot": "B3",
-          "season": "first",
-          "crop": "3",
-          "area_mu": 12.94
+          "area_mu": 15
         },
         {
           "year": 2026,
           "plot": "B3",
           "season": "first",
           "crop": "5",
-          "area_mu": 6
+          "area_mu": 25
         },
         {
           "year": 2026,
           "plot": "B4",
           "season": "first",
           "crop": "1",
-          "area_mu": 28
+          "area_mu": 21.06
+        },
+        {
+          "year": 2026,
+          "plot": "B4",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 6.94
+        },
+        {
+          "year": 2026,
+          "plot": "B5",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 13
         },
         {
           "year": 2026,
@@ -1573,8 +1881,8 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2026,
           "plot": "B5",
           "season": "first",
-          "crop": "5",
-          "area_mu": 19
+          "crop": "3",
+          "area_mu": 6
         },
         {
           "year": 2026,
@@ -1587,35 +1895,35 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2026,
           "plot": "B7",
           "season": "first",
-          "crop": "7",
-          "area_mu": 18.68
+          "crop": "8",
+          "area_mu": 16.7
         },
         {
           "year": 2026,
           "plot": "B7",
           "season": "first",
-          "crop": "8",
-          "area_mu": 36.31
+          "crop": "9",
+          "area_mu": 38.3
         },
         {
           "year": 2026,
           "plot": "B8",
           "season": "first",
           "crop": "6",
-          "area_mu": 9
+          "area_mu": 38
         },
         {
           "year": 2026,
           "plot": "B8",
           "season": "first",
-          "crop": "14",
-          "area_mu": 35
+          "crop": "9",
+          "area_mu": 6
         },
         {
           "year": 2026,
           "plot": "B9",
           "season": "first",
-          "crop": "9",
+          "crop": "8",
           "area_mu": 50
         },
         {
@@ -1623,41 +1931,48 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "B10",
           "season": "first",
           "crop": "6",
-          "area_mu": 8.54
+          "area_mu": 13
         },
         {
           "year": 2026,
           "plot": "B10",
           "season": "first",
-          "crop": "8",
-          "area_mu": 16.45
+          "crop": "7",
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "B10",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 6
         },
         {
           "year": 2026,
           "plot": "B11",
           "season": "first",
           "crop": "1",
-          "area_mu": 50.43
+          "area_mu": 60
         },
         {
           "year": 2026,
-          "plot": "B11",
+          "plot": "B12",
           "season": "first",
-          "crop": "2",
-          "area_mu": 9.57
+          "crop": "6",
+          "area_mu": 7.9
         },
         {
           "year": 2026,
           "plot": "B12",
           "season": "first",
           "crop": "8",
-          "area_mu": 45
+          "area_mu": 37.09
         },
         {
           "year": 2026,
           "plot": "B13",
           "season": "first",
-          "crop": "6",
+          "crop": "8",
           "area_mu": 35
         },
         {
@@ -1665,34 +1980,48 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "B14",
           "season": "first",
           "crop": "8",
-          "area_mu": 20
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "B14",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 14
+        },
+        {
+          "year": 2026,
+          "plot": "C1",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 6
         },
         {
           "year": 2026,
           "plot": "C1",
           "season": "first",
           "crop": "10",
-          "area_mu": 7.22
+          "area_mu": 9
         },
         {
           "year": 2026,
-          "plot": "C1",
+          "plot": "C2",
           "season": "first",
-          "crop": "11",
-          "area_mu": 7.77
+          "crop": "10",
+          "area_mu": 6.75
         },
         {
           "year": 2026,
           "plot": "C2",
           "season": "first",
           "crop": "15",
-          "area_mu": 13
+          "area_mu": 6.05
         },
         {
           "year": 2026,
           "plot": "C3",
           "season": "first",
-          "crop": "4",
+          "crop": "15",
           "area_mu": 15
         },
         {
@@ -1700,56 +2029,49 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "C4",
           "season": "first",
           "crop": "10",
-          "area_mu": 9.77
+          "area_mu": 10.55
         },
         {
           "year": 2026,
           "plot": "C4",
           "season": "first",
-          "crop": "15",
-          "area_mu": 8.05
+          "crop": "11",
+          "area_mu": 7.44
         },
         {
           "year": 2026,
           "plot": "C5",
           "season": "first",
           "crop": "4",
-          "area_mu": 19.78
+          "area_mu": 21
         },
         {
           "year": 2026,
           "plot": "C5",
           "season": "first",
+          "crop": "9",
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "C6",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 12.45
+        },
+        {
+          "year": 2026,
+          "plot": "C6",
+          "season": "first",
           "crop": "11",
-          "area_mu": 7.22
-        },
-        {
-          "year": 2026,
-          "plot": "C6",
-          "season": "first",
-          "crop": "8",
-          "area_mu": 10.68
-        },
-        {
-          "year": 2026,
-          "plot": "C6",
-          "season": "first",
-          "crop": "10",
-          "area_mu": 9.31
+          "area_mu": 7.55
         },
         {
           "year": 2026,
           "plot": "D1",
           "season": "first",
           "crop": "20",
-          "area_mu": 9
-        },
-        {
-          "year": 2026,
-          "plot": "D1",
-          "season": "first",
-          "crop": "22",
-          "area_mu": 6
+          "area_mu": 15
         },
         {
           "year": 2026,
@@ -1762,8 +2084,8 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2026,
           "plot": "D2",
           "season": "first",
-          "crop": "21",
-          "area_mu": 8
+          "crop": "28",
+          "area_mu": 10
         },
         {
           "year": 2026,
@@ -1818,43 +2140,43 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2026,
           "plot": "D7",
           "season": "first",
-          "crop": "20",
-          "area_mu": 6
+          "crop": "16",
+          "area_mu": 22
         },
         {
           "year": 2026,
-          "plot": "D7",
+          "plot": "D8",
           "season": "first",
           "crop": "21",
+          "area_mu": 14
+        },
+        {
+          "year": 2026,
+          "plot": "D8",
+          "season": "first",
+          "crop": "22",
           "area_mu": 6
         },
         {
           "year": 2026,
-          "plot": "D7",
-          "season": "first",
-          "crop": "28",
-          "area_mu": 10
-        },
-        {
-          "year": 2026,
-          "plot": "D7",
+          "plot": "D8",
           "season": "second",
           "crop": "35",
           "area_mu": 20
         },
         {
           "year": 2026,
-          "plot": "D8",
+          "plot": "E1",
           "season": "first",
-          "crop": "16",
-          "area_mu": 20
+          "crop": "17",
+          "area_mu": 0.3
         },
         {
           "year": 2026,
           "plot": "E1",
           "season": "first",
-          "crop": "17",
-          "area_mu": 0.6
+          "crop": "18",
+          "area_mu": 0.3
         },
         {
           "year": 2026,
@@ -1873,264 +2195,257 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
         {
           "year": 2026,
           "plot": "E2",
-          "season": "first",
-          "crop": "24",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2026,
-          "plot": "E2",
-          "season": "second",
-          "crop": "39",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E3",
-          "season": "first",
-          "crop": "27",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E3",
-          "season": "second",
-          "crop": "41",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E4",
-          "season": "first",
-          "crop": "22",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2026,
-          "plot": "E4",
-          "season": "first",
-          "crop": "25",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2026,
-          "plot": "E4",
-          "season": "second",
-          "crop": "41",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E5",
-          "season": "first",
-          "crop": "27",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2026,
-          "plot": "E5",
-          "season": "first",
-          "crop": "31",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2026,
-          "plot": "E5",
-          "season": "second",
-          "crop": "40",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E6",
-          "season": "first",
-          "crop": "26",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2026,
-          "plot": "E6",
-          "season": "first",
-          "crop": "32",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2026,
-          "plot": "E6",
-          "season": "second",
-          "crop": "39",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E7",
-          "season": "first",
-          "crop": "17",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E7",
-          "season": "second",
-          "crop": "41",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E8",
-          "season": "first",
-          "crop": "17",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E8",
-          "season": "second",
-          "crop": "38",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E9",
-          "season": "first",
-          "crop": "19",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E9",
-          "season": "second",
-          "crop": "40",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E10",
-          "season": "first",
-          "crop": "19",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E10",
-          "season": "second",
-          "crop": "40",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E11",
-          "season": "first",
-          "crop": "19",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E11",
-          "season": "second",
-          "crop": "41",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E12",
-          "season": "first",
-          "crop": "24",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2026,
-          "plot": "E12",
-          "season": "first",
-          "crop": "30",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2026,
-          "plot": "E12",
-          "season": "second",
-          "crop": "39",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E13",
-          "season": "first",
-          "crop": "21",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2026,
-          "plot": "E13",
-          "season": "first",
-          "crop": "31",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2026,
-          "plot": "E13",
-          "season": "second",
-          "crop": "41",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E14",
-          "season": "first",
-          "crop": "26",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2026,
-          "plot": "E14",
-          "season": "first",
-          "crop": "28",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2026,
-          "plot": "E14",
-          "season": "second",
-          "crop": "38",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E15",
-          "season": "first",
-          "crop": "25",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2026,
-          "plot": "E15",
           "season": "first",
           "crop": "29",
           "area_mu": 0.3
         },
         {
           "year": 2026,
-          "plot": "E15",
+          "plot": "E2",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E3",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E3",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E3",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E4",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E4",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E5",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E5",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E6",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E6",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E7",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E7",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E8",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E8",
           "season": "second",
           "crop": "38",
           "area_mu": 0.6
         },
         {
           "year": 2026,
-          "plot": "E16",
+          "plot": "E9",
           "season": "first",
-          "crop": "25",
+          "crop": "19",
           "area_mu": 0.3
         },
         {
           "year": 2026,
-          "plot": "E16",
+          "plot": "E9",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E9",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E10",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E10",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E11",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E11",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E12",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E12",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E12",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E13",
+          "season": "first",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E13",
           "season": "first",
           "crop": "33",
           "area_mu": 0.3
         },
         {
           "year": 2026,
+          "plot": "E13",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E14",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E14",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E14",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E15",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E15",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E15",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E16",
+          "season": "first",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E16",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
           "plot": "E16",
           "season": "second",
           "crop": "41",
@@ -2140,63 +2455,56 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2026,
           "plot": "F1",
           "season": "first",
-          "crop": "26",
+          "crop": "25",
           "area_mu": 0.3
         },
         {
           "year": 2026,
           "plot": "F1",
           "season": "first",
-          "crop": "29",
+          "crop": "31",
           "area_mu": 0.3
         },
         {
           "year": 2026,
           "plot": "F1",
-          "season": "second",
-          "crop": "28",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2026,
-          "plot": "F1",
-          "season": "second",
-          "crop": "34",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2026,
-          "plot": "F2",
-          "season": "first",
-          "crop": "22",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2026,
-          "plot": "F2",
-          "season": "first",
-          "crop": "28",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2026,
-          "plot": "F2",
           "season": "second",
           "crop": "24",
           "area_mu": 0.3
         },
         {
           "year": 2026,
+          "plot": "F1",
+          "season": "second",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "F2",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
           "plot": "F2",
           "season": "second",
-          "crop": "29",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "F2",
+          "season": "second",
+          "crop": "23",
           "area_mu": 0.3
         },
         {
           "year": 2026,
           "plot": "F3",
           "season": "first",
-          "crop": "18",
+          "crop": "19",
           "area_mu": 0.6
         },
         {
@@ -2210,7 +2518,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2026,
           "plot": "F3",
           "season": "second",
-          "crop": "30",
+          "crop": "29",
           "area_mu": 0.3
         },
         {
@@ -2218,20 +2526,27 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "F4",
           "season": "first",
           "crop": "18",
-          "area_mu": 0.6
+          "area_mu": 0.3
         },
         {
           "year": 2026,
           "plot": "F4",
-          "season": "second",
-          "crop": "21",
+          "season": "first",
+          "crop": "19",
           "area_mu": 0.3
         },
         {
           "year": 2026,
           "plot": "F4",
           "season": "second",
-          "crop": "23",
+          "crop": "28",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "F4",
+          "season": "second",
+          "crop": "34",
           "area_mu": 0.3
         },
         {
@@ -2239,105 +2554,105 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "A1",
           "season": "first",
           "crop": "6",
-          "area_mu": 68.3
+          "area_mu": 80
         },
         {
           "year": 2027,
-          "plot": "A1",
+          "plot": "A2",
           "season": "first",
-          "crop": "12",
-          "area_mu": 11.7
+          "crop": "4",
+          "area_mu": 17.83
         },
         {
           "year": 2027,
           "plot": "A2",
           "season": "first",
           "crop": "7",
-          "area_mu": 55
+          "area_mu": 37.16
         },
         {
           "year": 2027,
           "plot": "A3",
           "season": "first",
-          "crop": "4",
-          "area_mu": 20.82
-        },
-        {
-          "year": 2027,
-          "plot": "A3",
-          "season": "first",
-          "crop": "6",
-          "area_mu": 14.18
+          "crop": "7",
+          "area_mu": 35
         },
         {
           "year": 2027,
           "plot": "A4",
           "season": "first",
           "crop": "6",
-          "area_mu": 55.63
+          "area_mu": 51.35
+        },
+        {
+          "year": 2027,
+          "plot": "A4",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
         },
         {
           "year": 2027,
           "plot": "A4",
           "season": "first",
           "crop": "13",
-          "area_mu": 16.36
+          "area_mu": 8.94
         },
         {
           "year": 2027,
           "plot": "A5",
           "season": "first",
-          "crop": "6",
-          "area_mu": 68
+          "crop": "7",
+          "area_mu": 60.58
+        },
+        {
+          "year": 2027,
+          "plot": "A5",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 7.41
         },
         {
           "year": 2027,
           "plot": "A6",
           "season": "first",
           "crop": "4",
-          "area_mu": 6.66
+          "area_mu": 12.9
         },
         {
           "year": 2027,
           "plot": "A6",
           "season": "first",
-          "crop": "7",
-          "area_mu": 48.34
+          "crop": "6",
+          "area_mu": 42.1
         },
         {
           "year": 2027,
           "plot": "B1",
           "season": "first",
           "crop": "1",
-          "area_mu": 21.08
+          "area_mu": 37.53
         },
         {
           "year": 2027,
           "plot": "B1",
           "season": "first",
           "crop": "6",
-          "area_mu": 7.81
+          "area_mu": 22.46
         },
         {
           "year": 2027,
-          "plot": "B1",
+          "plot": "B2",
           "season": "first",
-          "crop": "14",
-          "area_mu": 24.14
-        },
-        {
-          "year": 2027,
-          "plot": "B1",
-          "season": "first",
-          "crop": "15",
-          "area_mu": 6.95
+          "crop": "6",
+          "area_mu": 13.73
         },
         {
           "year": 2027,
           "plot": "B2",
           "season": "first",
           "crop": "8",
-          "area_mu": 46
+          "area_mu": 32.26
         },
         {
           "year": 2027,
@@ -2350,57 +2665,71 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2027,
           "plot": "B4",
           "season": "first",
-          "crop": "7",
-          "area_mu": 18.7
+          "crop": "8",
+          "area_mu": 13.58
         },
         {
           "year": 2027,
           "plot": "B4",
           "season": "first",
-          "crop": "9",
-          "area_mu": 9.3
+          "crop": "14",
+          "area_mu": 14.41
+        },
+        {
+          "year": 2027,
+          "plot": "B5",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 6
         },
         {
           "year": 2027,
           "plot": "B5",
           "season": "first",
           "crop": "8",
-          "area_mu": 14.14
-        },
-        {
-          "year": 2027,
-          "plot": "B5",
-          "season": "first",
-          "crop": "14",
-          "area_mu": 10.85
-        },
-        {
-          "year": 2027,
-          "plot": "B6",
-          "season": "first",
-          "crop": "2",
-          "area_mu": 23.01
+          "area_mu": 19
         },
         {
           "year": 2027,
           "plot": "B6",
           "season": "first",
           "crop": "3",
-          "area_mu": 44.85
-        },
-        {
-          "year": 2027,
-          "plot": "B6",
-          "season": "first",
-          "crop": "5",
-          "area_mu": 12.14
+          "area_mu": 35.44
         },
         {
           "year": 2027,
           "plot": "B6",
           "season": "first",
           "crop": "8",
+          "area_mu": 17.04
+        },
+        {
+          "year": 2027,
+          "plot": "B6",
+          "season": "first",
+          "crop": "9",
           "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "B6",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 13.3
+        },
+        {
+          "year": 2027,
+          "plot": "B6",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "B6",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 8.22
         },
         {
           "year": 2027,
@@ -2413,91 +2742,126 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2027,
           "plot": "B8",
           "season": "first",
-          "crop": "8",
-          "area_mu": 44
-        },
-        {
-          "year": 2027,
-          "plot": "B9",
-          "season": "first",
-          "crop": "7",
-          "area_mu": 12.24
-        },
-        {
-          "year": 2027,
-          "plot": "B9",
-          "season": "first",
-          "crop": "8",
-          "area_mu": 37.75
-        },
-        {
-          "year": 2027,
-          "plot": "B10",
-          "season": "first",
           "crop": "1",
-          "area_mu": 8.92
+          "area_mu": 12
         },
         {
           "year": 2027,
-          "plot": "B10",
-          "season": "first",
-          "crop": "3",
-          "area_mu": 8.09
-        },
-        {
-          "year": 2027,
-          "plot": "B10",
-          "season": "first",
-          "crop": "4",
-          "area_mu": 7.99
-        },
-        {
-          "year": 2027,
-          "plot": "B11",
-          "season": "first",
-          "crop": "9",
-          "area_mu": 40.7
-        },
-        {
-          "year": 2027,
-          "plot": "B11",
-          "season": "first",
-          "crop": "10",
-          "area_mu": 19.3
-        },
-        {
-          "year": 2027,
-          "plot": "B12",
-          "season": "first",
-          "crop": "1",
-          "area_mu": 45
-        },
-        {
-          "year": 2027,
-          "plot": "B13",
+          "plot": "B8",
           "season": "first",
           "crop": "2",
-          "area_mu": 23
+          "area_mu": 20
         },
         {
           "year": 2027,
-          "plot": "B13",
-          "season": "first",
-          "crop": "3",
-          "area_mu": 6
-        },
-        {
-          "year": 2027,
-          "plot": "B13",
+          "plot": "B8",
           "season": "first",
           "crop": "5",
           "area_mu": 6
         },
         {
           "year": 2027,
-          "plot": "B14",
+          "plot": "B8",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "B9",
           "season": "first",
           "crop": "1",
+          "area_mu": 36.07
+        },
+        {
+          "year": 2027,
+          "plot": "B9",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 7.82
+        },
+        {
+          "year": 2027,
+          "plot": "B9",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 6.11
+        },
+        {
+          "year": 2027,
+          "plot": "B10",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 15.7
+        },
+        {
+          "year": 2027,
+          "plot": "B10",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 9.3
+        },
+        {
+          "year": 2027,
+          "plot": "B11",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 60
+        },
+        {
+          "year": 2027,
+          "plot": "B12",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 9.4
+        },
+        {
+          "year": 2027,
+          "plot": "B12",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 27.12
+        },
+        {
+          "year": 2027,
+          "plot": "B12",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 8.47
+        },
+        {
+          "year": 2027,
+          "plot": "B13",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 6.01
+        },
+        {
+          "year": 2027,
+          "plot": "B13",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 6.12
+        },
+        {
+          "year": 2027,
+          "plot": "B13",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 16.87
+        },
+        {
+          "year": 2027,
+          "plot": "B13",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "B14",
+          "season": "first",
+          "crop": "2",
           "area_mu": 20
         },
         {
@@ -2518,7 +2882,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2027,
           "plot": "C3",
           "season": "first",
-          "crop": "11",
+          "crop": "4",
           "area_mu": 15
         },
         {
@@ -2533,28 +2897,42 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "C5",
           "season": "first",
           "crop": "5",
-          "area_mu": 7.22
-        },
-        {
-          "year": 2027,
-          "plot": "C5",
-          "season": "first",
-          "crop": "10",
           "area_mu": 6
         },
         {
           "year": 2027,
           "plot": "C5",
           "season": "first",
+          "crop": "11",
+          "area_mu": 15
+        },
+        {
+          "year": 2027,
+          "plot": "C5",
+          "season": "first",
           "crop": "15",
-          "area_mu": 13.73
+          "area_mu": 6
         },
         {
           "year": 2027,
           "plot": "C6",
           "season": "first",
-          "crop": "4",
-          "area_mu": 20
+          "crop": "5",
+          "area_mu": 7.55
+        },
+        {
+          "year": 2027,
+          "plot": "C6",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "C6",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 6.39
         },
         {
           "year": 2027,
@@ -2567,113 +2945,113 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2027,
           "plot": "D2",
           "season": "first",
-          "crop": "17",
+          "crop": "16",
           "area_mu": 10
-        },
-        {
-          "year": 2027,
-          "plot": "D2",
-          "season": "second",
-          "crop": "36",
-          "area_mu": 9
         },
         {
           "year": 2027,
           "plot": "D3",
           "season": "first",
           "crop": "21",
-          "area_mu": 11.75
+          "area_mu": 12.12
         },
         {
           "year": 2027,
           "plot": "D3",
-          "season": "second",
-          "crop": "35",
-          "area_mu": 10
-        },
-        {
-          "year": 2027,
-          "plot": "D4",
-          "season": "first",
-          "crop": "22",
-          "area_mu": 6
-        },
-        {
-          "year": 2027,
-          "plot": "D4",
-          "season": "second",
-          "crop": "36",
-          "area_mu": 6
-        },
-        {
-          "year": 2027,
-          "plot": "D5",
-          "season": "first",
-          "crop": "20",
-          "area_mu": 9
-        },
-        {
-          "year": 2027,
-          "plot": "D5",
-          "season": "second",
-          "crop": "36",
-          "area_mu": 10
-        },
-        {
-          "year": 2027,
-          "plot": "D6",
-          "season": "first",
-          "crop": "28",
-          "area_mu": 10.75
-        },
-        {
-          "year": 2027,
-          "plot": "D6",
           "season": "second",
           "crop": "37",
           "area_mu": 12
         },
         {
           "year": 2027,
-          "plot": "D7",
-          "season": "first",
-          "crop": "16",
-          "area_mu": 22
-        },
-        {
-          "year": 2027,
-          "plot": "D8",
-          "season": "first",
-          "crop": "18",
-          "area_mu": 13.44
-        },
-        {
-          "year": 2027,
-          "plot": "D8",
+          "plot": "D4",
           "season": "first",
           "crop": "20",
           "area_mu": 6
         },
         {
           "year": 2027,
-          "plot": "D8",
+          "plot": "D4",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "D5",
+          "season": "first",
+          "crop": "20",
+          "area_mu": 9
+        },
+        {
+          "year": 2027,
+          "plot": "D5",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 10
+        },
+        {
+          "year": 2027,
+          "plot": "D6",
+          "season": "first",
+          "crop": "16",
+          "area_mu": 12
+        },
+        {
+          "year": 2027,
+          "plot": "D7",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 10
+        },
+        {
+          "year": 2027,
+          "plot": "D7",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "D7",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "D7",
           "season": "second",
           "crop": "35",
           "area_mu": 20
         },
         {
           "year": 2027,
-          "plot": "E1",
+          "plot": "D8",
           "season": "first",
-          "crop": "24",
-          "area_mu": 0.3
+          "crop": "18",
+          "area_mu": 7.08
+        },
+        {
+          "year": 2027,
+          "plot": "D8",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 10.75
+        },
+        {
+          "year": 2027,
+          "plot": "D8",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 19
         },
         {
           "year": 2027,
           "plot": "E1",
           "season": "first",
-          "crop": "26",
-          "area_mu": 0.3
+          "crop": "31",
+          "area_mu": 0.6
         },
         {
           "year": 2027,
@@ -2686,8 +3064,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2027,
           "plot": "E2",
           "season": "first",
-          "crop": "21",
-          "area_mu": 0.6
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E2",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
         },
         {
           "year": 2027,
@@ -2700,14 +3085,14 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2027,
           "plot": "E3",
           "season": "first",
-          "crop": "29",
+          "crop": "19",
           "area_mu": 0.3
         },
         {
           "year": 2027,
           "plot": "E3",
           "season": "first",
-          "crop": "31",
+          "crop": "22",
           "area_mu": 0.3
         },
         {
@@ -2721,29 +3106,36 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2027,
           "plot": "E4",
           "season": "first",
-          "crop": "17",
+          "crop": "21",
           "area_mu": 0.3
         },
         {
           "year": 2027,
           "plot": "E4",
+          "season": "first",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E4",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E5",
           "season": "first",
           "crop": "19",
           "area_mu": 0.3
         },
         {
           "year": 2027,
-          "plot": "E4",
-          "season": "second",
-          "crop": "38",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2027,
           "plot": "E5",
           "season": "first",
-          "crop": "22",
-          "area_mu": 0.6
+          "crop": "21",
+          "area_mu": 0.3
         },
         {
           "year": 2027,
@@ -2756,28 +3148,21 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2027,
           "plot": "E6",
           "season": "first",
-          "crop": "21",
-          "area_mu": 0.3
+          "crop": "17",
+          "area_mu": 0.6
         },
         {
           "year": 2027,
           "plot": "E6",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E7",
           "season": "first",
           "crop": "27",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2027,
-          "plot": "E6",
-          "season": "second",
-          "crop": "38",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2027,
-          "plot": "E7",
-          "season": "first",
-          "crop": "21",
           "area_mu": 0.6
         },
         {
@@ -2790,33 +3175,33 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
         {
           "year": 2027,
           "plot": "E8",
-          "season": "first",
-          "crop": "21",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2027,
-          "plot": "E8",
-          "season": "first",
-          "crop": "26",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2027,
-          "plot": "E8",
-          "season": "second",
-          "crop": "40",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2027,
-          "plot": "E9",
           "season": "first",
           "crop": "25",
           "area_mu": 0.6
         },
         {
           "year": 2027,
+          "plot": "E8",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E9",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E9",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
           "plot": "E9",
           "season": "second",
           "crop": "41",
@@ -2826,7 +3211,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2027,
           "plot": "E10",
           "season": "first",
-          "crop": "27",
+          "crop": "21",
           "area_mu": 0.6
         },
         {
@@ -2835,6 +3220,13 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "season": "second",
           "crop": "41",
           "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E11",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.3
         },
         {
           "year": 2027,
@@ -2846,23 +3238,23 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
         {
           "year": 2027,
           "plot": "E11",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E12",
           "season": "first",
-          "crop": "31",
+          "crop": "17",
           "area_mu": 0.3
         },
         {
           "year": 2027,
-          "plot": "E11",
-          "season": "second",
-          "crop": "39",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2027,
           "plot": "E12",
           "season": "first",
-          "crop": "21",
-          "area_mu": 0.6
+          "crop": "19",
+          "area_mu": 0.3
         },
         {
           "year": 2027,
@@ -2870,19 +3262,19 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "season": "second",
           "crop": "39",
           "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E13",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
         },
         {
           "year": 2027,
           "plot": "E13",
           "season": "first",
           "crop": "26",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2027,
-          "plot": "E13",
-          "season": "first",
-          "crop": "32",
           "area_mu": 0.3
         },
         {
@@ -2896,8 +3288,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2027,
           "plot": "E14",
           "season": "first",
-          "crop": "19",
-          "area_mu": 0.6
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E14",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
         },
         {
           "year": 2027,
@@ -2910,49 +3309,63 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2027,
           "plot": "E15",
           "season": "first",
-          "crop": "17",
+          "crop": "18",
           "area_mu": 0.3
         },
         {
           "year": 2027,
           "plot": "E15",
           "season": "first",
-          "crop": "19",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2027,
-          "plot": "E15",
-          "season": "second",
-          "crop": "41",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2027,
-          "plot": "E16",
-          "season": "first",
-          "crop": "17",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2027,
-          "plot": "E16",
-          "season": "second",
-          "crop": "41",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2027,
-          "plot": "F1",
-          "season": "first",
-          "crop": "19",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2027,
-          "plot": "F1",
-          "season": "second",
           "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E15",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E16",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E16",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E16",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "F1",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F1",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F1",
+          "season": "second",
+          "crop": "28",
           "area_mu": 0.3
         },
         {
@@ -2966,63 +3379,70 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2027,
           "plot": "F2",
           "season": "first",
-          "crop": "17",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2027,
-          "plot": "F2",
-          "season": "second",
-          "crop": "22",
+          "crop": "19",
           "area_mu": 0.3
         },
         {
           "year": 2027,
           "plot": "F2",
-          "season": "second",
-          "crop": "30",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2027,
-          "plot": "F3",
           "season": "first",
-          "crop": "25",
+          "crop": "27",
           "area_mu": 0.3
         },
         {
           "year": 2027,
-          "plot": "F3",
-          "season": "first",
-          "crop": "33",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2027,
-          "plot": "F3",
+          "plot": "F2",
           "season": "second",
           "crop": "21",
           "area_mu": 0.3
         },
         {
           "year": 2027,
-          "plot": "F3",
+          "plot": "F2",
           "season": "second",
-          "crop": "23",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2027,
-          "plot": "F4",
-          "season": "first",
           "crop": "29",
           "area_mu": 0.3
         },
         {
           "year": 2027,
+          "plot": "F3",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "F3",
+          "season": "second",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F3",
+          "season": "second",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
           "plot": "F4",
           "season": "first",
-          "crop": "30",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F4",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F4",
+          "season": "second",
+          "crop": "23",
           "area_mu": 0.3
         },
         {
@@ -3033,53 +3453,39 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "area_mu": 0.3
         },
         {
-          "year": 2027,
-          "plot": "F4",
-          "season": "second",
-          "crop": "28",
-          "area_mu": 0.3
-        },
-        {
           "year": 2028,
           "plot": "A1",
           "season": "first",
           "crop": "1",
-          "area_mu": 71.01
+          "area_mu": 14.97
         },
         {
           "year": 2028,
           "plot": "A1",
           "season": "first",
           "crop": "4",
-          "area_mu": 8.99
+          "area_mu": 65.03
         },
         {
           "year": 2028,
           "plot": "A2",
           "season": "first",
-          "crop": "4",
-          "area_mu": 55
+          "crop": "1",
+          "area_mu": 38.64
+        },
+        {
+          "year": 2028,
+          "plot": "A2",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 16.36
         },
         {
           "year": 2028,
           "plot": "A3",
           "season": "first",
           "crop": "1",
-          "area_mu": 14.18
-        },
-        {
-          "year": 2028,
-          "plot": "A3",
-          "season": "first",
-          "crop": "12",
-          "area_mu": 11.7
-        },
-        {
-          "year": 2028,
-          "plot": "A3",
-          "season": "first",
-          "crop": "13",
-          "area_mu": 9.11
+          "area_mu": 35
         },
         {
           "year": 2028,
@@ -3092,98 +3498,98 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "A5",
           "season": "first",
-          "crop": "7",
-          "area_mu": 60.75
+          "crop": "1",
+          "area_mu": 6
         },
         {
           "year": 2028,
           "plot": "A5",
           "season": "first",
-          "crop": "13",
-          "area_mu": 7.25
+          "crop": "6",
+          "area_mu": 50.3
+        },
+        {
+          "year": 2028,
+          "plot": "A5",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
         },
         {
           "year": 2028,
           "plot": "A6",
           "season": "first",
           "crop": "1",
-          "area_mu": 22.16
+          "area_mu": 23.62
         },
         {
           "year": 2028,
           "plot": "A6",
           "season": "first",
           "crop": "2",
-          "area_mu": 26.19
+          "area_mu": 18.5
         },
         {
           "year": 2028,
           "plot": "A6",
           "season": "first",
-          "crop": "6",
-          "area_mu": 6.65
-        },
-        {
-          "year": 2028,
-          "plot": "B1",
-          "season": "first",
-          "crop": "2",
-          "area_mu": 18.44
+          "crop": "7",
+          "area_mu": 12.88
         },
         {
           "year": 2028,
           "plot": "B1",
           "season": "first",
           "crop": "3",
-          "area_mu": 14.94
-        },
-        {
-          "year": 2028,
-          "plot": "B1",
-          "season": "first",
-          "crop": "5",
-          "area_mu": 6
+          "area_mu": 14.89
         },
         {
           "year": 2028,
           "plot": "B1",
           "season": "first",
           "crop": "8",
-          "area_mu": 20.62
+          "area_mu": 45.11
         },
         {
           "year": 2028,
           "plot": "B2",
           "season": "first",
-          "crop": "6",
-          "area_mu": 46
+          "crop": "9",
+          "area_mu": 11
         },
         {
           "year": 2028,
-          "plot": "B3",
-          "season": "first",
-          "crop": "6",
-          "area_mu": 34
-        },
-        {
-          "year": 2028,
-          "plot": "B3",
+          "plot": "B2",
           "season": "first",
           "crop": "14",
-          "area_mu": 6
+          "area_mu": 35
+        },
+        {
+          "year": 2028,
+          "plot": "B3",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 19.38
+        },
+        {
+          "year": 2028,
+          "plot": "B3",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 20.61
         },
         {
           "year": 2028,
           "plot": "B4",
           "season": "first",
-          "crop": "8",
+          "crop": "6",
           "area_mu": 28
         },
         {
           "year": 2028,
           "plot": "B5",
           "season": "first",
-          "crop": "6",
+          "crop": "7",
           "area_mu": 25
         },
         {
@@ -3191,168 +3597,203 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "B6",
           "season": "first",
           "crop": "1",
-          "area_mu": 6.01
+          "area_mu": 25.56
+        },
+        {
+          "year": 2028,
+          "plot": "B6",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 25
         },
         {
           "year": 2028,
           "plot": "B6",
           "season": "first",
           "crop": "6",
-          "area_mu": 79.99
+          "area_mu": 29.43
         },
         {
           "year": 2028,
-          "plot": "B7",
+          "plot": "B6",
           "season": "first",
-          "crop": "6",
-          "area_mu": 12.78
+          "crop": "7",
+          "area_mu": 6
         },
         {
           "year": 2028,
           "plot": "B7",
           "season": "first",
           "crop": "8",
-          "area_mu": 42.21
+          "area_mu": 55
         },
         {
           "year": 2028,
           "plot": "B8",
           "season": "first",
           "crop": "3",
-          "area_mu": 44
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "B8",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 38
         },
         {
           "year": 2028,
           "plot": "B9",
           "season": "first",
-          "crop": "1",
-          "area_mu": 31
+          "crop": "2",
+          "area_mu": 6.11
         },
         {
           "year": 2028,
           "plot": "B9",
           "season": "first",
-          "crop": "5",
-          "area_mu": 19
+          "crop": "8",
+          "area_mu": 25.5
+        },
+        {
+          "year": 2028,
+          "plot": "B9",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 18.38
         },
         {
           "year": 2028,
           "plot": "B10",
           "season": "first",
-          "crop": "9",
-          "area_mu": 25
+          "crop": "6",
+          "area_mu": 7.01
+        },
+        {
+          "year": 2028,
+          "plot": "B10",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 17.98
         },
         {
           "year": 2028,
           "plot": "B11",
           "season": "first",
-          "crop": "8",
+          "crop": "6",
           "area_mu": 60
         },
         {
           "year": 2028,
           "plot": "B12",
           "season": "first",
-          "crop": "8",
-          "area_mu": 16
+          "crop": "2",
+          "area_mu": 20.42
         },
         {
           "year": 2028,
           "plot": "B12",
           "season": "first",
-          "crop": "14",
-          "area_mu": 29
+          "crop": "3",
+          "area_mu": 15.19
+        },
+        {
+          "year": 2028,
+          "plot": "B12",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 9.39
+        },
+        {
+          "year": 2028,
+          "plot": "B13",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 22.88
         },
         {
           "year": 2028,
           "plot": "B13",
           "season": "first",
           "crop": "8",
-          "area_mu": 10
-        },
-        {
-          "year": 2028,
-          "plot": "B13",
-          "season": "first",
-          "crop": "9",
-          "area_mu": 25
+          "area_mu": 12.12
         },
         {
           "year": 2028,
           "plot": "B14",
           "season": "first",
-          "crop": "6",
+          "crop": "8",
           "area_mu": 20
         },
         {
           "year": 2028,
           "plot": "C1",
           "season": "first",
-          "crop": "10",
-          "area_mu": 8.21
-        },
-        {
-          "year": 2028,
-          "plot": "C1",
-          "season": "first",
-          "crop": "11",
-          "area_mu": 6.78
+          "crop": "15",
+          "area_mu": 15
         },
         {
           "year": 2028,
           "plot": "C2",
           "season": "first",
-          "crop": "15",
+          "crop": "8",
           "area_mu": 12.82
         },
         {
           "year": 2028,
           "plot": "C3",
           "season": "first",
-          "crop": "4",
-          "area_mu": 15
-        },
-        {
-          "year": 2028,
-          "plot": "C4",
-          "season": "first",
-          "crop": "8",
-          "area_mu": 11.67
-        },
-        {
-          "year": 2028,
-          "plot": "C4",
-          "season": "first",
           "crop": "10",
-          "area_mu": 6.32
+          "area_mu": 8.36
         },
         {
           "year": 2028,
-          "plot": "C5",
-          "season": "first",
-          "crop": "4",
-          "area_mu": 18.78
-        },
-        {
-          "year": 2028,
-          "plot": "C5",
+          "plot": "C3",
           "season": "first",
           "crop": "11",
-          "area_mu": 8.21
+          "area_mu": 6.63
         },
         {
           "year": 2028,
-          "plot": "C6",
+          "plot": "C4",
           "season": "first",
           "crop": "10",
-          "area_mu": 11.77
+          "area_mu": 11.94
+        },
+        {
+          "year": 2028,
+          "plot": "C4",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 6.05
+        },
+        {
+          "year": 2028,
+          "plot": "C5",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 21
+        },
+        {
+          "year": 2028,
+          "plot": "C5",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6
         },
         {
           "year": 2028,
           "plot": "C6",
           "season": "first",
-          "crop": "15",
-          "area_mu": 8.22
+          "crop": "4",
+          "area_mu": 11.63
+        },
+        {
+          "year": 2028,
+          "plot": "C6",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 8.36
         },
         {
           "year": 2028,
@@ -3363,16 +3804,9 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
         },
         {
           "year": 2028,
-          "plot": "D1",
-          "season": "second",
-          "crop": "36",
-          "area_mu": 6
-        },
-        {
-          "year": 2028,
           "plot": "D2",
           "season": "first",
-          "crop": "28",
+          "crop": "18",
           "area_mu": 10
         },
         {
@@ -3391,31 +3825,31 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
         },
         {
           "year": 2028,
-          "plot": "D3",
-          "season": "second",
-          "crop": "35",
-          "area_mu": 14
-        },
-        {
-          "year": 2028,
           "plot": "D4",
           "season": "first",
-          "crop": "18",
+          "crop": "17",
           "area_mu": 6
         },
         {
           "year": 2028,
           "plot": "D4",
           "season": "second",
-          "crop": "35",
+          "crop": "37",
           "area_mu": 6
         },
         {
           "year": 2028,
           "plot": "D5",
           "season": "first",
-          "crop": "20",
-          "area_mu": 9
+          "crop": "28",
+          "area_mu": 10
+        },
+        {
+          "year": 2028,
+          "plot": "D5",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 6
         },
         {
           "year": 2028,
@@ -3428,57 +3862,78 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "D6",
           "season": "first",
-          "crop": "22",
+          "crop": "21",
           "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "D6",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 12
         },
         {
           "year": 2028,
           "plot": "D7",
           "season": "first",
           "crop": "17",
-          "area_mu": 11.44
+          "area_mu": 6.16
         },
         {
           "year": 2028,
           "plot": "D7",
           "season": "first",
-          "crop": "18",
-          "area_mu": 10.56
+          "crop": "20",
+          "area_mu": 9
+        },
+        {
+          "year": 2028,
+          "plot": "D7",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 6.12
         },
         {
           "year": 2028,
           "plot": "D7",
           "season": "second",
           "crop": "36",
-          "area_mu": 19
+          "area_mu": 13
         },
         {
           "year": 2028,
           "plot": "D8",
           "season": "first",
           "crop": "18",
-          "area_mu": 6.56
+          "area_mu": 12.92
         },
         {
           "year": 2028,
           "plot": "D8",
           "season": "first",
-          "crop": "21",
-          "area_mu": 12.5
+          "crop": "22",
+          "area_mu": 6
         },
         {
           "year": 2028,
           "plot": "D8",
           "season": "second",
-          "crop": "37",
-          "area_mu": 12
+          "crop": "35",
+          "area_mu": 20
         },
         {
           "year": 2028,
           "plot": "E1",
           "season": "first",
-          "crop": "25",
-          "area_mu": 0.6
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E1",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
         },
         {
           "year": 2028,
@@ -3491,8 +3946,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "E2",
           "season": "first",
-          "crop": "18",
-          "area_mu": 0.6
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E2",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.3
         },
         {
           "year": 2028,
@@ -3505,8 +3967,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "E3",
           "season": "first",
-          "crop": "19",
-          "area_mu": 0.6
+          "crop": "18",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E3",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
         },
         {
           "year": 2028,
@@ -3519,7 +3988,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "E4",
           "season": "first",
-          "crop": "21",
+          "crop": "18",
           "area_mu": 0.6
         },
         {
@@ -3533,14 +4002,14 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "E5",
           "season": "first",
-          "crop": "17",
+          "crop": "19",
           "area_mu": 0.3
         },
         {
           "year": 2028,
           "plot": "E5",
           "season": "first",
-          "crop": "19",
+          "crop": "29",
           "area_mu": 0.3
         },
         {
@@ -3554,8 +4023,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "E6",
           "season": "first",
-          "crop": "19",
-          "area_mu": 0.6
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E6",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.3
         },
         {
           "year": 2028,
@@ -3569,14 +4045,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "E7",
           "season": "first",
           "crop": "21",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2028,
-          "plot": "E7",
-          "season": "first",
-          "crop": "24",
-          "area_mu": 0.3
+          "area_mu": 0.6
         },
         {
           "year": 2028,
@@ -3589,15 +4058,8 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "E8",
           "season": "first",
-          "crop": "26",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2028,
-          "plot": "E8",
-          "season": "first",
-          "crop": "31",
-          "area_mu": 0.3
+          "crop": "25",
+          "area_mu": 0.6
         },
         {
           "year": 2028,
@@ -3617,7 +4079,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "E9",
           "season": "first",
-          "crop": "26",
+          "crop": "29",
           "area_mu": 0.3
         },
         {
@@ -3632,14 +4094,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "E10",
           "season": "first",
           "crop": "27",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2028,
-          "plot": "E10",
-          "season": "first",
-          "crop": "28",
-          "area_mu": 0.3
+          "area_mu": 0.6
         },
         {
           "year": 2028,
@@ -3652,7 +4107,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "E11",
           "season": "first",
-          "crop": "29",
+          "crop": "21",
           "area_mu": 0.6
         },
         {
@@ -3666,8 +4121,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "E12",
           "season": "first",
-          "crop": "18",
-          "area_mu": 0.6
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E12",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
         },
         {
           "year": 2028,
@@ -3680,57 +4142,50 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "E13",
           "season": "first",
-          "crop": "17",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2028,
-          "plot": "E13",
-          "season": "first",
           "crop": "19",
           "area_mu": 0.3
         },
         {
           "year": 2028,
           "plot": "E13",
-          "season": "second",
-          "crop": "41",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2028,
-          "plot": "E14",
-          "season": "first",
-          "crop": "22",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2028,
-          "plot": "E14",
-          "season": "first",
-          "crop": "33",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2028,
-          "plot": "E14",
-          "season": "second",
-          "crop": "41",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2028,
-          "plot": "E15",
           "season": "first",
           "crop": "21",
           "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E13",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E14",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E14",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E14",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
         },
         {
           "year": 2028,
           "plot": "E15",
           "season": "first",
           "crop": "26",
-          "area_mu": 0.3
+          "area_mu": 0.6
         },
         {
           "year": 2028,
@@ -3743,14 +4198,14 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "E16",
           "season": "first",
-          "crop": "21",
+          "crop": "19",
           "area_mu": 0.3
         },
         {
           "year": 2028,
           "plot": "E16",
           "season": "first",
-          "crop": "28",
+          "crop": "32",
           "area_mu": 0.3
         },
         {
@@ -3764,15 +4219,8 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "F1",
           "season": "first",
-          "crop": "21",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2028,
-          "plot": "F1",
-          "season": "first",
-          "crop": "31",
-          "area_mu": 0.3
+          "crop": "18",
+          "area_mu": 0.6
         },
         {
           "year": 2028,
@@ -3792,8 +4240,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "F2",
           "season": "first",
-          "crop": "27",
-          "area_mu": 0.6
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "F2",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.3
         },
         {
           "year": 2028,
@@ -3813,22 +4268,8 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "F3",
           "season": "first",
-          "crop": "30",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2028,
-          "plot": "F3",
-          "season": "first",
-          "crop": "32",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2028,
-          "plot": "F3",
-          "season": "second",
-          "crop": "21",
-          "area_mu": 0.3
+          "crop": "28",
+          "area_mu": 0.6
         },
         {
           "year": 2028,
@@ -3839,21 +4280,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
         },
         {
           "year": 2028,
-          "plot": "F4",
-          "season": "first",
-          "crop": "22",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2028,
-          "plot": "F4",
-          "season": "first",
-          "crop": "25",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2028,
-          "plot": "F4",
+          "plot": "F3",
           "season": "second",
           "crop": "24",
           "area_mu": 0.3
@@ -3861,6 +4288,20 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
         {
           "year": 2028,
           "plot": "F4",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "F4",
+          "season": "second",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "F4",
           "season": "second",
           "crop": "30",
           "area_mu": 0.3
@@ -3869,22 +4310,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2029,
           "plot": "A1",
           "season": "first",
-          "crop": "6",
-          "area_mu": 58.18
-        },
-        {
-          "year": 2029,
-          "plot": "A1",
-          "season": "first",
-          "crop": "12",
-          "area_mu": 11.7
+          "crop": "7",
+          "area_mu": 71.75
         },
         {
           "year": 2029,
           "plot": "A1",
           "season": "first",
           "crop": "13",
-          "area_mu": 10.11
+          "area_mu": 8.25
         },
         {
           "year": 2029,
@@ -3898,70 +4332,98 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "A3",
           "season": "first",
           "crop": "6",
-          "area_mu": 6
+          "area_mu": 26.88
         },
         {
           "year": 2029,
           "plot": "A3",
           "season": "first",
-          "crop": "7",
-          "area_mu": 29
+          "crop": "13",
+          "area_mu": 8.11
         },
         {
           "year": 2029,
           "plot": "A4",
-          "season": "first",
-          "crop": "2",
-          "area_mu": 43.7
-        },
-        {
-          "year": 2029,
-          "plot": "A4",
-          "season": "first",
-          "crop": "4",
-          "area_mu": 28.3
-        },
-        {
-          "year": 2029,
-          "plot": "A5",
           "season": "first",
           "crop": "1",
-          "area_mu": 27.1
+          "area_mu": 62.86
+        },
+        {
+          "year": 2029,
+          "plot": "A4",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 9.14
         },
         {
           "year": 2029,
           "plot": "A5",
           "season": "first",
           "crop": "4",
-          "area_mu": 40.9
+          "area_mu": 62
         },
         {
           "year": 2029,
-          "plot": "A6",
+          "plot": "A5",
           "season": "first",
           "crop": "7",
-          "area_mu": 48.75
+          "area_mu": 6
         },
         {
           "year": 2029,
           "plot": "A6",
           "season": "first",
-          "crop": "13",
-          "area_mu": 6.25
+          "crop": "6",
+          "area_mu": 43.3
+        },
+        {
+          "year": 2029,
+          "plot": "A6",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2029,
+          "plot": "B1",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 9.09
         },
         {
           "year": 2029,
           "plot": "B1",
           "season": "first",
           "crop": "6",
-          "area_mu": 60
+          "area_mu": 19.9
+        },
+        {
+          "year": 2029,
+          "plot": "B1",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 31
+        },
+        {
+          "year": 2029,
+          "plot": "B2",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 20.76
         },
         {
           "year": 2029,
           "plot": "B2",
           "season": "first",
           "crop": "3",
-          "area_mu": 46
+          "area_mu": 11.94
+        },
+        {
+          "year": 2029,
+          "plot": "B2",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 13.3
         },
         {
           "year": 2029,
@@ -3974,28 +4436,21 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2029,
           "plot": "B4",
           "season": "first",
-          "crop": "1",
-          "area_mu": 9.43
-        },
-        {
-          "year": 2029,
-          "plot": "B4",
-          "season": "first",
-          "crop": "5",
-          "area_mu": 18.57
-        },
-        {
-          "year": 2029,
-          "plot": "B5",
-          "season": "first",
-          "crop": "1",
-          "area_mu": 19
+          "crop": "3",
+          "area_mu": 28
         },
         {
           "year": 2029,
           "plot": "B5",
           "season": "first",
           "crop": "3",
+          "area_mu": 19
+        },
+        {
+          "year": 2029,
+          "plot": "B5",
+          "season": "first",
+          "crop": "5",
           "area_mu": 6
         },
         {
@@ -4003,35 +4458,14 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "B6",
           "season": "first",
           "crop": "8",
-          "area_mu": 70
-        },
-        {
-          "year": 2029,
-          "plot": "B6",
-          "season": "first",
-          "crop": "9",
-          "area_mu": 16
+          "area_mu": 86
         },
         {
           "year": 2029,
           "plot": "B7",
           "season": "first",
-          "crop": "9",
-          "area_mu": 20
-        },
-        {
-          "year": 2029,
-          "plot": "B7",
-          "season": "first",
-          "crop": "10",
-          "area_mu": 6
-        },
-        {
-          "year": 2029,
-          "plot": "B7",
-          "season": "first",
-          "crop": "14",
-          "area_mu": 29
+          "crop": "6",
+          "area_mu": 55
         },
         {
           "year": 2029,
@@ -4045,41 +4479,41 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "B9",
           "season": "first",
           "crop": "6",
-          "area_mu": 17.22
-        },
-        {
-          "year": 2029,
-          "plot": "B9",
-          "season": "first",
-          "crop": "8",
-          "area_mu": 32.77
+          "area_mu": 50
         },
         {
           "year": 2029,
           "plot": "B10",
           "season": "first",
-          "crop": "8",
-          "area_mu": 25
+          "crop": "9",
+          "area_mu": 19
+        },
+        {
+          "year": 2029,
+          "plot": "B10",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 6
         },
         {
           "year": 2029,
           "plot": "B11",
           "season": "first",
           "crop": "1",
-          "area_mu": 53.06
+          "area_mu": 23.1
         },
         {
           "year": 2029,
           "plot": "B11",
           "season": "first",
-          "crop": "3",
-          "area_mu": 6.94
+          "crop": "2",
+          "area_mu": 36.9
         },
         {
           "year": 2029,
           "plot": "B12",
           "season": "first",
-          "crop": "6",
+          "crop": "8",
           "area_mu": 45
         },
         {
@@ -4087,105 +4521,119 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "B13",
           "season": "first",
           "crop": "6",
-          "area_mu": 35
+          "area_mu": 6
         },
         {
           "year": 2029,
-          "plot": "B14",
-          "season": "first",
-          "crop": "9",
-          "area_mu": 14
-        },
-        {
-          "year": 2029,
-          "plot": "B14",
+          "plot": "B13",
           "season": "first",
           "crop": "14",
+          "area_mu": 29
+        },
+        {
+          "year": 2029,
+          "plot": "B14",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 20
+        },
+        {
+          "year": 2029,
+          "plot": "C1",
+          "season": "first",
+          "crop": "10",
           "area_mu": 6
         },
         {
           "year": 2029,
           "plot": "C1",
           "season": "first",
-          "crop": "4",
-          "area_mu": 15
+          "crop": "11",
+          "area_mu": 9
         },
         {
           "year": 2029,
           "plot": "C2",
           "season": "first",
-          "crop": "4",
+          "crop": "10",
           "area_mu": 13
         },
         {
           "year": 2029,
           "plot": "C3",
           "season": "first",
-          "crop": "8",
-          "area_mu": 6.18
+          "crop": "4",
+          "area_mu": 7.84
         },
         {
           "year": 2029,
           "plot": "C3",
           "season": "first",
-          "crop": "10",
-          "area_mu": 8.81
+          "crop": "15",
+          "area_mu": 6.97
         },
         {
           "year": 2029,
           "plot": "C4",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 18
+        },
+        {
+          "year": 2029,
+          "plot": "C5",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 6.92
+        },
+        {
+          "year": 2029,
+          "plot": "C5",
           "season": "first",
           "crop": "11",
           "area_mu": 6
         },
         {
           "year": 2029,
-          "plot": "C4",
+          "plot": "C5",
           "season": "first",
           "crop": "15",
-          "area_mu": 12
+          "area_mu": 14.07
         },
         {
           "year": 2029,
-          "plot": "C5",
+          "plot": "C6",
           "season": "first",
           "crop": "5",
-          "area_mu": 6.76
-        },
-        {
-          "year": 2029,
-          "plot": "C5",
-          "season": "first",
-          "crop": "10",
-          "area_mu": 11.18
-        },
-        {
-          "year": 2029,
-          "plot": "C5",
-          "season": "first",
-          "crop": "15",
-          "area_mu": 9.05
+          "area_mu": 6
         },
         {
           "year": 2029,
           "plot": "C6",
           "season": "first",
           "crop": "8",
-          "area_mu": 10.83
+          "area_mu": 6.68
         },
         {
           "year": 2029,
           "plot": "C6",
           "season": "first",
-          "crop": "11",
-          "area_mu": 9
+          "crop": "10",
+          "area_mu": 7.31
         },
         {
           "year": 2029,
           "plot": "D1",
           "season": "first",
           "crop": "20",
-          "area_mu": 15
+          "area_mu": 7
+        },
+        {
+          "year": 2029,
+          "plot": "D1",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 8
         },
         {
           "year": 2029,
@@ -4205,15 +4653,22 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2029,
           "plot": "D2",
           "season": "second",
-          "crop": "36",
+          "crop": "35",
           "area_mu": 10
         },
         {
           "year": 2029,
           "plot": "D3",
           "season": "first",
+          "crop": "20",
+          "area_mu": 8
+        },
+        {
+          "year": 2029,
+          "plot": "D3",
+          "season": "first",
           "crop": "21",
-          "area_mu": 14
+          "area_mu": 6
         },
         {
           "year": 2029,
@@ -4247,7 +4702,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2029,
           "plot": "D5",
           "season": "second",
-          "crop": "35",
+          "crop": "36",
           "area_mu": 10
         },
         {
@@ -4282,7 +4737,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2029,
           "plot": "E1",
           "season": "first",
-          "crop": "18",
+          "crop": "19",
           "area_mu": 0.6
         },
         {
@@ -4296,7 +4751,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2029,
           "plot": "E2",
           "season": "first",
-          "crop": "25",
+          "crop": "28",
           "area_mu": 0.6
         },
         {
@@ -4310,186 +4765,179 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2029,
           "plot": "E3",
           "season": "first",
-          "crop": "21",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2029,
-          "plot": "E3",
-          "season": "first",
           "crop": "27",
           "area_mu": 0.3
         },
         {
           "year": 2029,
           "plot": "E3",
-          "season": "second",
-          "crop": "40",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2029,
-          "plot": "E4",
-          "season": "first",
-          "crop": "29",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2029,
-          "plot": "E4",
-          "season": "second",
-          "crop": "39",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2029,
-          "plot": "E5",
-          "season": "first",
-          "crop": "27",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2029,
-          "plot": "E5",
-          "season": "second",
-          "crop": "39",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2029,
-          "plot": "E6",
-          "season": "first",
-          "crop": "21",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2029,
-          "plot": "E6",
-          "season": "first",
-          "crop": "22",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2029,
-          "plot": "E6",
-          "season": "second",
-          "crop": "38",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2029,
-          "plot": "E7",
-          "season": "first",
-          "crop": "17",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2029,
-          "plot": "E7",
-          "season": "second",
-          "crop": "41",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2029,
-          "plot": "E8",
-          "season": "first",
-          "crop": "17",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2029,
-          "plot": "E8",
-          "season": "second",
-          "crop": "41",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2029,
-          "plot": "E9",
-          "season": "first",
-          "crop": "17",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2029,
-          "plot": "E9",
-          "season": "first",
-          "crop": "18",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2029,
-          "plot": "E9",
-          "season": "second",
-          "crop": "39",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2029,
-          "plot": "E10",
-          "season": "first",
-          "crop": "19",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2029,
-          "plot": "E10",
-          "season": "second",
-          "crop": "38",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2029,
-          "plot": "E11",
-          "season": "first",
-          "crop": "17",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2029,
-          "plot": "E11",
-          "season": "first",
-          "crop": "18",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2029,
-          "plot": "E11",
-          "season": "second",
-          "crop": "41",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2029,
-          "plot": "E12",
-          "season": "first",
-          "crop": "26",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2029,
-          "plot": "E12",
-          "season": "second",
-          "crop": "41",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2029,
-          "plot": "E13",
-          "season": "first",
-          "crop": "28",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2029,
-          "plot": "E13",
           "season": "first",
           "crop": "32",
           "area_mu": 0.3
         },
         {
           "year": 2029,
+          "plot": "E3",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E4",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E4",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E5",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E5",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E5",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E6",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E6",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E7",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E7",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E8",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E8",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E9",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E9",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E9",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E10",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E10",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E11",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E11",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E12",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E12",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E13",
+          "season": "first",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E13",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
           "plot": "E13",
           "season": "second",
           "crop": "41",
@@ -4499,14 +4947,14 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2029,
           "plot": "E14",
           "season": "first",
-          "crop": "22",
+          "crop": "21",
           "area_mu": 0.3
         },
         {
           "year": 2029,
           "plot": "E14",
           "season": "first",
-          "crop": "28",
+          "crop": "26",
           "area_mu": 0.3
         },
         {
@@ -4520,8 +4968,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2029,
           "plot": "E15",
           "season": "first",
-          "crop": "24",
-          "area_mu": 0.6
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E15",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
         },
         {
           "year": 2029,
@@ -4534,14 +4989,14 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2029,
           "plot": "E16",
           "season": "first",
-          "crop": "30",
+          "crop": "24",
           "area_mu": 0.3
         },
         {
           "year": 2029,
           "plot": "E16",
           "season": "first",
-          "crop": "33",
+          "crop": "31",
           "area_mu": 0.3
         },
         {
@@ -4555,7 +5010,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2029,
           "plot": "F1",
           "season": "first",
-          "crop": "31",
+          "crop": "25",
           "area_mu": 0.6
         },
         {
@@ -4569,28 +5024,21 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2029,
           "plot": "F1",
           "season": "second",
-          "crop": "30",
+          "crop": "34",
           "area_mu": 0.3
         },
         {
           "year": 2029,
           "plot": "F2",
           "season": "first",
-          "crop": "25",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2029,
-          "plot": "F2",
-          "season": "first",
-          "crop": "26",
-          "area_mu": 0.3
+          "crop": "27",
+          "area_mu": 0.6
         },
         {
           "year": 2029,
           "plot": "F2",
           "season": "second",
-          "crop": "22",
+          "crop": "24",
           "area_mu": 0.3
         },
         {
@@ -4604,21 +5052,21 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2029,
           "plot": "F3",
           "season": "first",
-          "crop": "19",
+          "crop": "18",
           "area_mu": 0.6
         },
         {
           "year": 2029,
           "plot": "F3",
           "season": "second",
-          "crop": "21",
+          "crop": "22",
           "area_mu": 0.3
         },
         {
           "year": 2029,
           "plot": "F3",
           "season": "second",
-          "crop": "24",
+          "crop": "30",
           "area_mu": 0.3
         },
         {
@@ -4627,6 +5075,13 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "season": "first",
           "crop": "19",
           "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "F4",
+          "season": "second",
+          "crop": "21",
+          "area_mu": 0.3
         },
         {
           "year": 2029,
@@ -4636,129 +5091,122 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "area_mu": 0.3
         },
         {
-          "year": 2029,
-          "plot": "F4",
-          "season": "second",
-          "crop": "34",
-          "area_mu": 0.3
-        },
-        {
           "year": 2030,
           "plot": "A1",
           "season": "first",
-          "crop": "7",
+          "crop": "6",
           "area_mu": 80
         },
         {
           "year": 2030,
           "plot": "A2",
           "season": "first",
-          "crop": "6",
-          "area_mu": 55
-        },
-        {
-          "year": 2030,
-          "plot": "A3",
-          "season": "first",
           "crop": "4",
-          "area_mu": 23.3
+          "area_mu": 16.36
         },
         {
           "year": 2030,
-          "plot": "A3",
+          "plot": "A2",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 26.93
+        },
+        {
+          "year": 2030,
+          "plot": "A2",
           "season": "first",
           "crop": "12",
           "area_mu": 11.7
         },
         {
           "year": 2030,
-          "plot": "A4",
+          "plot": "A3",
           "season": "first",
-          "crop": "6",
-          "area_mu": 14.88
+          "crop": "7",
+          "area_mu": 35
         },
         {
           "year": 2030,
           "plot": "A4",
           "season": "first",
           "crop": "7",
-          "area_mu": 46.75
-        },
-        {
-          "year": 2030,
-          "plot": "A4",
-          "season": "first",
-          "crop": "13",
-          "area_mu": 10.36
+          "area_mu": 72
         },
         {
           "year": 2030,
           "plot": "A5",
           "season": "first",
           "crop": "6",
-          "area_mu": 56
+          "area_mu": 68
         },
         {
           "year": 2030,
-          "plot": "A5",
+          "plot": "A6",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 12.88
+        },
+        {
+          "year": 2030,
+          "plot": "A6",
           "season": "first",
           "crop": "7",
-          "area_mu": 6
+          "area_mu": 25.75
         },
         {
           "year": 2030,
-          "plot": "A5",
+          "plot": "A6",
           "season": "first",
           "crop": "13",
-          "area_mu": 6
-        },
-        {
-          "year": 2030,
-          "plot": "A6",
-          "season": "first",
-          "crop": "2",
-          "area_mu": 6.65
-        },
-        {
-          "year": 2030,
-          "plot": "A6",
-          "season": "first",
-          "crop": "6",
-          "area_mu": 48.35
+          "area_mu": 16.36
         },
         {
           "year": 2030,
           "plot": "B1",
           "season": "first",
-          "crop": "3",
-          "area_mu": 20.62
+          "crop": "1",
+          "area_mu": 36.02
         },
         {
           "year": 2030,
           "plot": "B1",
           "season": "first",
           "crop": "8",
-          "area_mu": 39.37
+          "area_mu": 23.97
         },
         {
           "year": 2030,
           "plot": "B2",
           "season": "first",
           "crop": "8",
-          "area_mu": 46
+          "area_mu": 40
+        },
+        {
+          "year": 2030,
+          "plot": "B2",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 6
         },
         {
           "year": 2030,
           "plot": "B3",
           "season": "first",
-          "crop": "8",
-          "area_mu": 40
+          "crop": "9",
+          "area_mu": 34
+        },
+        {
+          "year": 2030,
+          "plot": "B3",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6
         },
         {
           "year": 2030,
           "plot": "B4",
           "season": "first",
-          "crop": "6",
+          "crop": "8",
           "area_mu": 28
         },
         {
@@ -4766,83 +5214,104 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "B5",
           "season": "first",
           "crop": "8",
-          "area_mu": 25
+          "area_mu": 7.05
+        },
+        {
+          "year": 2030,
+          "plot": "B5",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 17.94
         },
         {
           "year": 2030,
           "plot": "B6",
           "season": "first",
           "crop": "1",
-          "area_mu": 57.67
+          "area_mu": 24.1
         },
         {
           "year": 2030,
           "plot": "B6",
           "season": "first",
-          "crop": "3",
-          "area_mu": 22.32
+          "crop": "2",
+          "area_mu": 8
+        },
+        {
+          "year": 2030,
+          "plot": "B6",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 8.8
         },
         {
           "year": 2030,
           "plot": "B6",
           "season": "first",
           "crop": "6",
-          "area_mu": 6
+          "area_mu": 29.09
+        },
+        {
+          "year": 2030,
+          "plot": "B6",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 16
         },
         {
           "year": 2030,
           "plot": "B7",
           "season": "first",
           "crop": "1",
-          "area_mu": 55
+          "area_mu": 32.75
+        },
+        {
+          "year": 2030,
+          "plot": "B7",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 14.94
+        },
+        {
+          "year": 2030,
+          "plot": "B7",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 7.31
         },
         {
           "year": 2030,
           "plot": "B8",
           "season": "first",
-          "crop": "6",
-          "area_mu": 7.38
+          "crop": "2",
+          "area_mu": 38
         },
         {
           "year": 2030,
           "plot": "B8",
           "season": "first",
-          "crop": "9",
-          "area_mu": 28.96
-        },
-        {
-          "year": 2030,
-          "plot": "B8",
-          "season": "first",
-          "crop": "15",
-          "area_mu": 7.65
-        },
-        {
-          "year": 2030,
-          "plot": "B9",
-          "season": "first",
-          "crop": "9",
+          "crop": "10",
           "area_mu": 6
         },
         {
           "year": 2030,
           "plot": "B9",
           "season": "first",
-          "crop": "10",
-          "area_mu": 9
+          "crop": "3",
+          "area_mu": 44
         },
         {
           "year": 2030,
           "plot": "B9",
           "season": "first",
-          "crop": "14",
-          "area_mu": 35
+          "crop": "8",
+          "area_mu": 6
         },
         {
           "year": 2030,
           "plot": "B10",
           "season": "first",
-          "crop": "2",
+          "crop": "1",
           "area_mu": 25
         },
         {
@@ -4850,119 +5319,119 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "B11",
           "season": "first",
           "crop": "8",
-          "area_mu": 37.51
-        },
-        {
-          "year": 2030,
-          "plot": "B11",
-          "season": "first",
-          "crop": "9",
-          "area_mu": 15.03
-        },
-        {
-          "year": 2030,
-          "plot": "B11",
-          "season": "first",
-          "crop": "10",
-          "area_mu": 7.45
+          "area_mu": 60
         },
         {
           "year": 2030,
           "plot": "B12",
-          "season": "first",
-          "crop": "1",
-          "area_mu": 37.33
-        },
-        {
-          "year": 2030,
-          "plot": "B12",
-          "season": "first",
-          "crop": "4",
-          "area_mu": 7.67
-        },
-        {
-          "year": 2030,
-          "plot": "B13",
-          "season": "first",
-          "crop": "3",
-          "area_mu": 10
-        },
-        {
-          "year": 2030,
-          "plot": "B13",
           "season": "first",
           "crop": "5",
-          "area_mu": 25
+          "area_mu": 9.39
         },
         {
           "year": 2030,
-          "plot": "B14",
+          "plot": "B12",
           "season": "first",
-          "crop": "2",
-          "area_mu": 14
+          "crop": "6",
+          "area_mu": 11.55
         },
         {
           "year": 2030,
-          "plot": "B14",
-          "season": "first",
-          "crop": "3",
-          "area_mu": 6
-        },
-        {
-          "year": 2030,
-          "plot": "C1",
+          "plot": "B12",
           "season": "first",
           "crop": "10",
-          "area_mu": 9
+          "area_mu": 13
+        },
+        {
+          "year": 2030,
+          "plot": "B12",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 11.05
+        },
+        {
+          "year": 2030,
+          "plot": "B13",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 12.12
+        },
+        {
+          "year": 2030,
+          "plot": "B13",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 22.87
+        },
+        {
+          "year": 2030,
+          "plot": "B14",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 20
         },
         {
           "year": 2030,
           "plot": "C1",
           "season": "first",
-          "crop": "11",
-          "area_mu": 6
+          "crop": "4",
+          "area_mu": 15
         },
         {
           "year": 2030,
           "plot": "C2",
           "season": "first",
-          "crop": "15",
+          "crop": "4",
           "area_mu": 13
         },
         {
           "year": 2030,
           "plot": "C3",
           "season": "first",
-          "crop": "4",
-          "area_mu": 14.95
+          "crop": "5",
+          "area_mu": 7.16
+        },
+        {
+          "year": 2030,
+          "plot": "C3",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 7.83
         },
         {
           "year": 2030,
           "plot": "C4",
           "season": "first",
-          "crop": "4",
-          "area_mu": 18
-        },
-        {
-          "year": 2030,
-          "plot": "C5",
-          "season": "first",
-          "crop": "4",
-          "area_mu": 18
-        },
-        {
-          "year": 2030,
-          "plot": "C5",
-          "season": "first",
           "crop": "11",
-          "area_mu": 9
+          "area_mu": 7.16
+        },
+        {
+          "year": 2030,
+          "plot": "C4",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 10.83
+        },
+        {
+          "year": 2030,
+          "plot": "C5",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 27
         },
         {
           "year": 2030,
           "plot": "C6",
           "season": "first",
           "crop": "4",
-          "area_mu": 20
+          "area_mu": 9.72
+        },
+        {
+          "year": 2030,
+          "plot": "C6",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 10.21
         },
         {
           "year": 2030,
@@ -4975,8 +5444,8 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "D2",
           "season": "first",
-          "crop": "17",
-          "area_mu": 10
+          "crop": "20",
+          "area_mu": 9
         },
         {
           "year": 2030,
@@ -5017,8 +5486,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "D6",
           "season": "first",
-          "crop": "28",
-          "area_mu": 10.75
+          "crop": "21",
+          "area_mu": 6
+        },
+        {
+          "year": 2030,
+          "plot": "D6",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 6
         },
         {
           "year": 2030,
@@ -5031,15 +5507,22 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "D7",
           "season": "first",
-          "crop": "20",
-          "area_mu": 9
+          "crop": "17",
+          "area_mu": 9.64
+        },
+        {
+          "year": 2030,
+          "plot": "D7",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 6.23
         },
         {
           "year": 2030,
           "plot": "D7",
           "season": "first",
           "crop": "21",
-          "area_mu": 11.37
+          "area_mu": 6.12
         },
         {
           "year": 2030,
@@ -5053,14 +5536,14 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "D8",
           "season": "first",
           "crop": "18",
-          "area_mu": 13.44
+          "area_mu": 7.2
         },
         {
           "year": 2030,
           "plot": "D8",
           "season": "first",
-          "crop": "22",
-          "area_mu": 6.37
+          "crop": "28",
+          "area_mu": 10.75
         },
         {
           "year": 2030,
@@ -5073,15 +5556,8 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "E1",
           "season": "first",
-          "crop": "24",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2030,
-          "plot": "E1",
-          "season": "first",
-          "crop": "27",
-          "area_mu": 0.3
+          "crop": "21",
+          "area_mu": 0.6
         },
         {
           "year": 2030,
@@ -5094,8 +5570,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "E2",
           "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E2",
+          "season": "first",
           "crop": "26",
-          "area_mu": 0.6
+          "area_mu": 0.3
         },
         {
           "year": 2030,
@@ -5108,14 +5591,14 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "E3",
           "season": "first",
-          "crop": "21",
+          "crop": "17",
           "area_mu": 0.3
         },
         {
           "year": 2030,
           "plot": "E3",
           "season": "first",
-          "crop": "31",
+          "crop": "21",
           "area_mu": 0.3
         },
         {
@@ -5129,15 +5612,8 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "E4",
           "season": "first",
-          "crop": "17",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2030,
-          "plot": "E4",
-          "season": "first",
-          "crop": "19",
-          "area_mu": 0.3
+          "crop": "25",
+          "area_mu": 0.6
         },
         {
           "year": 2030,
@@ -5150,8 +5626,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "E5",
           "season": "first",
-          "crop": "21",
-          "area_mu": 0.6
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E5",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
         },
         {
           "year": 2030,
@@ -5164,7 +5647,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "E6",
           "season": "first",
-          "crop": "25",
+          "crop": "17",
           "area_mu": 0.6
         },
         {
@@ -5185,7 +5668,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "E7",
           "season": "first",
-          "crop": "32",
+          "crop": "27",
           "area_mu": 0.3
         },
         {
@@ -5199,39 +5682,39 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "E8",
           "season": "first",
-          "crop": "21",
+          "crop": "27",
           "area_mu": 0.3
         },
         {
           "year": 2030,
           "plot": "E8",
-          "season": "first",
-          "crop": "29",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2030,
-          "plot": "E8",
-          "season": "second",
-          "crop": "41",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2030,
-          "plot": "E9",
-          "season": "first",
-          "crop": "21",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2030,
-          "plot": "E9",
           "season": "first",
           "crop": "30",
           "area_mu": 0.3
         },
         {
           "year": 2030,
+          "plot": "E8",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E9",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E9",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
           "plot": "E9",
           "season": "second",
           "crop": "39",
@@ -5241,8 +5724,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "E10",
           "season": "first",
-          "crop": "27",
-          "area_mu": 0.6
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E10",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
         },
         {
           "year": 2030,
@@ -5255,8 +5745,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "E11",
           "season": "first",
-          "crop": "21",
-          "area_mu": 0.6
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E11",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.3
         },
         {
           "year": 2030,
@@ -5269,15 +5766,8 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "E12",
           "season": "first",
-          "crop": "22",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2030,
-          "plot": "E12",
-          "season": "first",
-          "crop": "31",
-          "area_mu": 0.3
+          "crop": "19",
+          "area_mu": 0.6
         },
         {
           "year": 2030,
@@ -5290,7 +5780,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "E13",
           "season": "first",
-          "crop": "24",
+          "crop": "19",
           "area_mu": 0.3
         },
         {
@@ -5312,7 +5802,14 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "E14",
           "season": "first",
           "crop": "17",
-          "area_mu": 0.6
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E14",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
         },
         {
           "year": 2030,
@@ -5325,8 +5822,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "E15",
           "season": "first",
-          "crop": "19",
-          "area_mu": 0.6
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E15",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
         },
         {
           "year": 2030,
@@ -5339,14 +5843,14 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "E16",
           "season": "first",
-          "crop": "17",
+          "crop": "19",
           "area_mu": 0.3
         },
         {
           "year": 2030,
           "plot": "E16",
           "season": "first",
-          "crop": "19",
+          "crop": "29",
           "area_mu": 0.3
         },
         {
@@ -5360,14 +5864,14 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "F1",
           "season": "first",
-          "crop": "17",
+          "crop": "24",
           "area_mu": 0.6
         },
         {
           "year": 2030,
           "plot": "F1",
           "season": "second",
-          "crop": "23",
+          "crop": "30",
           "area_mu": 0.3
         },
         {
@@ -5382,82 +5886,96 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "F2",
           "season": "first",
           "crop": "19",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2030,
-          "plot": "F2",
-          "season": "second",
-          "crop": "24",
           "area_mu": 0.3
         },
         {
           "year": 2030,
           "plot": "F2",
-          "season": "second",
-          "crop": "29",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2030,
-          "plot": "F3",
-          "season": "first",
-          "crop": "29",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2030,
-          "plot": "F3",
           "season": "first",
           "crop": "33",
           "area_mu": 0.3
         },
         {
           "year": 2030,
-          "plot": "F3",
-          "season": "second",
-          "crop": "21",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2030,
-          "plot": "F3",
+          "plot": "F2",
           "season": "second",
           "crop": "22",
           "area_mu": 0.3
         },
         {
           "year": 2030,
-          "plot": "F4",
-          "season": "first",
-          "crop": "21",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2030,
-          "plot": "F4",
+          "plot": "F2",
           "season": "second",
           "crop": "28",
           "area_mu": 0.3
         },
         {
           "year": 2030,
+          "plot": "F3",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "F3",
+          "season": "second",
+          "crop": "23",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "F3",
+          "season": "second",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "F4",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "F4",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
           "plot": "F4",
           "season": "second",
-          "crop": "30",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "F4",
+          "season": "second",
+          "crop": "29",
           "area_mu": 0.3
         }
       ]
     },
     "case2": {
-      "profit_yuan": 62038808.83125,
+      "profit_yuan": 62039432.9625,
       "plan": [
         {
           "year": 2024,
           "plot": "A1",
           "season": "first",
+          "crop": "4",
+          "area_mu": 31.3
+        },
+        {
+          "year": 2024,
+          "plot": "A1",
+          "season": "first",
           "crop": "7",
-          "area_mu": 68.3
+          "area_mu": 20.63
         },
         {
           "year": 2024,
@@ -5468,80 +5986,87 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
         },
         {
           "year": 2024,
-          "plot": "A2",
+          "plot": "A1",
           "season": "first",
-          "crop": "4",
-          "area_mu": 49
+          "crop": "13",
+          "area_mu": 16.36
         },
         {
           "year": 2024,
           "plot": "A2",
           "season": "first",
-          "crop": "13",
-          "area_mu": 6
+          "crop": "4",
+          "area_mu": 55
         },
         {
           "year": 2024,
           "plot": "A3",
           "season": "first",
-          "crop": "4",
-          "area_mu": 25.42
+          "crop": "2",
+          "area_mu": 6.94
         },
         {
           "year": 2024,
           "plot": "A3",
           "season": "first",
           "crop": "6",
-          "area_mu": 9.58
+          "area_mu": 28.06
         },
         {
           "year": 2024,
           "plot": "A4",
           "season": "first",
           "crop": "6",
-          "area_mu": 65.18
-        },
-        {
-          "year": 2024,
-          "plot": "A4",
-          "season": "first",
-          "crop": "7",
-          "area_mu": 6.81
+          "area_mu": 72
         },
         {
           "year": 2024,
           "plot": "A5",
           "season": "first",
           "crop": "7",
-          "area_mu": 57.63
-        },
-        {
-          "year": 2024,
-          "plot": "A5",
-          "season": "first",
-          "crop": "13",
-          "area_mu": 10.36
-        },
-        {
-          "year": 2024,
-          "plot": "A6",
-          "season": "first",
-          "crop": "4",
-          "area_mu": 19.99
+          "area_mu": 68
         },
         {
           "year": 2024,
           "plot": "A6",
           "season": "first",
           "crop": "6",
-          "area_mu": 35.01
+          "area_mu": 10.88
+        },
+        {
+          "year": 2024,
+          "plot": "A6",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 44.11
         },
         {
           "year": 2024,
           "plot": "B1",
           "season": "first",
           "crop": "2",
-          "area_mu": 60
+          "area_mu": 19.78
+        },
+        {
+          "year": 2024,
+          "plot": "B1",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 24.22
+        },
+        {
+          "year": 2024,
+          "plot": "B1",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "B1",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 10
         },
         {
           "year": 2024,
@@ -5555,161 +6080,217 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "B3",
           "season": "first",
           "crop": "8",
-          "area_mu": 28.23
-        },
-        {
-          "year": 2024,
-          "plot": "B3",
-          "season": "first",
-          "crop": "9",
-          "area_mu": 11.76
+          "area_mu": 40
         },
         {
           "year": 2024,
           "plot": "B4",
           "season": "first",
-          "crop": "8",
+          "crop": "6",
           "area_mu": 28
         },
         {
           "year": 2024,
           "plot": "B5",
           "season": "first",
-          "crop": "11",
-          "area_mu": 25
+          "crop": "6",
+          "area_mu": 12.19
         },
         {
           "year": 2024,
-          "plot": "B6",
+          "plot": "B5",
           "season": "first",
-          "crop": "2",
-          "area_mu": 41.53
+          "crop": "9",
+          "area_mu": 6.8
+        },
+        {
+          "year": 2024,
+          "plot": "B5",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6
         },
         {
           "year": 2024,
           "plot": "B6",
           "season": "first",
           "crop": "3",
-          "area_mu": 29.17
+          "area_mu": 23.13
         },
         {
           "year": 2024,
           "plot": "B6",
-          "season": "first",
-          "crop": "11",
-          "area_mu": 15.3
-        },
-        {
-          "year": 2024,
-          "plot": "B7",
           "season": "first",
           "crop": "5",
-          "area_mu": 10.34
+          "area_mu": 13.3
+        },
+        {
+          "year": 2024,
+          "plot": "B6",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 18.97
+        },
+        {
+          "year": 2024,
+          "plot": "B6",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 30.6
         },
         {
           "year": 2024,
           "plot": "B7",
           "season": "first",
+          "crop": "2",
+          "area_mu": 48.28
+        },
+        {
+          "year": 2024,
+          "plot": "B7",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6.72
+        },
+        {
+          "year": 2024,
+          "plot": "B8",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 24.9
+        },
+        {
+          "year": 2024,
+          "plot": "B8",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 19.1
+        },
+        {
+          "year": 2024,
+          "plot": "B9",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 10.53
+        },
+        {
+          "year": 2024,
+          "plot": "B9",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "B9",
+          "season": "first",
           "crop": "8",
-          "area_mu": 44.66
-        },
-        {
-          "year": 2024,
-          "plot": "B8",
-          "season": "first",
-          "crop": "3",
-          "area_mu": 14.78
-        },
-        {
-          "year": 2024,
-          "plot": "B8",
-          "season": "first",
-          "crop": "6",
-          "area_mu": 29.22
+          "area_mu": 23.89
         },
         {
           "year": 2024,
           "plot": "B9",
           "season": "first",
-          "crop": "3",
-          "area_mu": 15
-        },
-        {
-          "year": 2024,
-          "plot": "B9",
-          "season": "first",
-          "crop": "14",
-          "area_mu": 35
+          "crop": "11",
+          "area_mu": 9.57
         },
         {
           "year": 2024,
           "plot": "B10",
           "season": "first",
           "crop": "8",
-          "area_mu": 25
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "B10",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 19
         },
         {
           "year": 2024,
           "plot": "B11",
           "season": "first",
-          "crop": "6",
+          "crop": "8",
           "area_mu": 60
         },
         {
           "year": 2024,
           "plot": "B12",
           "season": "first",
-          "crop": "2",
-          "area_mu": 6.77
+          "crop": "6",
+          "area_mu": 39
         },
         {
           "year": 2024,
           "plot": "B12",
           "season": "first",
-          "crop": "9",
-          "area_mu": 38.23
-        },
-        {
-          "year": 2024,
-          "plot": "B13",
-          "season": "first",
           "crop": "8",
-          "area_mu": 15.98
+          "area_mu": 6
         },
         {
           "year": 2024,
           "plot": "B13",
           "season": "first",
-          "crop": "10",
-          "area_mu": 19.01
+          "crop": "3",
+          "area_mu": 6.2
+        },
+        {
+          "year": 2024,
+          "plot": "B13",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 28.8
         },
         {
           "year": 2024,
           "plot": "B14",
           "season": "first",
-          "crop": "6",
-          "area_mu": 20
+          "crop": "2",
+          "area_mu": 8
+        },
+        {
+          "year": 2024,
+          "plot": "B14",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "B14",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 6
         },
         {
           "year": 2024,
           "plot": "C1",
           "season": "first",
-          "crop": "5",
-          "area_mu": 8.7
+          "crop": "4",
+          "area_mu": 9
         },
         {
           "year": 2024,
           "plot": "C1",
           "season": "first",
           "crop": "10",
-          "area_mu": 6.3
+          "area_mu": 6
         },
         {
           "year": 2024,
           "plot": "C2",
           "season": "first",
-          "crop": "11",
-          "area_mu": 13
+          "crop": "5",
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "C2",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 7
         },
         {
           "year": 2024,
@@ -5722,15 +6303,8 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2024,
           "plot": "C4",
           "season": "first",
-          "crop": "5",
-          "area_mu": 6.76
-        },
-        {
-          "year": 2024,
-          "plot": "C4",
-          "season": "first",
           "crop": "11",
-          "area_mu": 11.24
+          "area_mu": 18
         },
         {
           "year": 2024,
@@ -5771,7 +6345,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2024,
           "plot": "D2",
           "season": "second",
-          "crop": "36",
+          "crop": "35",
           "area_mu": 10
         },
         {
@@ -5813,7 +6387,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2024,
           "plot": "D5",
           "season": "second",
-          "crop": "35",
+          "crop": "36",
           "area_mu": 10
         },
         {
@@ -5876,8 +6450,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2024,
           "plot": "E2",
           "season": "first",
-          "crop": "17",
-          "area_mu": 0.6
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E2",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
         },
         {
           "year": 2024,
@@ -5890,7 +6471,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2024,
           "plot": "E3",
           "season": "first",
-          "crop": "22",
+          "crop": "17",
           "area_mu": 0.6
         },
         {
@@ -5904,256 +6485,242 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2024,
           "plot": "E4",
           "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E4",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E5",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E5",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E6",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E6",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E7",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E7",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E8",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E8",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E9",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E9",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E10",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E10",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E11",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E11",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E12",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E12",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E13",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E13",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E14",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E14",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E15",
+          "season": "first",
           "crop": "26",
           "area_mu": 0.3
         },
         {
           "year": 2024,
-          "plot": "E4",
+          "plot": "E15",
           "season": "first",
           "crop": "33",
           "area_mu": 0.3
         },
         {
           "year": 2024,
-          "plot": "E4",
+          "plot": "E15",
           "season": "second",
-          "crop": "41",
+          "crop": "38",
           "area_mu": 0.6
         },
         {
           "year": 2024,
-          "plot": "E5",
+          "plot": "E16",
           "season": "first",
           "crop": "17",
           "area_mu": 0.6
         },
         {
           "year": 2024,
-          "plot": "E5",
+          "plot": "E16",
           "season": "second",
-          "crop": "41",
+          "crop": "38",
           "area_mu": 0.6
         },
         {
           "year": 2024,
-          "plot": "E6",
+          "plot": "F1",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "F1",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "F2",
           "season": "first",
           "crop": "17",
           "area_mu": 0.6
         },
         {
           "year": 2024,
-          "plot": "E6",
+          "plot": "F2",
           "season": "second",
-          "crop": "38",
+          "crop": "29",
           "area_mu": 0.6
         },
         {
           "year": 2024,
-          "plot": "E7",
+          "plot": "F3",
           "season": "first",
           "crop": "22",
           "area_mu": 0.6
         },
         {
           "year": 2024,
-          "plot": "E7",
+          "plot": "F3",
           "season": "second",
-          "crop": "38",
+          "crop": "29",
           "area_mu": 0.6
         },
         {
           "year": 2024,
-          "plot": "E8",
-          "season": "first",
-          "crop": "22",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2024,
-          "plot": "E8",
-          "season": "second",
-          "crop": "41",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2024,
-          "plot": "E9",
-          "season": "first",
-          "crop": "27",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2024,
-          "plot": "E9",
-          "season": "first",
-          "crop": "32",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2024,
-          "plot": "E9",
-          "season": "second",
-          "crop": "40",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2024,
-          "plot": "E10",
-          "season": "first",
-          "crop": "22",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2024,
-          "plot": "E10",
-          "season": "second",
-          "crop": "38",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2024,
-          "plot": "E11",
+          "plot": "F4",
           "season": "first",
           "crop": "26",
           "area_mu": 0.6
         },
         {
           "year": 2024,
-          "plot": "E11",
-          "season": "second",
-          "crop": "41",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2024,
-          "plot": "E12",
-          "season": "first",
-          "crop": "19",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2024,
-          "plot": "E12",
-          "season": "second",
-          "crop": "38",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2024,
-          "plot": "E13",
-          "season": "first",
-          "crop": "17",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2024,
-          "plot": "E13",
-          "season": "second",
-          "crop": "41",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2024,
-          "plot": "E14",
-          "season": "first",
-          "crop": "17",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2024,
-          "plot": "E14",
-          "season": "second",
-          "crop": "40",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2024,
-          "plot": "E15",
-          "season": "first",
-          "crop": "19",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2024,
-          "plot": "E15",
-          "season": "second",
-          "crop": "38",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2024,
-          "plot": "E16",
-          "season": "first",
-          "crop": "19",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2024,
-          "plot": "E16",
-          "season": "second",
-          "crop": "38",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2024,
-          "plot": "F1",
-          "season": "first",
-          "crop": "27",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2024,
-          "plot": "F1",
-          "season": "first",
-          "crop": "30",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2024,
-          "plot": "F1",
-          "season": "second",
-          "crop": "29",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2024,
-          "plot": "F2",
-          "season": "first",
-          "crop": "17",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2024,
-          "plot": "F2",
-          "season": "second",
-          "crop": "29",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2024,
-          "plot": "F3",
-          "season": "first",
-          "crop": "22",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2024,
-          "plot": "F3",
-          "season": "second",
-          "crop": "29",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2024,
-          "plot": "F4",
-          "season": "first",
-          "crop": "22",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2024,
           "plot": "F4",
           "season": "second",
           "crop": "29",
@@ -6164,203 +6731,182 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "A1",
           "season": "first",
           "crop": "2",
-          "area_mu": 43.06
+          "area_mu": 48.7
         },
         {
           "year": 2025,
           "plot": "A1",
           "season": "first",
-          "crop": "4",
-          "area_mu": 36.94
-        },
-        {
-          "year": 2025,
-          "plot": "A2",
-          "season": "first",
-          "crop": "3",
-          "area_mu": 6
-        },
-        {
-          "year": 2025,
-          "plot": "A2",
-          "season": "first",
           "crop": "6",
-          "area_mu": 49
+          "area_mu": 31.3
         },
         {
           "year": 2025,
-          "plot": "A3",
-          "season": "first",
-          "crop": "3",
-          "area_mu": 9.59
-        },
-        {
-          "year": 2025,
-          "plot": "A3",
+          "plot": "A2",
           "season": "first",
           "crop": "7",
-          "area_mu": 25.41
+          "area_mu": 55
         },
         {
           "year": 2025,
-          "plot": "A4",
+          "plot": "A3",
           "season": "first",
-          "crop": "8",
-          "area_mu": 43.93
+          "crop": "4",
+          "area_mu": 28.07
         },
         {
           "year": 2025,
-          "plot": "A4",
-          "season": "first",
-          "crop": "12",
-          "area_mu": 11.7
-        },
-        {
-          "year": 2025,
-          "plot": "A4",
+          "plot": "A3",
           "season": "first",
           "crop": "13",
-          "area_mu": 16.36
+          "area_mu": 6.93
+        },
+        {
+          "year": 2025,
+          "plot": "A4",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 72
         },
         {
           "year": 2025,
           "plot": "A5",
           "season": "first",
           "crop": "6",
-          "area_mu": 68
+          "area_mu": 46.87
+        },
+        {
+          "year": 2025,
+          "plot": "A5",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2025,
+          "plot": "A5",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 9.42
         },
         {
           "year": 2025,
           "plot": "A6",
           "season": "first",
           "crop": "2",
-          "area_mu": 35.02
+          "area_mu": 17.17
         },
         {
           "year": 2025,
           "plot": "A6",
           "season": "first",
-          "crop": "7",
-          "area_mu": 19.98
+          "crop": "4",
+          "area_mu": 37.83
         },
         {
           "year": 2025,
           "plot": "B1",
           "season": "first",
-          "crop": "8",
-          "area_mu": 60
+          "crop": "3",
+          "area_mu": 40.23
         },
         {
           "year": 2025,
-          "plot": "B2",
+          "plot": "B1",
           "season": "first",
           "crop": "6",
-          "area_mu": 40
+          "area_mu": 13.72
         },
         {
           "year": 2025,
-          "plot": "B2",
-          "season": "first",
-          "crop": "11",
-          "area_mu": 6
-        },
-        {
-          "year": 2025,
-          "plot": "B3",
-          "season": "first",
-          "crop": "6",
-          "area_mu": 8.74
-        },
-        {
-          "year": 2025,
-          "plot": "B3",
+          "plot": "B1",
           "season": "first",
           "crop": "7",
-          "area_mu": 31.25
+          "area_mu": 6.05
+        },
+        {
+          "year": 2025,
+          "plot": "B2",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 46
+        },
+        {
+          "year": 2025,
+          "plot": "B3",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 6.25
+        },
+        {
+          "year": 2025,
+          "plot": "B3",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 33.75
         },
         {
           "year": 2025,
           "plot": "B4",
           "season": "first",
-          "crop": "6",
+          "crop": "8",
           "area_mu": 28
         },
         {
           "year": 2025,
           "plot": "B5",
           "season": "first",
+          "crop": "8",
+          "area_mu": 25
+        },
+        {
+          "year": 2025,
+          "plot": "B6",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 49.58
+        },
+        {
+          "year": 2025,
+          "plot": "B6",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 36.42
+        },
+        {
+          "year": 2025,
+          "plot": "B7",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 6.73
+        },
+        {
+          "year": 2025,
+          "plot": "B7",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 48.27
+        },
+        {
+          "year": 2025,
+          "plot": "B8",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 44
+        },
+        {
+          "year": 2025,
+          "plot": "B9",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 33.48
+        },
+        {
+          "year": 2025,
+          "plot": "B9",
+          "season": "first",
           "crop": "6",
-          "area_mu": 18.12
-        },
-        {
-          "year": 2025,
-          "plot": "B5",
-          "season": "first",
-          "crop": "8",
-          "area_mu": 6.87
-        },
-        {
-          "year": 2025,
-          "plot": "B6",
-          "season": "first",
-          "crop": "5",
-          "area_mu": 15.31
-        },
-        {
-          "year": 2025,
-          "plot": "B6",
-          "season": "first",
-          "crop": "7",
-          "area_mu": 35.35
-        },
-        {
-          "year": 2025,
-          "plot": "B6",
-          "season": "first",
-          "crop": "9",
-          "area_mu": 35.33
-        },
-        {
-          "year": 2025,
-          "plot": "B7",
-          "season": "first",
-          "crop": "2",
-          "area_mu": 44.67
-        },
-        {
-          "year": 2025,
-          "plot": "B7",
-          "season": "first",
-          "crop": "7",
-          "area_mu": 10.33
-        },
-        {
-          "year": 2025,
-          "plot": "B8",
-          "season": "first",
-          "crop": "2",
-          "area_mu": 29.23
-        },
-        {
-          "year": 2025,
-          "plot": "B8",
-          "season": "first",
-          "crop": "8",
-          "area_mu": 14.77
-        },
-        {
-          "year": 2025,
-          "plot": "B9",
-          "season": "first",
-          "crop": "2",
-          "area_mu": 35
-        },
-        {
-          "year": 2025,
-          "plot": "B9",
-          "season": "first",
-          "crop": "7",
-          "area_mu": 15
+          "area_mu": 16.52
         },
         {
           "year": 2025,
@@ -6373,71 +6919,71 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2025,
           "plot": "B11",
           "season": "first",
-          "crop": "8",
+          "crop": "6",
           "area_mu": 60
         },
         {
           "year": 2025,
           "plot": "B12",
           "season": "first",
-          "crop": "3",
-          "area_mu": 22.55
-        },
-        {
-          "year": 2025,
-          "plot": "B12",
-          "season": "first",
-          "crop": "4",
-          "area_mu": 6
-        },
-        {
-          "year": 2025,
-          "plot": "B12",
-          "season": "first",
-          "crop": "5",
-          "area_mu": 9.69
-        },
-        {
-          "year": 2025,
-          "plot": "B12",
-          "season": "first",
-          "crop": "6",
-          "area_mu": 6.76
+          "crop": "2",
+          "area_mu": 45
         },
         {
           "year": 2025,
           "plot": "B13",
           "season": "first",
           "crop": "2",
-          "area_mu": 35
+          "area_mu": 28.81
+        },
+        {
+          "year": 2025,
+          "plot": "B13",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 6.19
         },
         {
           "year": 2025,
           "plot": "B14",
           "season": "first",
           "crop": "3",
-          "area_mu": 20
+          "area_mu": 12
+        },
+        {
+          "year": 2025,
+          "plot": "B14",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 8
         },
         {
           "year": 2025,
           "plot": "C1",
           "season": "first",
-          "crop": "4",
-          "area_mu": 6.3
+          "crop": "5",
+          "area_mu": 6
         },
         {
           "year": 2025,
           "plot": "C1",
           "season": "first",
           "crop": "11",
-          "area_mu": 8.7
+          "area_mu": 9
         },
         {
           "year": 2025,
           "plot": "C2",
           "season": "first",
           "crop": "4",
-          "area_mu": 13
+          "area_mu": 7
+        },
+        {
+          "year": 2025,
+          "plot": "C2",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 6
         },
         {
           "year": 2025,
@@ -6451,21 +6997,28 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "C4",
           "season": "first",
           "crop": "4",
-          "area_mu": 11.25
+          "area_mu": 12
         },
         {
           "year": 2025,
           "plot": "C4",
           "season": "first",
-          "crop": "9",
-          "area_mu": 6.75
+          "crop": "5",
+          "area_mu": 6
         },
         {
           "year": 2025,
           "plot": "C5",
           "season": "first",
           "crop": "4",
-          "area_mu": 27
+          "area_mu": 12.67
+        },
+        {
+          "year": 2025,
+          "plot": "C5",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 14.33
         },
         {
           "year": 2025,
@@ -6506,7 +7059,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2025,
           "plot": "D2",
           "season": "second",
-          "crop": "35",
+          "crop": "36",
           "area_mu": 10
         },
         {
@@ -6548,7 +7101,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2025,
           "plot": "D5",
           "season": "second",
-          "crop": "36",
+          "crop": "35",
           "area_mu": 10
         },
         {
@@ -6604,7 +7157,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2025,
           "plot": "E1",
           "season": "first",
-          "crop": "29",
+          "crop": "22",
           "area_mu": 0.6
         },
         {
@@ -6618,15 +7171,8 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2025,
           "plot": "E2",
           "season": "first",
-          "crop": "26",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2025,
-          "plot": "E2",
-          "season": "first",
-          "crop": "32",
-          "area_mu": 0.3
+          "crop": "19",
+          "area_mu": 0.6
         },
         {
           "year": 2025,
@@ -6639,7 +7185,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2025,
           "plot": "E3",
           "season": "first",
-          "crop": "19",
+          "crop": "29",
           "area_mu": 0.6
         },
         {
@@ -6653,7 +7199,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2025,
           "plot": "E4",
           "season": "first",
-          "crop": "19",
+          "crop": "22",
           "area_mu": 0.6
         },
         {
@@ -6667,7 +7213,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2025,
           "plot": "E5",
           "season": "first",
-          "crop": "29",
+          "crop": "32",
           "area_mu": 0.6
         },
         {
@@ -6681,7 +7227,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2025,
           "plot": "E6",
           "season": "first",
-          "crop": "29",
+          "crop": "22",
           "area_mu": 0.6
         },
         {
@@ -6695,7 +7241,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2025,
           "plot": "E7",
           "season": "first",
-          "crop": "22",
+          "crop": "29",
           "area_mu": 0.6
         },
         {
@@ -6723,7 +7269,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2025,
           "plot": "E9",
           "season": "first",
-          "crop": "22",
+          "crop": "29",
           "area_mu": 0.6
         },
         {
@@ -6752,14 +7298,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "E11",
           "season": "first",
           "crop": "26",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2025,
-          "plot": "E11",
-          "season": "first",
-          "crop": "32",
-          "area_mu": 0.3
+          "area_mu": 0.6
         },
         {
           "year": 2025,
@@ -6786,15 +7325,8 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2025,
           "plot": "E13",
           "season": "first",
-          "crop": "27",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2025,
-          "plot": "E13",
-          "season": "first",
-          "crop": "30",
-          "area_mu": 0.3
+          "crop": "22",
+          "area_mu": 0.6
         },
         {
           "year": 2025,
@@ -6807,7 +7339,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2025,
           "plot": "E14",
           "season": "first",
-          "crop": "27",
+          "crop": "29",
           "area_mu": 0.6
         },
         {
@@ -6821,15 +7353,8 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2025,
           "plot": "E15",
           "season": "first",
-          "crop": "26",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2025,
-          "plot": "E15",
-          "season": "first",
-          "crop": "33",
-          "area_mu": 0.3
+          "crop": "19",
+          "area_mu": 0.6
         },
         {
           "year": 2025,
@@ -6842,8 +7367,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2025,
           "plot": "E16",
           "season": "first",
-          "crop": "29",
-          "area_mu": 0.6
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E16",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
         },
         {
           "year": 2025,
@@ -6870,7 +7402,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2025,
           "plot": "F2",
           "season": "first",
-          "crop": "22",
+          "crop": "27",
           "area_mu": 0.6
         },
         {
@@ -6898,8 +7430,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2025,
           "plot": "F4",
           "season": "first",
-          "crop": "22",
-          "area_mu": 0.6
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "F4",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
         },
         {
           "year": 2025,
@@ -6919,77 +7458,77 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2026,
           "plot": "A2",
           "season": "first",
-          "crop": "7",
-          "area_mu": 47.05
+          "crop": "6",
+          "area_mu": 46.58
         },
         {
           "year": 2026,
           "plot": "A2",
-          "season": "first",
-          "crop": "13",
-          "area_mu": 7.95
-        },
-        {
-          "year": 2026,
-          "plot": "A3",
-          "season": "first",
-          "crop": "6",
-          "area_mu": 26.58
-        },
-        {
-          "year": 2026,
-          "plot": "A3",
           "season": "first",
           "crop": "13",
           "area_mu": 8.41
         },
         {
           "year": 2026,
+          "plot": "A3",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 23.3
+        },
+        {
+          "year": 2026,
+          "plot": "A3",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2026,
           "plot": "A4",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 72
+        },
+        {
+          "year": 2026,
+          "plot": "A5",
           "season": "first",
           "crop": "2",
           "area_mu": 53.4
         },
         {
           "year": 2026,
-          "plot": "A4",
-          "season": "first",
-          "crop": "4",
-          "area_mu": 18.6
-        },
-        {
-          "year": 2026,
           "plot": "A5",
           "season": "first",
           "crop": "4",
-          "area_mu": 68
+          "area_mu": 14.6
         },
         {
           "year": 2026,
           "plot": "A6",
           "season": "first",
-          "crop": "6",
-          "area_mu": 43.3
+          "crop": "7",
+          "area_mu": 47.05
         },
         {
           "year": 2026,
           "plot": "A6",
           "season": "first",
-          "crop": "12",
-          "area_mu": 11.7
+          "crop": "13",
+          "area_mu": 7.95
         },
         {
           "year": 2026,
           "plot": "B1",
           "season": "first",
-          "crop": "6",
+          "crop": "8",
           "area_mu": 60
         },
         {
           "year": 2026,
           "plot": "B2",
           "season": "first",
-          "crop": "2",
+          "crop": "3",
           "area_mu": 46
         },
         {
@@ -6997,7 +7536,14 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "B3",
           "season": "first",
           "crop": "2",
-          "area_mu": 40
+          "area_mu": 27.06
+        },
+        {
+          "year": 2026,
+          "plot": "B3",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 12.94
         },
         {
           "year": 2026,
@@ -7010,7 +7556,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2026,
           "plot": "B5",
           "season": "first",
-          "crop": "3",
+          "crop": "2",
           "area_mu": 25
         },
         {
@@ -7018,926 +7564,898 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "B6",
           "season": "first",
           "crop": "6",
-          "area_mu": 13.1
+          "area_mu": 55.11
         },
         {
           "year": 2026,
           "plot": "B6",
           "season": "first",
-          "crop": "8",
-          "area_mu": 72.89
+          "crop": "9",
+          "area_mu": 30.88
         },
         {
           "year": 2026,
           "plot": "B7",
           "season": "first",
           "crop": "6",
-          "area_mu": 43.11
-        },
-        {
-          "year": 2026,
-          "plot": "B7",
-          "season": "first",
-          "crop": "9",
-          "area_mu": 11.88
-        },
-        {
-          "year": 2026,
-          "plot": "B8",
-          "season": "first",
-          "crop": "7",
-          "area_mu": 6
+          "area_mu": 55
         },
         {
           "year": 2026,
           "plot": "B8",
           "season": "first",
           "crop": "9",
-          "area_mu": 32
-        },
-        {
-          "year": 2026,
-          "plot": "B8",
-          "season": "first",
-          "crop": "14",
-          "area_mu": 6
-        },
-        {
-          "year": 2026,
-          "plot": "B9",
-          "season": "first",
-          "crop": "8",
-          "area_mu": 50
-        },
-        {
-          "year": 2026,
-          "plot": "B10",
-          "season": "first",
-          "crop": "11",
-          "area_mu": 17.13
-        },
-        {
-          "year": 2026,
-          "plot": "B10",
-          "season": "first",
-          "crop": "14",
-          "area_mu": 7.86
-        },
-        {
-          "year": 2026,
-          "plot": "B11",
-          "season": "first",
-          "crop": "2",
-          "area_mu": 26.06
-        },
-        {
-          "year": 2026,
-          "plot": "B11",
-          "season": "first",
-          "crop": "3",
-          "area_mu": 33.94
-        },
-        {
-          "year": 2026,
-          "plot": "B12",
-          "season": "first",
-          "crop": "8",
-          "area_mu": 45
-        },
-        {
-          "year": 2026,
-          "plot": "B13",
-          "season": "first",
-          "crop": "6",
-          "area_mu": 35
-        },
-        {
-          "year": 2026,
-          "plot": "B14",
-          "season": "first",
-          "crop": "8",
-          "area_mu": 20
-        },
-        {
-          "year": 2026,
-          "plot": "C1",
-          "season": "first",
-          "crop": "9",
-          "area_mu": 6.44
-        },
-        {
-          "year": 2026,
-          "plot": "C1",
-          "season": "first",
-          "crop": "10",
-          "area_mu": 8.55
-        },
-        {
-          "year": 2026,
-          "plot": "C2",
-          "season": "first",
-          "crop": "10",
-          "area_mu": 7
-        },
-        {
-          "year": 2026,
-          "plot": "C2",
-          "season": "first",
-          "crop": "14",
-          "area_mu": 6
-        },
-        {
-          "year": 2026,
-          "plot": "C3",
-          "season": "first",
-          "crop": "4",
-          "area_mu": 8.67
-        },
-        {
-          "year": 2026,
-          "plot": "C3",
-          "season": "first",
-          "crop": "5",
-          "area_mu": 6.33
-        },
-        {
-          "year": 2026,
-          "plot": "C4",
-          "season": "first",
-          "crop": "11",
-          "area_mu": 18
-        },
-        {
-          "year": 2026,
-          "plot": "C5",
-          "season": "first",
-          "crop": "10",
-          "area_mu": 10.75
-        },
-        {
-          "year": 2026,
-          "plot": "C5",
-          "season": "first",
-          "crop": "14",
-          "area_mu": 16.24
-        },
-        {
-          "year": 2026,
-          "plot": "C6",
-          "season": "first",
-          "crop": "5",
-          "area_mu": 20
-        },
-        {
-          "year": 2026,
-          "plot": "D1",
-          "season": "first",
-          "crop": "29",
-          "area_mu": 15
-        },
-        {
-          "year": 2026,
-          "plot": "D1",
-          "season": "second",
-          "crop": "36",
-          "area_mu": 15
-        },
-        {
-          "year": 2026,
-          "plot": "D2",
-          "season": "first",
-          "crop": "29",
-          "area_mu": 10
-        },
-        {
-          "year": 2026,
-          "plot": "D2",
-          "season": "second",
-          "crop": "35",
-          "area_mu": 10
-        },
-        {
-          "year": 2026,
-          "plot": "D3",
-          "season": "first",
-          "crop": "29",
-          "area_mu": 14
-        },
-        {
-          "year": 2026,
-          "plot": "D3",
-          "season": "second",
-          "crop": "35",
-          "area_mu": 14
-        },
-        {
-          "year": 2026,
-          "plot": "D4",
-          "season": "first",
-          "crop": "29",
-          "area_mu": 6
-        },
-        {
-          "year": 2026,
-          "plot": "D4",
-          "season": "second",
-          "crop": "35",
-          "area_mu": 6
-        },
-        {
-          "year": 2026,
-          "plot": "D5",
-          "season": "first",
-          "crop": "17",
-          "area_mu": 10
-        },
-        {
-          "year": 2026,
-          "plot": "D5",
-          "season": "second",
-          "crop": "36",
-          "area_mu": 10
-        },
-        {
-          "year": 2026,
-          "plot": "D6",
-          "season": "first",
-          "crop": "18",
-          "area_mu": 12
-        },
-        {
-          "year": 2026,
-          "plot": "D6",
-          "season": "second",
-          "crop": "37",
-          "area_mu": 12
-        },
-        {
-          "year": 2026,
-          "plot": "D7",
-          "season": "first",
-          "crop": "29",
-          "area_mu": 22
-        },
-        {
-          "year": 2026,
-          "plot": "D7",
-          "season": "second",
-          "crop": "36",
-          "area_mu": 22
-        },
-        {
-          "year": 2026,
-          "plot": "D8",
-          "season": "first",
-          "crop": "29",
-          "area_mu": 20
-        },
-        {
-          "year": 2026,
-          "plot": "D8",
-          "season": "second",
-          "crop": "36",
-          "area_mu": 20
-        },
-        {
-          "year": 2026,
-          "plot": "E1",
-          "season": "first",
-          "crop": "19",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E1",
-          "season": "second",
-          "crop": "41",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E2",
-          "season": "first",
-          "crop": "22",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E2",
-          "season": "second",
-          "crop": "38",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E3",
-          "season": "first",
-          "crop": "22",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E3",
-          "season": "second",
-          "crop": "38",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E4",
-          "season": "first",
-          "crop": "29",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E4",
-          "season": "second",
-          "crop": "38",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E5",
-          "season": "first",
-          "crop": "26",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E5",
-          "season": "second",
-          "crop": "41",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E6",
-          "season": "first",
-          "crop": "22",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E6",
-          "season": "second",
-          "crop": "38",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E7",
-          "season": "first",
-          "crop": "17",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2026,
-          "plot": "E7",
-          "season": "first",
-          "crop": "19",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2026,
-          "plot": "E7",
-          "season": "second",
-          "crop": "38",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E8",
-          "season": "first",
-          "crop": "18",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E8",
-          "season": "second",
-          "crop": "40",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E9",
-          "season": "first",
-          "crop": "17",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E9",
-          "season": "second",
-          "crop": "41",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E10",
-          "season": "first",
-          "crop": "19",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E10",
-          "season": "second",
-          "crop": "41",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E11",
-          "season": "first",
-          "crop": "17",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E11",
-          "season": "second",
-          "crop": "41",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E12",
-          "season": "first",
-          "crop": "30",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2026,
-          "plot": "E12",
-          "season": "first",
-          "crop": "32",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2026,
-          "plot": "E12",
-          "season": "second",
-          "crop": "38",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E13",
-          "season": "first",
-          "crop": "22",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E13",
-          "season": "second",
-          "crop": "40",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E14",
-          "season": "first",
-          "crop": "27",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E14",
-          "season": "second",
-          "crop": "41",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E15",
-          "season": "first",
-          "crop": "26",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2026,
-          "plot": "E15",
-          "season": "first",
-          "crop": "33",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2026,
-          "plot": "E15",
-          "season": "second",
-          "crop": "40",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E16",
-          "season": "first",
-          "crop": "22",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "E16",
-          "season": "second",
-          "crop": "38",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "F1",
-          "season": "first",
-          "crop": "22",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "F1",
-          "season": "second",
-          "crop": "29",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "F2",
-          "season": "first",
-          "crop": "22",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "F2",
-          "season": "second",
-          "crop": "29",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "F3",
-          "season": "first",
-          "crop": "18",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "F3",
-          "season": "second",
-          "crop": "29",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2026,
-          "plot": "F4",
-          "season": "first",
-          "crop": "17",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2026,
-          "plot": "F4",
-          "season": "first",
-          "crop": "19",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2026,
-          "plot": "F4",
-          "season": "second",
-          "crop": "29",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2027,
-          "plot": "A1",
-          "season": "first",
-          "crop": "6",
-          "area_mu": 51.93
-        },
-        {
-          "year": 2027,
-          "plot": "A1",
-          "season": "first",
-          "crop": "12",
-          "area_mu": 11.7
-        },
-        {
-          "year": 2027,
-          "plot": "A1",
-          "season": "first",
-          "crop": "13",
-          "area_mu": 16.36
-        },
-        {
-          "year": 2027,
-          "plot": "A2",
-          "season": "first",
-          "crop": "4",
-          "area_mu": 49
-        },
-        {
-          "year": 2027,
-          "plot": "A2",
-          "season": "first",
-          "crop": "6",
-          "area_mu": 6
-        },
-        {
-          "year": 2027,
-          "plot": "A3",
-          "season": "first",
-          "crop": "4",
-          "area_mu": 25.42
-        },
-        {
-          "year": 2027,
-          "plot": "A3",
-          "season": "first",
-          "crop": "7",
-          "area_mu": 9.58
-        },
-        {
-          "year": 2027,
-          "plot": "A4",
-          "season": "first",
-          "crop": "6",
-          "area_mu": 72
-        },
-        {
-          "year": 2027,
-          "plot": "A5",
-          "season": "first",
-          "crop": "7",
-          "area_mu": 68
-        },
-        {
-          "year": 2027,
-          "plot": "A6",
-          "season": "first",
-          "crop": "4",
-          "area_mu": 19.99
-        },
-        {
-          "year": 2027,
-          "plot": "A6",
-          "season": "first",
-          "crop": "7",
-          "area_mu": 35.01
-        },
-        {
-          "year": 2027,
-          "plot": "B1",
-          "season": "first",
-          "crop": "2",
-          "area_mu": 37.59
-        },
-        {
-          "year": 2027,
-          "plot": "B1",
-          "season": "first",
-          "crop": "3",
-          "area_mu": 12.08
-        },
-        {
-          "year": 2027,
-          "plot": "B1",
-          "season": "first",
-          "crop": "5",
-          "area_mu": 10.33
-        },
-        {
-          "year": 2027,
-          "plot": "B2",
-          "season": "first",
-          "crop": "6",
-          "area_mu": 9.77
-        },
-        {
-          "year": 2027,
-          "plot": "B2",
-          "season": "first",
-          "crop": "10",
-          "area_mu": 8.31
-        },
-        {
-          "year": 2027,
-          "plot": "B2",
-          "season": "first",
-          "crop": "11",
-          "area_mu": 27.91
-        },
-        {
-          "year": 2027,
-          "plot": "B3",
-          "season": "first",
-          "crop": "6",
-          "area_mu": 40
-        },
-        {
-          "year": 2027,
-          "plot": "B4",
-          "season": "first",
-          "crop": "9",
-          "area_mu": 28
-        },
-        {
-          "year": 2027,
-          "plot": "B5",
-          "season": "first",
-          "crop": "9",
-          "area_mu": 6
-        },
-        {
-          "year": 2027,
-          "plot": "B5",
-          "season": "first",
-          "crop": "11",
-          "area_mu": 9.29
-        },
-        {
-          "year": 2027,
-          "plot": "B5",
-          "season": "first",
-          "crop": "14",
-          "area_mu": 9.7
-        },
-        {
-          "year": 2027,
-          "plot": "B6",
-          "season": "first",
-          "crop": "2",
-          "area_mu": 70.7
-        },
-        {
-          "year": 2027,
-          "plot": "B6",
-          "season": "first",
-          "crop": "9",
-          "area_mu": 9.3
-        },
-        {
-          "year": 2027,
-          "plot": "B6",
-          "season": "first",
-          "crop": "14",
-          "area_mu": 6
-        },
-        {
-          "year": 2027,
-          "plot": "B7",
-          "season": "first",
-          "crop": "3",
-          "area_mu": 10.34
-        },
-        {
-          "year": 2027,
-          "plot": "B7",
-          "season": "first",
-          "crop": "8",
-          "area_mu": 44.66
-        },
-        {
-          "year": 2027,
-          "plot": "B8",
-          "season": "first",
-          "crop": "3",
-          "area_mu": 14.78
-        },
-        {
-          "year": 2027,
-          "plot": "B8",
-          "season": "first",
-          "crop": "8",
-          "area_mu": 29.22
-        },
-        {
-          "year": 2027,
-          "plot": "B9",
-          "season": "first",
-          "crop": "3",
-          "area_mu": 15
-        },
-        {
-          "year": 2027,
-          "plot": "B9",
-          "season": "first",
-          "crop": "7",
-          "area_mu": 21.21
-        },
-        {
-          "year": 2027,
-          "plot": "B9",
-          "season": "first",
-          "crop": "11",
-          "area_mu": 13.78
-        },
-        {
-          "year": 2027,
-          "plot": "B10",
-          "season": "first",
-          "crop": "8",
-          "area_mu": 19
-        },
-        {
-          "year": 2027,
-          "plot": "B10",
-          "season": "first",
-          "crop": "10",
-          "area_mu": 6
-        },
-        {
-          "year": 2027,
-          "plot": "B11",
-          "season": "first",
-          "crop": "8",
-          "area_mu": 60
-        },
-        {
-          "year": 2027,
-          "plot": "B12",
-          "season": "first",
-          "crop": "3",
-          "area_mu": 6.77
-        },
-        {
-          "year": 2027,
-          "plot": "B12",
-          "season": "first",
-          "crop": "6",
-          "area_mu": 38.23
-        },
-        {
-          "year": 2027,
-          "plot": "B13",
-          "season": "first",
-          "crop": "8",
-          "area_mu": 35
-        },
-        {
-          "year": 2027,
-          "plot": "B14",
-          "season": "first",
-          "crop": "9",
-          "area_mu": 6.69
-        },
-        {
-          "year": 2027,
-          "plot": "B14",
-          "season": "first",
-          "crop": "14",
-          "area_mu": 13.3
-        },
-        {
-          "year": 2027,
-          "plot": "C1",
-          "season": "first",
-          "crop": "5",
-          "area_mu": 8.7
-        },
-        {
-          "year": 2027,
-          "plot": "C1",
-          "season": "first",
-          "crop": "14",
-          "area_mu": 6.3
-        },
-        {
-          "year": 2027,
-          "plot": "C2",
-          "season": "first",
-          "crop": "11",
-          "area_mu": 13
-        },
-        {
-          "year": 2027,
-          "plot": "C3",
-          "season": "first",
-          "crop": "11",
-          "area_mu": 15
-        },
-        {
-          "year": 2027,
-          "plot": "C4",
-          "season": "first",
-          "crop": "5",
           "area_mu": 6.76
         },
         {
-          "year": 2027,
+          "year": 2026,
+          "plot": "B8",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 8.58
+        },
+        {
+          "year": 2026,
+          "plot": "B8",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 28.65
+        },
+        {
+          "year": 2026,
+          "plot": "B9",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "B9",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 44
+        },
+        {
+          "year": 2026,
+          "plot": "B10",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 25
+        },
+        {
+          "year": 2026,
+          "plot": "B11",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 60
+        },
+        {
+          "year": 2026,
+          "plot": "B12",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 6.1
+        },
+        {
+          "year": 2026,
+          "plot": "B12",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 38.89
+        },
+        {
+          "year": 2026,
+          "plot": "B13",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 35
+        },
+        {
+          "year": 2026,
+          "plot": "B14",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 20
+        },
+        {
+          "year": 2026,
+          "plot": "C1",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 15
+        },
+        {
+          "year": 2026,
+          "plot": "C2",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 13
+        },
+        {
+          "year": 2026,
+          "plot": "C3",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 15
+        },
+        {
+          "year": 2026,
           "plot": "C4",
           "season": "first",
           "crop": "10",
-          "area_mu": 11.24
+          "area_mu": 11.31
         },
         {
-          "year": 2027,
+          "year": 2026,
+          "plot": "C4",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 6.68
+        },
+        {
+          "year": 2026,
           "plot": "C5",
           "season": "first",
           "crop": "11",
           "area_mu": 27
         },
         {
+          "year": 2026,
+          "plot": "C6",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 8.67
+        },
+        {
+          "year": 2026,
+          "plot": "C6",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 11.33
+        },
+        {
+          "year": 2026,
+          "plot": "D1",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 15
+        },
+        {
+          "year": 2026,
+          "plot": "D1",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 15
+        },
+        {
+          "year": 2026,
+          "plot": "D2",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 10
+        },
+        {
+          "year": 2026,
+          "plot": "D2",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 10
+        },
+        {
+          "year": 2026,
+          "plot": "D3",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 14
+        },
+        {
+          "year": 2026,
+          "plot": "D3",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 14
+        },
+        {
+          "year": 2026,
+          "plot": "D4",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "D4",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "D5",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 10
+        },
+        {
+          "year": 2026,
+          "plot": "D5",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 10
+        },
+        {
+          "year": 2026,
+          "plot": "D6",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 12
+        },
+        {
+          "year": 2026,
+          "plot": "D6",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 12
+        },
+        {
+          "year": 2026,
+          "plot": "D7",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 22
+        },
+        {
+          "year": 2026,
+          "plot": "D7",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 22
+        },
+        {
+          "year": 2026,
+          "plot": "D8",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 20
+        },
+        {
+          "year": 2026,
+          "plot": "D8",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 20
+        },
+        {
+          "year": 2026,
+          "plot": "E1",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E1",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E2",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E2",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E3",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E3",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E4",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E4",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E5",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E5",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E6",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E6",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E7",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E7",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E8",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E8",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E9",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E9",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E10",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E10",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E11",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E11",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E12",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E12",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E13",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E13",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E14",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E14",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E15",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E15",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E15",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E16",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E16",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "F1",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "F1",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "F2",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "F2",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "F2",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "F3",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "F3",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "F4",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "F4",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "A1",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 31.3
+        },
+        {
+          "year": 2027,
+          "plot": "A1",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 42.7
+        },
+        {
+          "year": 2027,
+          "plot": "A1",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "A2",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 55
+        },
+        {
+          "year": 2027,
+          "plot": "A3",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 6.94
+        },
+        {
+          "year": 2027,
+          "plot": "A3",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 28.06
+        },
+        {
+          "year": 2027,
+          "plot": "A4",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 72
+        },
+        {
+          "year": 2027,
+          "plot": "A5",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 57.63
+        },
+        {
+          "year": 2027,
+          "plot": "A5",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 10.36
+        },
+        {
+          "year": 2027,
+          "plot": "A6",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 43.3
+        },
+        {
+          "year": 2027,
+          "plot": "A6",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2027,
+          "plot": "B1",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 6.68
+        },
+        {
+          "year": 2027,
+          "plot": "B1",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 13.1
+        },
+        {
+          "year": 2027,
+          "plot": "B1",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 27.02
+        },
+        {
+          "year": 2027,
+          "plot": "B1",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 13.19
+        },
+        {
+          "year": 2027,
+          "plot": "B2",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 14.48
+        },
+        {
+          "year": 2027,
+          "plot": "B2",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 31.51
+        },
+        {
+          "year": 2027,
+          "plot": "B3",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 40
+        },
+        {
+          "year": 2027,
+          "plot": "B4",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "B4",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 22
+        },
+        {
+          "year": 2027,
+          "plot": "B5",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 25
+        },
+        {
+          "year": 2027,
+          "plot": "B6",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 36.43
+        },
+        {
+          "year": 2027,
+          "plot": "B6",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 49.57
+        },
+        {
+          "year": 2027,
+          "plot": "B7",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 48.28
+        },
+        {
+          "year": 2027,
+          "plot": "B7",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 6.72
+        },
+        {
+          "year": 2027,
+          "plot": "B8",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 38
+        },
+        {
+          "year": 2027,
+          "plot": "B8",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "B9",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 16.53
+        },
+        {
+          "year": 2027,
+          "plot": "B9",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 33.47
+        },
+        {
+          "year": 2027,
+          "plot": "B10",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 7.09
+        },
+        {
+          "year": 2027,
+          "plot": "B10",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 17.9
+        },
+        {
+          "year": 2027,
+          "plot": "B11",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 38
+        },
+        {
+          "year": 2027,
+          "plot": "B11",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 22
+        },
+        {
+          "year": 2027,
+          "plot": "B12",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 19
+        },
+        {
+          "year": 2027,
+          "plot": "B12",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 26
+        },
+        {
+          "year": 2027,
+          "plot": "B13",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 6.2
+        },
+        {
+          "year": 2027,
+          "plot": "B13",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 28.8
+        },
+        {
+          "year": 2027,
+          "plot": "B14",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 8
+        },
+        {
+          "year": 2027,
+          "plot": "B14",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "B14",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "C1",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 9
+        },
+        {
+          "year": 2027,
+          "plot": "C1",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "C2",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "C2",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 7
+        },
+        {
+          "year": 2027,
+          "plot": "C3",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 15
+        },
+        {
+          "year": 2027,
+          "plot": "C4",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 18
+        },
+        {
+          "year": 2027,
+          "plot": "C5",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 19.31
+        },
+        {
+          "year": 2027,
+          "plot": "C5",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 7.68
+        },
+        {
           "year": 2027,
           "plot": "C6",
           "season": "first",
@@ -7983,7 +8501,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2027,
           "plot": "D3",
           "season": "second",
-          "crop": "35",
+          "crop": "36",
           "area_mu": 14
         },
         {
@@ -7997,7 +8515,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2027,
           "plot": "D4",
           "season": "second",
-          "crop": "35",
+          "crop": "36",
           "area_mu": 6
         },
         {
@@ -8053,14 +8571,14 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2027,
           "plot": "D8",
           "season": "second",
-          "crop": "36",
+          "crop": "35",
           "area_mu": 20
         },
         {
           "year": 2027,
           "plot": "E1",
           "season": "first",
-          "crop": "26",
+          "crop": "22",
           "area_mu": 0.6
         },
         {
@@ -8074,7 +8592,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2027,
           "plot": "E2",
           "season": "first",
-          "crop": "17",
+          "crop": "22",
           "area_mu": 0.6
         },
         {
@@ -8088,7 +8606,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2027,
           "plot": "E3",
           "season": "first",
-          "crop": "22",
+          "crop": "17",
           "area_mu": 0.6
         },
         {
@@ -8102,7 +8620,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2027,
           "plot": "E4",
           "season": "first",
-          "crop": "22",
+          "crop": "19",
           "area_mu": 0.6
         },
         {
@@ -8116,7 +8634,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2027,
           "plot": "E5",
           "season": "first",
-          "crop": "17",
+          "crop": "19",
           "area_mu": 0.6
         },
         {
@@ -8130,7 +8648,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2027,
           "plot": "E6",
           "season": "first",
-          "crop": "19",
+          "crop": "17",
           "area_mu": 0.6
         },
         {
@@ -8144,15 +8662,8 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2027,
           "plot": "E7",
           "season": "first",
-          "crop": "30",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2027,
-          "plot": "E7",
-          "season": "first",
-          "crop": "33",
-          "area_mu": 0.3
+          "crop": "22",
+          "area_mu": 0.6
         },
         {
           "year": 2027,
@@ -8164,44 +8675,37 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
         {
           "year": 2027,
           "plot": "E8",
-          "season": "first",
-          "crop": "22",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2027,
-          "plot": "E8",
-          "season": "second",
-          "crop": "38",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2027,
-          "plot": "E9",
-          "season": "first",
-          "crop": "22",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2027,
-          "plot": "E9",
-          "season": "second",
-          "crop": "38",
-          "area_mu": 0.6
-        },
-        {
-          "year": 2027,
-          "plot": "E10",
           "season": "first",
           "crop": "26",
-          "area_mu": 0.3
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E8",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E9",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E9",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
         },
         {
           "year": 2027,
           "plot": "E10",
           "season": "first",
-          "crop": "32",
-          "area_mu": 0.3
+          "crop": "22",
+          "area_mu": 0.6
         },
         {
           "year": 2027,
@@ -8242,7 +8746,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2027,
           "plot": "E13",
           "season": "first",
-          "crop": "19",
+          "crop": "17",
           "area_mu": 0.6
         },
         {
@@ -8256,7 +8760,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2027,
           "plot": "E14",
           "season": "first",
-          "crop": "17",
+          "crop": "19",
           "area_mu": 0.6
         },
         {
@@ -8270,7 +8774,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2027,
           "plot": "E15",
           "season": "first",
-          "crop": "17",
+          "crop": "27",
           "area_mu": 0.6
         },
         {
@@ -8298,8 +8802,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2027,
           "plot": "F1",
           "season": "first",
-          "crop": "22",
-          "area_mu": 0.6
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F1",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
         },
         {
           "year": 2027,
@@ -8312,7 +8823,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2027,
           "plot": "F2",
           "season": "first",
-          "crop": "19",
+          "crop": "17",
           "area_mu": 0.6
         },
         {
@@ -8340,8 +8851,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2027,
           "plot": "F4",
           "season": "first",
-          "crop": "27",
-          "area_mu": 0.6
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F4",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
         },
         {
           "year": 2027,
@@ -8355,62 +8873,69 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "A1",
           "season": "first",
           "crop": "2",
-          "area_mu": 30.53
+          "area_mu": 48.71
         },
         {
           "year": 2028,
           "plot": "A1",
           "season": "first",
-          "crop": "4",
-          "area_mu": 49.47
-        },
-        {
-          "year": 2028,
-          "plot": "A2",
-          "season": "first",
-          "crop": "3",
-          "area_mu": 6
-        },
-        {
-          "year": 2028,
-          "plot": "A2",
-          "season": "first",
           "crop": "7",
-          "area_mu": 49
+          "area_mu": 31.29
         },
         {
           "year": 2028,
-          "plot": "A3",
-          "season": "first",
-          "crop": "3",
-          "area_mu": 9.59
-        },
-        {
-          "year": 2028,
-          "plot": "A3",
+          "plot": "A2",
           "season": "first",
           "crop": "6",
-          "area_mu": 17.33
+          "area_mu": 55
+        },
+        {
+          "year": 2028,
+          "plot": "A3",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 28.07
         },
         {
           "year": 2028,
           "plot": "A3",
           "season": "first",
           "crop": "13",
-          "area_mu": 8.08
+          "area_mu": 6.93
         },
         {
           "year": 2028,
           "plot": "A4",
           "season": "first",
-          "crop": "7",
-          "area_mu": 72
+          "crop": "6",
+          "area_mu": 44.87
+        },
+        {
+          "year": 2028,
+          "plot": "A4",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "A4",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2028,
+          "plot": "A4",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 9.42
         },
         {
           "year": 2028,
           "plot": "A5",
           "season": "first",
-          "crop": "6",
+          "crop": "7",
           "area_mu": 68
         },
         {
@@ -8418,77 +8943,63 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "A6",
           "season": "first",
           "crop": "2",
-          "area_mu": 35.02
+          "area_mu": 17.17
         },
         {
           "year": 2028,
           "plot": "A6",
           "season": "first",
-          "crop": "12",
-          "area_mu": 11.7
-        },
-        {
-          "year": 2028,
-          "plot": "A6",
-          "season": "first",
-          "crop": "13",
-          "area_mu": 8.28
+          "crop": "4",
+          "area_mu": 37.83
         },
         {
           "year": 2028,
           "plot": "B1",
           "season": "first",
-          "crop": "6",
-          "area_mu": 54
+          "crop": "3",
+          "area_mu": 40.23
         },
         {
           "year": 2028,
           "plot": "B1",
           "season": "first",
-          "crop": "11",
-          "area_mu": 6
+          "crop": "8",
+          "area_mu": 19.77
         },
         {
           "year": 2028,
           "plot": "B2",
           "season": "first",
-          "crop": "8",
+          "crop": "6",
           "area_mu": 46
         },
         {
           "year": 2028,
           "plot": "B3",
           "season": "first",
-          "crop": "7",
-          "area_mu": 6.36
+          "crop": "6",
+          "area_mu": 25.66
         },
         {
           "year": 2028,
           "plot": "B3",
           "season": "first",
-          "crop": "8",
-          "area_mu": 21.38
+          "crop": "7",
+          "area_mu": 6
         },
         {
           "year": 2028,
           "plot": "B3",
           "season": "first",
           "crop": "9",
-          "area_mu": 12.24
-        },
-        {
-          "year": 2028,
-          "plot": "B4",
-          "season": "first",
-          "crop": "6",
-          "area_mu": 18.18
+          "area_mu": 8.33
         },
         {
           "year": 2028,
           "plot": "B4",
           "season": "first",
           "crop": "8",
-          "area_mu": 9.81
+          "area_mu": 28
         },
         {
           "year": 2028,
@@ -8501,77 +9012,63 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "B6",
           "season": "first",
-          "crop": "3",
-          "area_mu": 6.02
+          "crop": "2",
+          "area_mu": 49.58
         },
         {
           "year": 2028,
           "plot": "B6",
-          "season": "first",
-          "crop": "5",
-          "area_mu": 9.3
-        },
-        {
-          "year": 2028,
-          "plot": "B6",
-          "season": "first",
-          "crop": "8",
-          "area_mu": 70.68
-        },
-        {
-          "year": 2028,
-          "plot": "B7",
-          "season": "first",
-          "crop": "2",
-          "area_mu": 44.67
-        },
-        {
-          "year": 2028,
-          "plot": "B7",
-          "season": "first",
-          "crop": "9",
-          "area_mu": 10.33
-        },
-        {
-          "year": 2028,
-          "plot": "B8",
-          "season": "first",
-          "crop": "2",
-          "area_mu": 29.23
-        },
-        {
-          "year": 2028,
-          "plot": "B8",
-          "season": "first",
-          "crop": "6",
-          "area_mu": 8.77
-        },
-        {
-          "year": 2028,
-          "plot": "B8",
           "season": "first",
           "crop": "7",
-          "area_mu": 6
+          "area_mu": 17.01
+        },
+        {
+          "year": 2028,
+          "plot": "B6",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 19.41
+        },
+        {
+          "year": 2028,
+          "plot": "B7",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 6.74
+        },
+        {
+          "year": 2028,
+          "plot": "B7",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 48.26
+        },
+        {
+          "year": 2028,
+          "plot": "B8",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 44
         },
         {
           "year": 2028,
           "plot": "B9",
           "season": "first",
           "crop": "2",
-          "area_mu": 35
+          "area_mu": 33.48
         },
         {
           "year": 2028,
           "plot": "B9",
           "season": "first",
           "crop": "8",
-          "area_mu": 15
+          "area_mu": 16.52
         },
         {
           "year": 2028,
           "plot": "B10",
           "season": "first",
-          "crop": "3",
+          "crop": "2",
           "area_mu": 25
         },
         {
@@ -8579,7 +9076,14 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "B11",
           "season": "first",
           "crop": "6",
-          "area_mu": 54
+          "area_mu": 48
+        },
+        {
+          "year": 2028,
+          "plot": "B11",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 6
         },
         {
           "year": 2028,
@@ -8593,56 +9097,63 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "B12",
           "season": "first",
           "crop": "2",
-          "area_mu": 38.24
-        },
-        {
-          "year": 2028,
-          "plot": "B12",
-          "season": "first",
-          "crop": "9",
-          "area_mu": 6.76
+          "area_mu": 45
         },
         {
           "year": 2028,
           "plot": "B13",
           "season": "first",
           "crop": "2",
-          "area_mu": 35
+          "area_mu": 28.81
+        },
+        {
+          "year": 2028,
+          "plot": "B13",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 6.19
         },
         {
           "year": 2028,
           "plot": "B14",
           "season": "first",
           "crop": "3",
-          "area_mu": 11.55
+          "area_mu": 12
         },
         {
           "year": 2028,
           "plot": "B14",
           "season": "first",
-          "crop": "5",
-          "area_mu": 8.45
+          "crop": "9",
+          "area_mu": 8
         },
         {
           "year": 2028,
           "plot": "C1",
           "season": "first",
-          "crop": "4",
-          "area_mu": 6.3
+          "crop": "5",
+          "area_mu": 6
         },
         {
           "year": 2028,
           "plot": "C1",
           "season": "first",
           "crop": "11",
-          "area_mu": 8.7
+          "area_mu": 9
         },
         {
           "year": 2028,
           "plot": "C2",
           "season": "first",
           "crop": "4",
-          "area_mu": 13
+          "area_mu": 7
+        },
+        {
+          "year": 2028,
+          "plot": "C2",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 6
         },
         {
           "year": 2028,
@@ -8663,28 +9174,21 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "C4",
           "season": "first",
           "crop": "4",
-          "area_mu": 11.25
-        },
-        {
-          "year": 2028,
-          "plot": "C4",
-          "season": "first",
-          "crop": "9",
-          "area_mu": 6.75
+          "area_mu": 18
         },
         {
           "year": 2028,
           "plot": "C5",
           "season": "first",
           "crop": "4",
-          "area_mu": 19.38
+          "area_mu": 6.67
         },
         {
           "year": 2028,
           "plot": "C5",
           "season": "first",
           "crop": "5",
-          "area_mu": 7.62
+          "area_mu": 20.33
         },
         {
           "year": 2028,
@@ -8816,7 +9320,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "E1",
           "season": "first",
-          "crop": "22",
+          "crop": "29",
           "area_mu": 0.6
         },
         {
@@ -8830,7 +9334,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "E2",
           "season": "first",
-          "crop": "29",
+          "crop": "19",
           "area_mu": 0.6
         },
         {
@@ -8844,7 +9348,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "E3",
           "season": "first",
-          "crop": "19",
+          "crop": "22",
           "area_mu": 0.6
         },
         {
@@ -8858,7 +9362,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "E4",
           "season": "first",
-          "crop": "19",
+          "crop": "29",
           "area_mu": 0.6
         },
         {
@@ -8886,7 +9390,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "E6",
           "season": "first",
-          "crop": "22",
+          "crop": "29",
           "area_mu": 0.6
         },
         {
@@ -8900,8 +9404,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "E7",
           "season": "first",
-          "crop": "22",
-          "area_mu": 0.6
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E7",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
         },
         {
           "year": 2028,
@@ -8914,7 +9425,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "E8",
           "season": "first",
-          "crop": "29",
+          "crop": "22",
           "area_mu": 0.6
         },
         {
@@ -8956,7 +9467,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "E11",
           "season": "first",
-          "crop": "29",
+          "crop": "22",
           "area_mu": 0.6
         },
         {
@@ -8970,15 +9481,8 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "E12",
           "season": "first",
-          "crop": "30",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2028,
-          "plot": "E12",
-          "season": "first",
-          "crop": "33",
-          "area_mu": 0.3
+          "crop": "22",
+          "area_mu": 0.6
         },
         {
           "year": 2028,
@@ -8991,8 +9495,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "E13",
           "season": "first",
-          "crop": "22",
-          "area_mu": 0.6
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E13",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
         },
         {
           "year": 2028,
@@ -9005,7 +9516,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "E14",
           "season": "first",
-          "crop": "26",
+          "crop": "32",
           "area_mu": 0.6
         },
         {
@@ -9019,7 +9530,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "E15",
           "season": "first",
-          "crop": "32",
+          "crop": "19",
           "area_mu": 0.6
         },
         {
@@ -9033,7 +9544,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "E16",
           "season": "first",
-          "crop": "32",
+          "crop": "22",
           "area_mu": 0.6
         },
         {
@@ -9061,7 +9572,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "F2",
           "season": "first",
-          "crop": "27",
+          "crop": "26",
           "area_mu": 0.6
         },
         {
@@ -9075,8 +9586,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "F3",
           "season": "first",
-          "crop": "22",
-          "area_mu": 0.6
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "F3",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
         },
         {
           "year": 2028,
@@ -9089,15 +9607,8 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2028,
           "plot": "F4",
           "season": "first",
-          "crop": "26",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2028,
-          "plot": "F4",
-          "season": "first",
-          "crop": "27",
-          "area_mu": 0.3
+          "crop": "32",
+          "area_mu": 0.6
         },
         {
           "year": 2028,
@@ -9110,8 +9621,8 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2029,
           "plot": "A1",
           "season": "first",
-          "crop": "7",
-          "area_mu": 51.93
+          "crop": "6",
+          "area_mu": 58.18
         },
         {
           "year": 2029,
@@ -9125,62 +9636,76 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "A1",
           "season": "first",
           "crop": "13",
-          "area_mu": 16.36
+          "area_mu": 10.11
         },
         {
           "year": 2029,
           "plot": "A2",
           "season": "first",
+          "crop": "7",
+          "area_mu": 48.75
+        },
+        {
+          "year": 2029,
+          "plot": "A2",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 6.25
+        },
+        {
+          "year": 2029,
+          "plot": "A3",
+          "season": "first",
           "crop": "6",
-          "area_mu": 55
+          "area_mu": 6
         },
         {
           "year": 2029,
           "plot": "A3",
           "season": "first",
           "crop": "7",
-          "area_mu": 35
+          "area_mu": 29
         },
         {
           "year": 2029,
           "plot": "A4",
           "season": "first",
           "crop": "2",
-          "area_mu": 61.23
+          "area_mu": 55.5
         },
         {
           "year": 2029,
           "plot": "A4",
           "season": "first",
           "crop": "4",
-          "area_mu": 10.77
+          "area_mu": 16.5
+        },
+        {
+          "year": 2029,
+          "plot": "A5",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 6
         },
         {
           "year": 2029,
           "plot": "A5",
           "season": "first",
           "crop": "4",
-          "area_mu": 68
-        },
-        {
-          "year": 2029,
-          "plot": "A6",
-          "season": "first",
-          "crop": "6",
-          "area_mu": 9.18
+          "area_mu": 62
         },
         {
           "year": 2029,
           "plot": "A6",
           "season": "first",
           "crop": "7",
-          "area_mu": 45.81
+          "area_mu": 55
         },
         {
           "year": 2029,
           "plot": "B1",
           "season": "first",
-          "crop": "8",
+          "crop": "6",
           "area_mu": 60
         },
         {
@@ -9188,21 +9713,21 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "B2",
           "season": "first",
           "crop": "2",
-          "area_mu": 27.06
+          "area_mu": 46
         },
         {
           "year": 2029,
-          "plot": "B2",
+          "plot": "B3",
           "season": "first",
-          "crop": "3",
-          "area_mu": 18.94
+          "crop": "2",
+          "area_mu": 6.06
         },
         {
           "year": 2029,
           "plot": "B3",
           "season": "first",
           "crop": "3",
-          "area_mu": 40
+          "area_mu": 33.94
         },
         {
           "year": 2029,
@@ -9215,57 +9740,50 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2029,
           "plot": "B5",
           "season": "first",
-          "crop": "2",
+          "crop": "3",
           "area_mu": 25
         },
         {
           "year": 2029,
           "plot": "B6",
           "season": "first",
-          "crop": "6",
-          "area_mu": 77.13
-        },
-        {
-          "year": 2029,
-          "plot": "B6",
-          "season": "first",
-          "crop": "11",
-          "area_mu": 8.86
+          "crop": "8",
+          "area_mu": 86
         },
         {
           "year": 2029,
           "plot": "B7",
           "season": "first",
-          "crop": "8",
-          "area_mu": 55
+          "crop": "9",
+          "area_mu": 39.88
         },
         {
           "year": 2029,
-          "plot": "B8",
-          "season": "first",
-          "crop": "8",
-          "area_mu": 38
-        },
-        {
-          "year": 2029,
-          "plot": "B8",
+          "plot": "B7",
           "season": "first",
           "crop": "14",
-          "area_mu": 6
+          "area_mu": 15.11
+        },
+        {
+          "year": 2029,
+          "plot": "B8",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 44
         },
         {
           "year": 2029,
           "plot": "B9",
           "season": "first",
           "crop": "6",
-          "area_mu": 18.98
+          "area_mu": 38.11
         },
         {
           "year": 2029,
           "plot": "B9",
           "season": "first",
-          "crop": "9",
-          "area_mu": 31.01
+          "crop": "14",
+          "area_mu": 11.88
         },
         {
           "year": 2029,
@@ -9286,112 +9804,105 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "B12",
           "season": "first",
           "crop": "6",
-          "area_mu": 45
+          "area_mu": 9.1
+        },
+        {
+          "year": 2029,
+          "plot": "B12",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 35.89
         },
         {
           "year": 2029,
           "plot": "B13",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 35
+        },
+        {
+          "year": 2029,
+          "plot": "B14",
           "season": "first",
           "crop": "6",
-          "area_mu": 16.1
-        },
-        {
-          "year": 2029,
-          "plot": "B13",
-          "season": "first",
-          "crop": "14",
-          "area_mu": 18.89
+          "area_mu": 6
         },
         {
           "year": 2029,
           "plot": "B14",
           "season": "first",
           "crop": "8",
-          "area_mu": 9.89
+          "area_mu": 6
         },
         {
           "year": 2029,
           "plot": "B14",
           "season": "first",
           "crop": "14",
-          "area_mu": 10.1
+          "area_mu": 8
         },
         {
           "year": 2029,
           "plot": "C1",
-          "season": "first",
-          "crop": "5",
-          "area_mu": 8.7
-        },
-        {
-          "year": 2029,
-          "plot": "C1",
-          "season": "first",
-          "crop": "10",
-          "area_mu": 6.3
-        },
-        {
-          "year": 2029,
-          "plot": "C2",
-          "season": "first",
-          "crop": "9",
-          "area_mu": 7
-        },
-        {
-          "year": 2029,
-          "plot": "C2",
-          "season": "first",
-          "crop": "10",
-          "area_mu": 6
-        },
-        {
-          "year": 2029,
-          "plot": "C3",
           "season": "first",
           "crop": "4",
           "area_mu": 9
         },
         {
           "year": 2029,
+          "plot": "C1",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6
+        },
+        {
+          "year": 2029,
+          "plot": "C2",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 13
+        },
+        {
+          "year": 2029,
+          "plot": "C3",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 8.67
+        },
+        {
+          "year": 2029,
           "plot": "C3",
           "season": "first",
           "crop": "5",
-          "area_mu": 6
+          "area_mu": 6.33
         },
         {
           "year": 2029,
           "plot": "C4",
           "season": "first",
-          "crop": "11",
-          "area_mu": 18
-        },
-        {
-          "year": 2029,
-          "plot": "C5",
-          "season": "first",
           "crop": "9",
-          "area_mu": 12.98
+          "area_mu": 10.65
         },
         {
           "year": 2029,
-          "plot": "C5",
+          "plot": "C4",
           "season": "first",
           "crop": "10",
-          "area_mu": 14.01
+          "area_mu": 7.34
         },
         {
           "year": 2029,
-          "plot": "C6",
+          "plot": "C5",
           "season": "first",
-          "crop": "4",
-          "area_mu": 8.37
+          "crop": "11",
+          "area_mu": 27
         },
         {
           "year": 2029,
           "plot": "C6",
           "season": "first",
           "crop": "5",
-          "area_mu": 11.63
+          "area_mu": 20
         },
         {
           "year": 2029,
@@ -9418,7 +9929,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2029,
           "plot": "D2",
           "season": "second",
-          "crop": "35",
+          "crop": "36",
           "area_mu": 10
         },
         {
@@ -9432,7 +9943,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2029,
           "plot": "D3",
           "season": "second",
-          "crop": "36",
+          "crop": "35",
           "area_mu": 14
         },
         {
@@ -9446,7 +9957,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2029,
           "plot": "D4",
           "season": "second",
-          "crop": "36",
+          "crop": "35",
           "area_mu": 6
         },
         {
@@ -9460,7 +9971,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2029,
           "plot": "D5",
           "season": "second",
-          "crop": "36",
+          "crop": "35",
           "area_mu": 10
         },
         {
@@ -9502,7 +10013,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2029,
           "plot": "D8",
           "season": "second",
-          "crop": "35",
+          "crop": "36",
           "area_mu": 20
         },
         {
@@ -9523,14 +10034,14 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2029,
           "plot": "E2",
           "season": "first",
-          "crop": "27",
+          "crop": "30",
           "area_mu": 0.3
         },
         {
           "year": 2029,
           "plot": "E2",
           "season": "first",
-          "crop": "30",
+          "crop": "32",
           "area_mu": 0.3
         },
         {
@@ -9544,8 +10055,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2029,
           "plot": "E3",
           "season": "first",
-          "crop": "22",
-          "area_mu": 0.6
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E3",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
         },
         {
           "year": 2029,
@@ -9572,7 +10090,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2029,
           "plot": "E5",
           "season": "first",
-          "crop": "26",
+          "crop": "22",
           "area_mu": 0.6
         },
         {
@@ -9586,7 +10104,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2029,
           "plot": "E6",
           "season": "first",
-          "crop": "22",
+          "crop": "29",
           "area_mu": 0.6
         },
         {
@@ -9601,7 +10119,14 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "E7",
           "season": "first",
           "crop": "17",
-          "area_mu": 0.6
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E7",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.3
         },
         {
           "year": 2029,
@@ -9628,8 +10153,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2029,
           "plot": "E9",
           "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E9",
+          "season": "first",
           "crop": "18",
-          "area_mu": 0.6
+          "area_mu": 0.3
         },
         {
           "year": 2029,
@@ -9642,7 +10174,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2029,
           "plot": "E10",
           "season": "first",
-          "crop": "19",
+          "crop": "17",
           "area_mu": 0.6
         },
         {
@@ -9656,7 +10188,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2029,
           "plot": "E11",
           "season": "first",
-          "crop": "17",
+          "crop": "19",
           "area_mu": 0.6
         },
         {
@@ -9685,14 +10217,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "E13",
           "season": "first",
           "crop": "26",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2029,
-          "plot": "E13",
-          "season": "first",
-          "crop": "32",
-          "area_mu": 0.3
+          "area_mu": 0.6
         },
         {
           "year": 2029,
@@ -9705,7 +10230,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2029,
           "plot": "E14",
           "season": "first",
-          "crop": "29",
+          "crop": "27",
           "area_mu": 0.6
         },
         {
@@ -9733,15 +10258,8 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2029,
           "plot": "E16",
           "season": "first",
-          "crop": "27",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2029,
-          "plot": "E16",
-          "season": "first",
-          "crop": "33",
-          "area_mu": 0.3
+          "crop": "22",
+          "area_mu": 0.6
         },
         {
           "year": 2029,
@@ -9810,106 +10328,92 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "A1",
           "season": "first",
-          "crop": "6",
-          "area_mu": 80
+          "crop": "2",
+          "area_mu": 9.89
+        },
+        {
+          "year": 2030,
+          "plot": "A1",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 21.4
+        },
+        {
+          "year": 2030,
+          "plot": "A1",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 48.7
         },
         {
           "year": 2030,
           "plot": "A2",
           "season": "first",
           "crop": "4",
-          "area_mu": 49
-        },
-        {
-          "year": 2030,
-          "plot": "A2",
-          "season": "first",
-          "crop": "7",
-          "area_mu": 6
+          "area_mu": 55
         },
         {
           "year": 2030,
           "plot": "A3",
           "season": "first",
           "crop": "4",
-          "area_mu": 25.41
+          "area_mu": 6.93
         },
         {
           "year": 2030,
           "plot": "A3",
-          "season": "first",
-          "crop": "6",
-          "area_mu": 9.58
-        },
-        {
-          "year": 2030,
-          "plot": "A4",
-          "season": "first",
-          "crop": "6",
-          "area_mu": 6
-        },
-        {
-          "year": 2030,
-          "plot": "A4",
-          "season": "first",
-          "crop": "7",
-          "area_mu": 66
-        },
-        {
-          "year": 2030,
-          "plot": "A5",
-          "season": "first",
-          "crop": "6",
-          "area_mu": 7.25
-        },
-        {
-          "year": 2030,
-          "plot": "A5",
-          "season": "first",
-          "crop": "7",
-          "area_mu": 60.75
-        },
-        {
-          "year": 2030,
-          "plot": "A6",
-          "season": "first",
-          "crop": "4",
-          "area_mu": 19.98
-        },
-        {
-          "year": 2030,
-          "plot": "A6",
-          "season": "first",
-          "crop": "8",
-          "area_mu": 6.95
-        },
-        {
-          "year": 2030,
-          "plot": "A6",
           "season": "first",
           "crop": "12",
           "area_mu": 11.7
         },
         {
           "year": 2030,
-          "plot": "A6",
+          "plot": "A3",
           "season": "first",
           "crop": "13",
           "area_mu": 16.36
         },
         {
           "year": 2030,
-          "plot": "B1",
+          "plot": "A4",
           "season": "first",
-          "crop": "2",
-          "area_mu": 22.82
+          "crop": "7",
+          "area_mu": 72
+        },
+        {
+          "year": 2030,
+          "plot": "A5",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 55.95
+        },
+        {
+          "year": 2030,
+          "plot": "A5",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 12.05
+        },
+        {
+          "year": 2030,
+          "plot": "A6",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 55
         },
         {
           "year": 2030,
           "plot": "B1",
           "season": "first",
           "crop": "3",
-          "area_mu": 37.18
+          "area_mu": 19.77
+        },
+        {
+          "year": 2030,
+          "plot": "B1",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 40.22
         },
         {
           "year": 2030,
@@ -9922,14 +10426,14 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "B3",
           "season": "first",
-          "crop": "8",
+          "crop": "11",
           "area_mu": 40
         },
         {
           "year": 2030,
           "plot": "B4",
           "season": "first",
-          "crop": "8",
+          "crop": "14",
           "area_mu": 28
         },
         {
@@ -9937,154 +10441,161 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "plot": "B5",
           "season": "first",
           "crop": "8",
-          "area_mu": 10.22
-        },
-        {
-          "year": 2030,
-          "plot": "B5",
-          "season": "first",
-          "crop": "9",
-          "area_mu": 14.77
+          "area_mu": 25
         },
         {
           "year": 2030,
           "plot": "B6",
           "season": "first",
-          "crop": "2",
-          "area_mu": 52.1
+          "crop": "3",
+          "area_mu": 30.42
         },
         {
           "year": 2030,
           "plot": "B6",
           "season": "first",
-          "crop": "5",
-          "area_mu": 18.58
-        },
-        {
-          "year": 2030,
-          "plot": "B6",
-          "season": "first",
-          "crop": "9",
+          "crop": "4",
           "area_mu": 6
         },
         {
           "year": 2030,
           "plot": "B6",
           "season": "first",
-          "crop": "14",
-          "area_mu": 9.3
+          "crop": "6",
+          "area_mu": 30.67
+        },
+        {
+          "year": 2030,
+          "plot": "B6",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 12.9
+        },
+        {
+          "year": 2030,
+          "plot": "B6",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6
         },
         {
           "year": 2030,
           "plot": "B7",
           "season": "first",
           "crop": "2",
-          "area_mu": 10.33
+          "area_mu": 39.52
+        },
+        {
+          "year": 2030,
+          "plot": "B7",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 8.74
         },
         {
           "year": 2030,
           "plot": "B7",
           "season": "first",
           "crop": "6",
-          "area_mu": 36.54
-        },
-        {
-          "year": 2030,
-          "plot": "B7",
-          "season": "first",
-          "crop": "14",
-          "area_mu": 8.12
+          "area_mu": 6.72
         },
         {
           "year": 2030,
           "plot": "B8",
           "season": "first",
           "crop": "2",
-          "area_mu": 14.77
+          "area_mu": 33.2
         },
         {
           "year": 2030,
           "plot": "B8",
           "season": "first",
-          "crop": "9",
-          "area_mu": 29.22
+          "crop": "5",
+          "area_mu": 10.8
         },
         {
           "year": 2030,
           "plot": "B9",
           "season": "first",
-          "crop": "3",
-          "area_mu": 15
+          "crop": "2",
+          "area_mu": 16.52
         },
         {
           "year": 2030,
           "plot": "B9",
           "season": "first",
-          "crop": "11",
-          "area_mu": 28.11
-        },
-        {
-          "year": 2030,
-          "plot": "B9",
-          "season": "first",
-          "crop": "14",
-          "area_mu": 6.88
+          "crop": "8",
+          "area_mu": 33.47
         },
         {
           "year": 2030,
           "plot": "B10",
           "season": "first",
-          "crop": "10",
-          "area_mu": 14.31
-        },
-        {
-          "year": 2030,
-          "plot": "B10",
-          "season": "first",
-          "crop": "14",
-          "area_mu": 10.68
+          "crop": "6",
+          "area_mu": 25
         },
         {
           "year": 2030,
           "plot": "B11",
           "season": "first",
           "crop": "6",
-          "area_mu": 60
+          "area_mu": 16.8
+        },
+        {
+          "year": 2030,
+          "plot": "B11",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 43.19
         },
         {
           "year": 2030,
           "plot": "B12",
           "season": "first",
-          "crop": "3",
-          "area_mu": 6.76
+          "crop": "9",
+          "area_mu": 18.44
         },
         {
           "year": 2030,
           "plot": "B12",
-          "season": "first",
-          "crop": "8",
-          "area_mu": 38.23
-        },
-        {
-          "year": 2030,
-          "plot": "B13",
-          "season": "first",
-          "crop": "8",
-          "area_mu": 18.1
-        },
-        {
-          "year": 2030,
-          "plot": "B13",
           "season": "first",
           "crop": "11",
-          "area_mu": 16.89
+          "area_mu": 19.55
+        },
+        {
+          "year": 2030,
+          "plot": "B12",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 7
+        },
+        {
+          "year": 2030,
+          "plot": "B13",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 6.19
+        },
+        {
+          "year": 2030,
+          "plot": "B13",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 28.8
         },
         {
           "year": 2030,
           "plot": "B14",
           "season": "first",
-          "crop": "6",
-          "area_mu": 20
+          "crop": "5",
+          "area_mu": 8
+        },
+        {
+          "year": 2030,
+          "plot": "B14",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 12
         },
         {
           "year": 2030,
@@ -10097,8 +10608,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "C2",
           "season": "first",
+          "crop": "4",
+          "area_mu": 6
+        },
+        {
+          "year": 2030,
+          "plot": "C2",
+          "season": "first",
           "crop": "11",
-          "area_mu": 13
+          "area_mu": 7
         },
         {
           "year": 2030,
@@ -10111,22 +10629,22 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "C4",
           "season": "first",
-          "crop": "5",
-          "area_mu": 6.75
-        },
-        {
-          "year": 2030,
-          "plot": "C4",
-          "season": "first",
-          "crop": "10",
-          "area_mu": 11.24
+          "crop": "11",
+          "area_mu": 18
         },
         {
           "year": 2030,
           "plot": "C5",
           "season": "first",
-          "crop": "11",
-          "area_mu": 27
+          "crop": "9",
+          "area_mu": 7
+        },
+        {
+          "year": 2030,
+          "plot": "C5",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 20
         },
         {
           "year": 2030,
@@ -10160,7 +10678,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "D2",
           "season": "second",
-          "crop": "35",
+          "crop": "36",
           "area_mu": 10
         },
         {
@@ -10174,7 +10692,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "D3",
           "season": "second",
-          "crop": "35",
+          "crop": "36",
           "area_mu": 14
         },
         {
@@ -10188,7 +10706,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "D4",
           "season": "second",
-          "crop": "35",
+          "crop": "36",
           "area_mu": 6
         },
         {
@@ -10202,7 +10720,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "D5",
           "season": "second",
-          "crop": "36",
+          "crop": "35",
           "area_mu": 10
         },
         {
@@ -10244,7 +10762,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "D8",
           "season": "second",
-          "crop": "36",
+          "crop": "35",
           "area_mu": 20
         },
         {
@@ -10265,7 +10783,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "E2",
           "season": "first",
-          "crop": "17",
+          "crop": "22",
           "area_mu": 0.6
         },
         {
@@ -10279,7 +10797,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "E3",
           "season": "first",
-          "crop": "22",
+          "crop": "17",
           "area_mu": 0.6
         },
         {
@@ -10293,15 +10811,8 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "E4",
           "season": "first",
-          "crop": "30",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2030,
-          "plot": "E4",
-          "season": "first",
-          "crop": "32",
-          "area_mu": 0.3
+          "crop": "19",
+          "area_mu": 0.6
         },
         {
           "year": 2030,
@@ -10314,7 +10825,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "E5",
           "season": "first",
-          "crop": "19",
+          "crop": "17",
           "area_mu": 0.6
         },
         {
@@ -10356,7 +10867,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "E8",
           "season": "first",
-          "crop": "27",
+          "crop": "22",
           "area_mu": 0.6
         },
         {
@@ -10370,15 +10881,8 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "E9",
           "season": "first",
-          "crop": "26",
-          "area_mu": 0.3
-        },
-        {
-          "year": 2030,
-          "plot": "E9",
-          "season": "first",
-          "crop": "33",
-          "area_mu": 0.3
+          "crop": "22",
+          "area_mu": 0.6
         },
         {
           "year": 2030,
@@ -10391,7 +10895,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "E10",
           "season": "first",
-          "crop": "22",
+          "crop": "27",
           "area_mu": 0.6
         },
         {
@@ -10461,7 +10965,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "E15",
           "season": "first",
-          "crop": "17",
+          "crop": "22",
           "area_mu": 0.6
         },
         {
@@ -10475,7 +10979,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "E16",
           "season": "first",
-          "crop": "17",
+          "crop": "19",
           "area_mu": 0.6
         },
         {
@@ -10489,7 +10993,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "F1",
           "season": "first",
-          "crop": "22",
+          "crop": "26",
           "area_mu": 0.6
         },
         {
@@ -10503,7 +11007,7 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "F2",
           "season": "first",
-          "crop": "19",
+          "crop": "17",
           "area_mu": 0.6
         },
         {
@@ -10517,8 +11021,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "F3",
           "season": "first",
-          "crop": "26",
-          "area_mu": 0.6
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "F3",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
         },
         {
           "year": 2030,
@@ -10531,8 +11042,15 @@ cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
           "year": 2030,
           "plot": "F4",
           "season": "first",
-          "crop": "22",
-          "area_mu": 0.6
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "F4",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
         },
         {
           "year": 2030,
