@@ -7,6 +7,8 @@ import TBMM.Reward
 import TBMM.Theorems
 import TBMM.Replay.Production
 import TBMM.Replay.ProductionData
+import TBMM.Replay.Crop
+import TBMM.Replay.CropData
 /-!
 # TBMM — the Lean layer of TB-MathModel
 

@@ -29,7 +29,12 @@ from tbmm.lean.source import blank_comments, declarations, read_imports
 
 REPO = project_root(Path(__file__).resolve().parent)
 LEMMAS = ["Logic", "Nat", "Poly", "Int", "IntRing", "Rat", "Reward"]
-REPLAY_MODULES = ["TBMM.Replay.Production", "TBMM.Replay.ProductionData"]
+REPLAY_MODULES = [
+    "TBMM.Replay.Production",
+    "TBMM.Replay.ProductionData",
+    "TBMM.Replay.Crop",
+    "TBMM.Replay.CropData",
+]
 CORE_MODULES = [
     *("TBMM.Core", "TBMM.Int", "TBMM.Rat", "TBMM.Forms", "TBMM.Reward"),
     *(f"TBMM.Lemmas.{m}" for m in LEMMAS),

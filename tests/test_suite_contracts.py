@@ -75,7 +75,7 @@ def test_bad_input_never_raises(suite: list[Task], bad: str) -> None:
             node[int(last)] = "__BAD__"
         else:
             node[last] = "__BAD__"
-        art = read_artifact(json.dumps(doc).replace('"__BAD__"', bad))
+        art = read_artifact(json.dumps(doc).replace('"__BAD__"', bad), t.caps)
         rep = run_gate(t, art)
         assert rep.verdict in ("fail", "warn"), (t.slug, bad)
         if rep.verdict == "fail":

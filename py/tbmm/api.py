@@ -214,11 +214,12 @@ def _bytes(artifact: Any) -> bytes:
     return exact.dumps(_exact_tree(artifact), indent=None).encode("utf-8")
 
 
-def _parse(artifact: Any) -> dict[str, Any]:
-    """The exact tree of an artifact (ArtifactError when it is not a JSON object)."""
+def _parse(artifact: Any, caps: Any = None) -> dict[str, Any]:
+    """The exact tree of an artifact (ArtifactError when it is not a JSON object), read
+    within `caps` (the task's input caps; the generic ones when None)."""
     from tbmm.scoring import read_artifact
 
-    return read_artifact(_bytes(artifact))
+    return read_artifact(_bytes(artifact), caps)
 
 
 # ---------------------------------------------------------------------------- verdicts
@@ -294,7 +295,7 @@ def score(task: Any, artifact: Any) -> ScoreResult:
     from tbmm.pipeline import evaluate
 
     t = _task(task)
-    return _score_result(evaluate(t, _parse(artifact)).score)
+    return _score_result(evaluate(t, _parse(artifact, t.caps)).score)
 
 
 def gate(task: Any, artifact: Any) -> GateResult:
@@ -302,7 +303,7 @@ def gate(task: Any, artifact: Any) -> GateResult:
     from tbmm.pipeline import evaluate
 
     t = _task(task)
-    return _gate_result(evaluate(t, _parse(artifact)).gate)
+    return _gate_result(evaluate(t, _parse(artifact, t.caps)).gate)
 
 
 def replay(task: Any, artifact: Any) -> ReplayResult:
@@ -312,7 +313,7 @@ def replay(task: Any, artifact: Any) -> ReplayResult:
     t = _task(task)
     if t.replay_spec is None:
         raise ValueError(f"task {t.slug} has no replay")
-    _, rep = run_replay(t, _parse(artifact))
+    _, rep = run_replay(t, _parse(artifact, t.caps))
     out = _replay_result(t, rep)
     assert out is not None
     return out

@@ -272,7 +272,7 @@ def emit_cmd(
 
     try:
         t = find_task(task)
-        doc = read_artifact(artifact.read_bytes())
+        doc = read_artifact(artifact.read_bytes(), t.caps)
     except (KeyError, TaskFormatError, ArtifactError, OSError) as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(2) from exc

@@ -4,18 +4,11063 @@ set -euo pipefail
 mkdir -p /root/results
 cat > /root/results/cumcm-2024-c-crop-planting_result.json <<'TBMM_ANCHOR_EOF'
 {
-  "q3": {
-    "correlated_cvar10_profit_yuan": 118550698.19,
-    "sales_price_cost_spearman": 0.2551
-  },
-  "q2": {
-    "mean_profit_yuan": 119827636.74,
-    "profit_p10_yuan": 119159280.66,
-    "cvar10_profit_yuan": 118937552.19
-  },
   "q1": {
-    "waste_case_profit_yuan": -5389476.0,
-    "discount_case_profit_yuan": 75678478.0
+    "case1": {
+      "profit_yuan": 41160762.2625,
+      "plan": [
+        {
+          "year": 2024,
+          "plot": "A1",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 80
+        },
+        {
+          "year": 2024,
+          "plot": "A2",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 6.01
+        },
+        {
+          "year": 2024,
+          "plot": "A2",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 11.83
+        },
+        {
+          "year": 2024,
+          "plot": "A2",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 25.46
+        },
+        {
+          "year": 2024,
+          "plot": "A2",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2024,
+          "plot": "A3",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 35
+        },
+        {
+          "year": 2024,
+          "plot": "A4",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 55.63
+        },
+        {
+          "year": 2024,
+          "plot": "A4",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 16.36
+        },
+        {
+          "year": 2024,
+          "plot": "A5",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 68
+        },
+        {
+          "year": 2024,
+          "plot": "A6",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 8.99
+        },
+        {
+          "year": 2024,
+          "plot": "A6",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 46.01
+        },
+        {
+          "year": 2024,
+          "plot": "B1",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 46
+        },
+        {
+          "year": 2024,
+          "plot": "B1",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 14
+        },
+        {
+          "year": 2024,
+          "plot": "B2",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 14
+        },
+        {
+          "year": 2024,
+          "plot": "B2",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 25
+        },
+        {
+          "year": 2024,
+          "plot": "B2",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 7
+        },
+        {
+          "year": 2024,
+          "plot": "B3",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 40
+        },
+        {
+          "year": 2024,
+          "plot": "B4",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 28
+        },
+        {
+          "year": 2024,
+          "plot": "B5",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 25
+        },
+        {
+          "year": 2024,
+          "plot": "B6",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 35.45
+        },
+        {
+          "year": 2024,
+          "plot": "B6",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 14.55
+        },
+        {
+          "year": 2024,
+          "plot": "B6",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 36
+        },
+        {
+          "year": 2024,
+          "plot": "B7",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 55
+        },
+        {
+          "year": 2024,
+          "plot": "B8",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 27.57
+        },
+        {
+          "year": 2024,
+          "plot": "B8",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 9.35
+        },
+        {
+          "year": 2024,
+          "plot": "B8",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 7.08
+        },
+        {
+          "year": 2024,
+          "plot": "B9",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 43.89
+        },
+        {
+          "year": 2024,
+          "plot": "B9",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 6.11
+        },
+        {
+          "year": 2024,
+          "plot": "B10",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 9.36
+        },
+        {
+          "year": 2024,
+          "plot": "B10",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 15.64
+        },
+        {
+          "year": 2024,
+          "plot": "B11",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 60
+        },
+        {
+          "year": 2024,
+          "plot": "B12",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 9.4
+        },
+        {
+          "year": 2024,
+          "plot": "B12",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 35.6
+        },
+        {
+          "year": 2024,
+          "plot": "B13",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 11.39
+        },
+        {
+          "year": 2024,
+          "plot": "B13",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 16.43
+        },
+        {
+          "year": 2024,
+          "plot": "B13",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 7.17
+        },
+        {
+          "year": 2024,
+          "plot": "B14",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 20
+        },
+        {
+          "year": 2024,
+          "plot": "C1",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 15
+        },
+        {
+          "year": 2024,
+          "plot": "C2",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 12.97
+        },
+        {
+          "year": 2024,
+          "plot": "C3",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 15
+        },
+        {
+          "year": 2024,
+          "plot": "C4",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 18
+        },
+        {
+          "year": 2024,
+          "plot": "C5",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 27
+        },
+        {
+          "year": 2024,
+          "plot": "C6",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 11.92
+        },
+        {
+          "year": 2024,
+          "plot": "C6",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 8.07
+        },
+        {
+          "year": 2024,
+          "plot": "D1",
+          "season": "first",
+          "crop": "16",
+          "area_mu": 15
+        },
+        {
+          "year": 2024,
+          "plot": "D2",
+          "season": "first",
+          "crop": "20",
+          "area_mu": 9
+        },
+        {
+          "year": 2024,
+          "plot": "D2",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 10
+        },
+        {
+          "year": 2024,
+          "plot": "D3",
+          "season": "first",
+          "crop": "16",
+          "area_mu": 14
+        },
+        {
+          "year": 2024,
+          "plot": "D4",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "D4",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "D5",
+          "season": "first",
+          "crop": "16",
+          "area_mu": 10
+        },
+        {
+          "year": 2024,
+          "plot": "D6",
+          "season": "first",
+          "crop": "20",
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "D6",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "D6",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 12
+        },
+        {
+          "year": 2024,
+          "plot": "D7",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 9.64
+        },
+        {
+          "year": 2024,
+          "plot": "D7",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 6.2
+        },
+        {
+          "year": 2024,
+          "plot": "D7",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 6.12
+        },
+        {
+          "year": 2024,
+          "plot": "D7",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 20
+        },
+        {
+          "year": 2024,
+          "plot": "D8",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 6.88
+        },
+        {
+          "year": 2024,
+          "plot": "D8",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 6.37
+        },
+        {
+          "year": 2024,
+          "plot": "D8",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "D8",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 19
+        },
+        {
+          "year": 2024,
+          "plot": "E1",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E1",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E2",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E2",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E2",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E3",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E3",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E3",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E4",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E4",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E5",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E5",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E5",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E6",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E6",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E6",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E7",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E7",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E7",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E8",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E8",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E8",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E9",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E9",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E9",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E10",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E10",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E10",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E11",
+          "season": "first",
+          "crop": "24",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E11",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E12",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E12",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E13",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E13",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E13",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E14",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E14",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E14",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E15",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E15",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E15",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E16",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E16",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E16",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "F1",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "F1",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "F1",
+          "season": "second",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "F1",
+          "season": "second",
+          "crop": "34",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "F2",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "F2",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "F2",
+          "season": "second",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "F2",
+          "season": "second",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "F3",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "F3",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "F3",
+          "season": "second",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "F3",
+          "season": "second",
+          "crop": "28",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "F4",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "F4",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "F4",
+          "season": "second",
+          "crop": "23",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "F4",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "A1",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 45.8
+        },
+        {
+          "year": 2025,
+          "plot": "A1",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 34.2
+        },
+        {
+          "year": 2025,
+          "plot": "A2",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 37.17
+        },
+        {
+          "year": 2025,
+          "plot": "A2",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 10.45
+        },
+        {
+          "year": 2025,
+          "plot": "A2",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 7.38
+        },
+        {
+          "year": 2025,
+          "plot": "A3",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 35
+        },
+        {
+          "year": 2025,
+          "plot": "A4",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 72
+        },
+        {
+          "year": 2025,
+          "plot": "A5",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 6.01
+        },
+        {
+          "year": 2025,
+          "plot": "A5",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 50.29
+        },
+        {
+          "year": 2025,
+          "plot": "A5",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2025,
+          "plot": "A6",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 39.48
+        },
+        {
+          "year": 2025,
+          "plot": "A6",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 6.53
+        },
+        {
+          "year": 2025,
+          "plot": "A6",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 8.97
+        },
+        {
+          "year": 2025,
+          "plot": "B1",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 14.89
+        },
+        {
+          "year": 2025,
+          "plot": "B1",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 45.11
+        },
+        {
+          "year": 2025,
+          "plot": "B2",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 46
+        },
+        {
+          "year": 2025,
+          "plot": "B3",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 40
+        },
+        {
+          "year": 2025,
+          "plot": "B4",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 28
+        },
+        {
+          "year": 2025,
+          "plot": "B5",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 25
+        },
+        {
+          "year": 2025,
+          "plot": "B6",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 44.08
+        },
+        {
+          "year": 2025,
+          "plot": "B6",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 6.49
+        },
+        {
+          "year": 2025,
+          "plot": "B6",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 35.43
+        },
+        {
+          "year": 2025,
+          "plot": "B7",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 20
+        },
+        {
+          "year": 2025,
+          "plot": "B7",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 35
+        },
+        {
+          "year": 2025,
+          "plot": "B8",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 7.08
+        },
+        {
+          "year": 2025,
+          "plot": "B8",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 36.91
+        },
+        {
+          "year": 2025,
+          "plot": "B9",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 6.12
+        },
+        {
+          "year": 2025,
+          "plot": "B9",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 43.88
+        },
+        {
+          "year": 2025,
+          "plot": "B10",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 25
+        },
+        {
+          "year": 2025,
+          "plot": "B11",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 50.78
+        },
+        {
+          "year": 2025,
+          "plot": "B11",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 9.21
+        },
+        {
+          "year": 2025,
+          "plot": "B12",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 23.22
+        },
+        {
+          "year": 2025,
+          "plot": "B12",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 12.39
+        },
+        {
+          "year": 2025,
+          "plot": "B12",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 9.39
+        },
+        {
+          "year": 2025,
+          "plot": "B13",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 23.61
+        },
+        {
+          "year": 2025,
+          "plot": "B13",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 11.38
+        },
+        {
+          "year": 2025,
+          "plot": "B14",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 20
+        },
+        {
+          "year": 2025,
+          "plot": "C1",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 6.31
+        },
+        {
+          "year": 2025,
+          "plot": "C1",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 8.51
+        },
+        {
+          "year": 2025,
+          "plot": "C2",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 13
+        },
+        {
+          "year": 2025,
+          "plot": "C3",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 15
+        },
+        {
+          "year": 2025,
+          "plot": "C4",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 11.45
+        },
+        {
+          "year": 2025,
+          "plot": "C4",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 6.54
+        },
+        {
+          "year": 2025,
+          "plot": "C5",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "C5",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6.31
+        },
+        {
+          "year": 2025,
+          "plot": "C5",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 8.68
+        },
+        {
+          "year": 2025,
+          "plot": "C5",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "C6",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 20
+        },
+        {
+          "year": 2025,
+          "plot": "D1",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 15
+        },
+        {
+          "year": 2025,
+          "plot": "D1",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 14
+        },
+        {
+          "year": 2025,
+          "plot": "D2",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 10
+        },
+        {
+          "year": 2025,
+          "plot": "D2",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "D3",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 14
+        },
+        {
+          "year": 2025,
+          "plot": "D4",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "D4",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "D5",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 10
+        },
+        {
+          "year": 2025,
+          "plot": "D5",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 10
+        },
+        {
+          "year": 2025,
+          "plot": "D6",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "D6",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "D6",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "D7",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 6.16
+        },
+        {
+          "year": 2025,
+          "plot": "D7",
+          "season": "first",
+          "crop": "20",
+          "area_mu": 15
+        },
+        {
+          "year": 2025,
+          "plot": "D7",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 19
+        },
+        {
+          "year": 2025,
+          "plot": "D8",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 13.12
+        },
+        {
+          "year": 2025,
+          "plot": "D8",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 6.12
+        },
+        {
+          "year": 2025,
+          "plot": "D8",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "E1",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E1",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E1",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E2",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E2",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E2",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E3",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E3",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E3",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E4",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E4",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E5",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E5",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E5",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E6",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E6",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E6",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E7",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E7",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E8",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E8",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E8",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E9",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E9",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E10",
+          "season": "first",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E10",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E10",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E11",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E11",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E12",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E12",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E13",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E13",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E13",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E14",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E14",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E14",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E15",
+          "season": "first",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E15",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E15",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E16",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E16",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E16",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "F1",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "F1",
+          "season": "second",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "F1",
+          "season": "second",
+          "crop": "34",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "F2",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "F2",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "F2",
+          "season": "second",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "F2",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "F3",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "F3",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "F3",
+          "season": "second",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "F3",
+          "season": "second",
+          "crop": "23",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "F4",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "F4",
+          "season": "second",
+          "crop": "28",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "F4",
+          "season": "second",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "A1",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 72.05
+        },
+        {
+          "year": 2026,
+          "plot": "A1",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 7.95
+        },
+        {
+          "year": 2026,
+          "plot": "A2",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 43.3
+        },
+        {
+          "year": 2026,
+          "plot": "A2",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2026,
+          "plot": "A3",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 26.58
+        },
+        {
+          "year": 2026,
+          "plot": "A3",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 8.41
+        },
+        {
+          "year": 2026,
+          "plot": "A4",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 53.15
+        },
+        {
+          "year": 2026,
+          "plot": "A4",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 18.85
+        },
+        {
+          "year": 2026,
+          "plot": "A5",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 16.55
+        },
+        {
+          "year": 2026,
+          "plot": "A5",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 45.45
+        },
+        {
+          "year": 2026,
+          "plot": "A5",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "A6",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 55
+        },
+        {
+          "year": 2026,
+          "plot": "B1",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 7.59
+        },
+        {
+          "year": 2026,
+          "plot": "B1",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 37.41
+        },
+        {
+          "year": 2026,
+          "plot": "B1",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 15
+        },
+        {
+          "year": 2026,
+          "plot": "B2",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 46
+        },
+        {
+          "year": 2026,
+          "plot": "B3",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 15
+        },
+        {
+          "year": 2026,
+          "plot": "B3",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 25
+        },
+        {
+          "year": 2026,
+          "plot": "B4",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 21.06
+        },
+        {
+          "year": 2026,
+          "plot": "B4",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 6.94
+        },
+        {
+          "year": 2026,
+          "plot": "B5",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 13
+        },
+        {
+          "year": 2026,
+          "plot": "B5",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "B5",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "B6",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 86
+        },
+        {
+          "year": 2026,
+          "plot": "B7",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 16.7
+        },
+        {
+          "year": 2026,
+          "plot": "B7",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 38.3
+        },
+        {
+          "year": 2026,
+          "plot": "B8",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 38
+        },
+        {
+          "year": 2026,
+          "plot": "B8",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "B9",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 50
+        },
+        {
+          "year": 2026,
+          "plot": "B10",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 13
+        },
+        {
+          "year": 2026,
+          "plot": "B10",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "B10",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "B11",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 60
+        },
+        {
+          "year": 2026,
+          "plot": "B12",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 7.9
+        },
+        {
+          "year": 2026,
+          "plot": "B12",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 37.09
+        },
+        {
+          "year": 2026,
+          "plot": "B13",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 35
+        },
+        {
+          "year": 2026,
+          "plot": "B14",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "B14",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 14
+        },
+        {
+          "year": 2026,
+          "plot": "C1",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "C1",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 9
+        },
+        {
+          "year": 2026,
+          "plot": "C2",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6.75
+        },
+        {
+          "year": 2026,
+          "plot": "C2",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 6.05
+        },
+        {
+          "year": 2026,
+          "plot": "C3",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 15
+        },
+        {
+          "year": 2026,
+          "plot": "C4",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 10.55
+        },
+        {
+          "year": 2026,
+          "plot": "C4",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 7.44
+        },
+        {
+          "year": 2026,
+          "plot": "C5",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 21
+        },
+        {
+          "year": 2026,
+          "plot": "C5",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "C6",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 12.45
+        },
+        {
+          "year": 2026,
+          "plot": "C6",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 7.55
+        },
+        {
+          "year": 2026,
+          "plot": "D1",
+          "season": "first",
+          "crop": "20",
+          "area_mu": 15
+        },
+        {
+          "year": 2026,
+          "plot": "D1",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 15
+        },
+        {
+          "year": 2026,
+          "plot": "D2",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 10
+        },
+        {
+          "year": 2026,
+          "plot": "D2",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 10
+        },
+        {
+          "year": 2026,
+          "plot": "D3",
+          "season": "first",
+          "crop": "16",
+          "area_mu": 14
+        },
+        {
+          "year": 2026,
+          "plot": "D4",
+          "season": "first",
+          "crop": "16",
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "D5",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 10
+        },
+        {
+          "year": 2026,
+          "plot": "D5",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 10
+        },
+        {
+          "year": 2026,
+          "plot": "D6",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 12
+        },
+        {
+          "year": 2026,
+          "plot": "D6",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 12
+        },
+        {
+          "year": 2026,
+          "plot": "D7",
+          "season": "first",
+          "crop": "16",
+          "area_mu": 22
+        },
+        {
+          "year": 2026,
+          "plot": "D8",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 14
+        },
+        {
+          "year": 2026,
+          "plot": "D8",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "D8",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 20
+        },
+        {
+          "year": 2026,
+          "plot": "E1",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E1",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E1",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E2",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E2",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E2",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E3",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E3",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E3",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E4",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E4",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E5",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E5",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E6",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E6",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E7",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E7",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E8",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E8",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E9",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E9",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E9",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E10",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E10",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E11",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E11",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E12",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E12",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E12",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E13",
+          "season": "first",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E13",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E13",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E14",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E14",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E14",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E15",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E15",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E15",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E16",
+          "season": "first",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E16",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E16",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "F1",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "F1",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "F1",
+          "season": "second",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "F1",
+          "season": "second",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "F2",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "F2",
+          "season": "second",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "F2",
+          "season": "second",
+          "crop": "23",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "F3",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "F3",
+          "season": "second",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "F3",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "F4",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "F4",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "F4",
+          "season": "second",
+          "crop": "28",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "F4",
+          "season": "second",
+          "crop": "34",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "A1",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 80
+        },
+        {
+          "year": 2027,
+          "plot": "A2",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 17.83
+        },
+        {
+          "year": 2027,
+          "plot": "A2",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 37.16
+        },
+        {
+          "year": 2027,
+          "plot": "A3",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 35
+        },
+        {
+          "year": 2027,
+          "plot": "A4",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 51.35
+        },
+        {
+          "year": 2027,
+          "plot": "A4",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2027,
+          "plot": "A4",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 8.94
+        },
+        {
+          "year": 2027,
+          "plot": "A5",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 60.58
+        },
+        {
+          "year": 2027,
+          "plot": "A5",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 7.41
+        },
+        {
+          "year": 2027,
+          "plot": "A6",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 12.9
+        },
+        {
+          "year": 2027,
+          "plot": "A6",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 42.1
+        },
+        {
+          "year": 2027,
+          "plot": "B1",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 37.53
+        },
+        {
+          "year": 2027,
+          "plot": "B1",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 22.46
+        },
+        {
+          "year": 2027,
+          "plot": "B2",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 13.73
+        },
+        {
+          "year": 2027,
+          "plot": "B2",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 32.26
+        },
+        {
+          "year": 2027,
+          "plot": "B3",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 40
+        },
+        {
+          "year": 2027,
+          "plot": "B4",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 13.58
+        },
+        {
+          "year": 2027,
+          "plot": "B4",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 14.41
+        },
+        {
+          "year": 2027,
+          "plot": "B5",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "B5",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 19
+        },
+        {
+          "year": 2027,
+          "plot": "B6",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 35.44
+        },
+        {
+          "year": 2027,
+          "plot": "B6",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 17.04
+        },
+        {
+          "year": 2027,
+          "plot": "B6",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "B6",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 13.3
+        },
+        {
+          "year": 2027,
+          "plot": "B6",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "B6",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 8.22
+        },
+        {
+          "year": 2027,
+          "plot": "B7",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 55
+        },
+        {
+          "year": 2027,
+          "plot": "B8",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 12
+        },
+        {
+          "year": 2027,
+          "plot": "B8",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 20
+        },
+        {
+          "year": 2027,
+          "plot": "B8",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "B8",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "B9",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 36.07
+        },
+        {
+          "year": 2027,
+          "plot": "B9",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 7.82
+        },
+        {
+          "year": 2027,
+          "plot": "B9",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 6.11
+        },
+        {
+          "year": 2027,
+          "plot": "B10",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 15.7
+        },
+        {
+          "year": 2027,
+          "plot": "B10",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 9.3
+        },
+        {
+          "year": 2027,
+          "plot": "B11",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 60
+        },
+        {
+          "year": 2027,
+          "plot": "B12",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 9.4
+        },
+        {
+          "year": 2027,
+          "plot": "B12",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 27.12
+        },
+        {
+          "year": 2027,
+          "plot": "B12",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 8.47
+        },
+        {
+          "year": 2027,
+          "plot": "B13",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 6.01
+        },
+        {
+          "year": 2027,
+          "plot": "B13",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 6.12
+        },
+        {
+          "year": 2027,
+          "plot": "B13",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 16.87
+        },
+        {
+          "year": 2027,
+          "plot": "B13",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "B14",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 20
+        },
+        {
+          "year": 2027,
+          "plot": "C1",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 15
+        },
+        {
+          "year": 2027,
+          "plot": "C2",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 13
+        },
+        {
+          "year": 2027,
+          "plot": "C3",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 15
+        },
+        {
+          "year": 2027,
+          "plot": "C4",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 18
+        },
+        {
+          "year": 2027,
+          "plot": "C5",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "C5",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 15
+        },
+        {
+          "year": 2027,
+          "plot": "C5",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "C6",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 7.55
+        },
+        {
+          "year": 2027,
+          "plot": "C6",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "C6",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 6.39
+        },
+        {
+          "year": 2027,
+          "plot": "D1",
+          "season": "first",
+          "crop": "16",
+          "area_mu": 15
+        },
+        {
+          "year": 2027,
+          "plot": "D2",
+          "season": "first",
+          "crop": "16",
+          "area_mu": 10
+        },
+        {
+          "year": 2027,
+          "plot": "D3",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 12.12
+        },
+        {
+          "year": 2027,
+          "plot": "D3",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 12
+        },
+        {
+          "year": 2027,
+          "plot": "D4",
+          "season": "first",
+          "crop": "20",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "D4",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "D5",
+          "season": "first",
+          "crop": "20",
+          "area_mu": 9
+        },
+        {
+          "year": 2027,
+          "plot": "D5",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 10
+        },
+        {
+          "year": 2027,
+          "plot": "D6",
+          "season": "first",
+          "crop": "16",
+          "area_mu": 12
+        },
+        {
+          "year": 2027,
+          "plot": "D7",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 10
+        },
+        {
+          "year": 2027,
+          "plot": "D7",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "D7",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "D7",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 20
+        },
+        {
+          "year": 2027,
+          "plot": "D8",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 7.08
+        },
+        {
+          "year": 2027,
+          "plot": "D8",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 10.75
+        },
+        {
+          "year": 2027,
+          "plot": "D8",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 19
+        },
+        {
+          "year": 2027,
+          "plot": "E1",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E1",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E2",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E2",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E2",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E3",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E3",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E3",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E4",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E4",
+          "season": "first",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E4",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E5",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E5",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E5",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E6",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E6",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E7",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E7",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E8",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E8",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E9",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E9",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E9",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E10",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E10",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E11",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E11",
+          "season": "first",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E11",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E12",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E12",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E12",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E13",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E13",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E13",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E14",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E14",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E14",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E15",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E15",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E15",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E16",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E16",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "E16",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "F1",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F1",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F1",
+          "season": "second",
+          "crop": "28",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F1",
+          "season": "second",
+          "crop": "34",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F2",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F2",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F2",
+          "season": "second",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F2",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F3",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "F3",
+          "season": "second",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F3",
+          "season": "second",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F4",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F4",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F4",
+          "season": "second",
+          "crop": "23",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F4",
+          "season": "second",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "A1",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 14.97
+        },
+        {
+          "year": 2028,
+          "plot": "A1",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 65.03
+        },
+        {
+          "year": 2028,
+          "plot": "A2",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 38.64
+        },
+        {
+          "year": 2028,
+          "plot": "A2",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 16.36
+        },
+        {
+          "year": 2028,
+          "plot": "A3",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 35
+        },
+        {
+          "year": 2028,
+          "plot": "A4",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 72
+        },
+        {
+          "year": 2028,
+          "plot": "A5",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "A5",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 50.3
+        },
+        {
+          "year": 2028,
+          "plot": "A5",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2028,
+          "plot": "A6",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 23.62
+        },
+        {
+          "year": 2028,
+          "plot": "A6",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 18.5
+        },
+        {
+          "year": 2028,
+          "plot": "A6",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 12.88
+        },
+        {
+          "year": 2028,
+          "plot": "B1",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 14.89
+        },
+        {
+          "year": 2028,
+          "plot": "B1",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 45.11
+        },
+        {
+          "year": 2028,
+          "plot": "B2",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 11
+        },
+        {
+          "year": 2028,
+          "plot": "B2",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 35
+        },
+        {
+          "year": 2028,
+          "plot": "B3",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 19.38
+        },
+        {
+          "year": 2028,
+          "plot": "B3",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 20.61
+        },
+        {
+          "year": 2028,
+          "plot": "B4",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 28
+        },
+        {
+          "year": 2028,
+          "plot": "B5",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 25
+        },
+        {
+          "year": 2028,
+          "plot": "B6",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 25.56
+        },
+        {
+          "year": 2028,
+          "plot": "B6",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 25
+        },
+        {
+          "year": 2028,
+          "plot": "B6",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 29.43
+        },
+        {
+          "year": 2028,
+          "plot": "B6",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "B7",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 55
+        },
+        {
+          "year": 2028,
+          "plot": "B8",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "B8",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 38
+        },
+        {
+          "year": 2028,
+          "plot": "B9",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 6.11
+        },
+        {
+          "year": 2028,
+          "plot": "B9",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 25.5
+        },
+        {
+          "year": 2028,
+          "plot": "B9",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 18.38
+        },
+        {
+          "year": 2028,
+          "plot": "B10",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 7.01
+        },
+        {
+          "year": 2028,
+          "plot": "B10",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 17.98
+        },
+        {
+          "year": 2028,
+          "plot": "B11",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 60
+        },
+        {
+          "year": 2028,
+          "plot": "B12",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 20.42
+        },
+        {
+          "year": 2028,
+          "plot": "B12",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 15.19
+        },
+        {
+          "year": 2028,
+          "plot": "B12",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 9.39
+        },
+        {
+          "year": 2028,
+          "plot": "B13",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 22.88
+        },
+        {
+          "year": 2028,
+          "plot": "B13",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 12.12
+        },
+        {
+          "year": 2028,
+          "plot": "B14",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 20
+        },
+        {
+          "year": 2028,
+          "plot": "C1",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 15
+        },
+        {
+          "year": 2028,
+          "plot": "C2",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 12.82
+        },
+        {
+          "year": 2028,
+          "plot": "C3",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 8.36
+        },
+        {
+          "year": 2028,
+          "plot": "C3",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 6.63
+        },
+        {
+          "year": 2028,
+          "plot": "C4",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 11.94
+        },
+        {
+          "year": 2028,
+          "plot": "C4",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 6.05
+        },
+        {
+          "year": 2028,
+          "plot": "C5",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 21
+        },
+        {
+          "year": 2028,
+          "plot": "C5",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "C6",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 11.63
+        },
+        {
+          "year": 2028,
+          "plot": "C6",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 8.36
+        },
+        {
+          "year": 2028,
+          "plot": "D1",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 15
+        },
+        {
+          "year": 2028,
+          "plot": "D2",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 10
+        },
+        {
+          "year": 2028,
+          "plot": "D2",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 10
+        },
+        {
+          "year": 2028,
+          "plot": "D3",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 14
+        },
+        {
+          "year": 2028,
+          "plot": "D4",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "D4",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "D5",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 10
+        },
+        {
+          "year": 2028,
+          "plot": "D5",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "D6",
+          "season": "first",
+          "crop": "20",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "D6",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "D6",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 12
+        },
+        {
+          "year": 2028,
+          "plot": "D7",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 6.16
+        },
+        {
+          "year": 2028,
+          "plot": "D7",
+          "season": "first",
+          "crop": "20",
+          "area_mu": 9
+        },
+        {
+          "year": 2028,
+          "plot": "D7",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 6.12
+        },
+        {
+          "year": 2028,
+          "plot": "D7",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 13
+        },
+        {
+          "year": 2028,
+          "plot": "D8",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 12.92
+        },
+        {
+          "year": 2028,
+          "plot": "D8",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "D8",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 20
+        },
+        {
+          "year": 2028,
+          "plot": "E1",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E1",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E1",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E2",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E2",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E2",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E3",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E3",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E3",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E4",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E4",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E5",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E5",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E5",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E6",
+          "season": "first",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E6",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E6",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E7",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E7",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E8",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E8",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E9",
+          "season": "first",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E9",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E9",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E10",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E10",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E11",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E11",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E12",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E12",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E12",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E13",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E13",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E13",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E14",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E14",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E14",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E15",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E15",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E16",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E16",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E16",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "F1",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "F1",
+          "season": "second",
+          "crop": "23",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "F1",
+          "season": "second",
+          "crop": "34",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "F2",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "F2",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "F2",
+          "season": "second",
+          "crop": "28",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "F2",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "F3",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "F3",
+          "season": "second",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "F3",
+          "season": "second",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "F4",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "F4",
+          "season": "second",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "F4",
+          "season": "second",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "A1",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 71.75
+        },
+        {
+          "year": 2029,
+          "plot": "A1",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 8.25
+        },
+        {
+          "year": 2029,
+          "plot": "A2",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 55
+        },
+        {
+          "year": 2029,
+          "plot": "A3",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 26.88
+        },
+        {
+          "year": 2029,
+          "plot": "A3",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 8.11
+        },
+        {
+          "year": 2029,
+          "plot": "A4",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 62.86
+        },
+        {
+          "year": 2029,
+          "plot": "A4",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 9.14
+        },
+        {
+          "year": 2029,
+          "plot": "A5",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 62
+        },
+        {
+          "year": 2029,
+          "plot": "A5",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 6
+        },
+        {
+          "year": 2029,
+          "plot": "A6",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 43.3
+        },
+        {
+          "year": 2029,
+          "plot": "A6",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2029,
+          "plot": "B1",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 9.09
+        },
+        {
+          "year": 2029,
+          "plot": "B1",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 19.9
+        },
+        {
+          "year": 2029,
+          "plot": "B1",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 31
+        },
+        {
+          "year": 2029,
+          "plot": "B2",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 20.76
+        },
+        {
+          "year": 2029,
+          "plot": "B2",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 11.94
+        },
+        {
+          "year": 2029,
+          "plot": "B2",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 13.3
+        },
+        {
+          "year": 2029,
+          "plot": "B3",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 40
+        },
+        {
+          "year": 2029,
+          "plot": "B4",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 28
+        },
+        {
+          "year": 2029,
+          "plot": "B5",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 19
+        },
+        {
+          "year": 2029,
+          "plot": "B5",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 6
+        },
+        {
+          "year": 2029,
+          "plot": "B6",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 86
+        },
+        {
+          "year": 2029,
+          "plot": "B7",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 55
+        },
+        {
+          "year": 2029,
+          "plot": "B8",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 44
+        },
+        {
+          "year": 2029,
+          "plot": "B9",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 50
+        },
+        {
+          "year": 2029,
+          "plot": "B10",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 19
+        },
+        {
+          "year": 2029,
+          "plot": "B10",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 6
+        },
+        {
+          "year": 2029,
+          "plot": "B11",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 23.1
+        },
+        {
+          "year": 2029,
+          "plot": "B11",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 36.9
+        },
+        {
+          "year": 2029,
+          "plot": "B12",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 45
+        },
+        {
+          "year": 2029,
+          "plot": "B13",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 6
+        },
+        {
+          "year": 2029,
+          "plot": "B13",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 29
+        },
+        {
+          "year": 2029,
+          "plot": "B14",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 20
+        },
+        {
+          "year": 2029,
+          "plot": "C1",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6
+        },
+        {
+          "year": 2029,
+          "plot": "C1",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 9
+        },
+        {
+          "year": 2029,
+          "plot": "C2",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 13
+        },
+        {
+          "year": 2029,
+          "plot": "C3",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 7.84
+        },
+        {
+          "year": 2029,
+          "plot": "C3",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 6.97
+        },
+        {
+          "year": 2029,
+          "plot": "C4",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 18
+        },
+        {
+          "year": 2029,
+          "plot": "C5",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 6.92
+        },
+        {
+          "year": 2029,
+          "plot": "C5",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 6
+        },
+        {
+          "year": 2029,
+          "plot": "C5",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 14.07
+        },
+        {
+          "year": 2029,
+          "plot": "C6",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 6
+        },
+        {
+          "year": 2029,
+          "plot": "C6",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 6.68
+        },
+        {
+          "year": 2029,
+          "plot": "C6",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 7.31
+        },
+        {
+          "year": 2029,
+          "plot": "D1",
+          "season": "first",
+          "crop": "20",
+          "area_mu": 7
+        },
+        {
+          "year": 2029,
+          "plot": "D1",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 8
+        },
+        {
+          "year": 2029,
+          "plot": "D1",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 15
+        },
+        {
+          "year": 2029,
+          "plot": "D2",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 10
+        },
+        {
+          "year": 2029,
+          "plot": "D2",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 10
+        },
+        {
+          "year": 2029,
+          "plot": "D3",
+          "season": "first",
+          "crop": "20",
+          "area_mu": 8
+        },
+        {
+          "year": 2029,
+          "plot": "D3",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 6
+        },
+        {
+          "year": 2029,
+          "plot": "D3",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 14
+        },
+        {
+          "year": 2029,
+          "plot": "D4",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 6
+        },
+        {
+          "year": 2029,
+          "plot": "D4",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 6
+        },
+        {
+          "year": 2029,
+          "plot": "D5",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 10
+        },
+        {
+          "year": 2029,
+          "plot": "D5",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 10
+        },
+        {
+          "year": 2029,
+          "plot": "D6",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 12
+        },
+        {
+          "year": 2029,
+          "plot": "D6",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 12
+        },
+        {
+          "year": 2029,
+          "plot": "D7",
+          "season": "first",
+          "crop": "16",
+          "area_mu": 22
+        },
+        {
+          "year": 2029,
+          "plot": "D8",
+          "season": "first",
+          "crop": "16",
+          "area_mu": 20
+        },
+        {
+          "year": 2029,
+          "plot": "E1",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E1",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E2",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E2",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E3",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E3",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E3",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E4",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E4",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E5",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E5",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E5",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E6",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E6",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E7",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E7",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E8",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E8",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E9",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E9",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E9",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E10",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E10",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E11",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E11",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E12",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E12",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E13",
+          "season": "first",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E13",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E13",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E14",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E14",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E14",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E15",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E15",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E15",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E16",
+          "season": "first",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E16",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E16",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "F1",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "F1",
+          "season": "second",
+          "crop": "28",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "F1",
+          "season": "second",
+          "crop": "34",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "F2",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "F2",
+          "season": "second",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "F2",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "F3",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "F3",
+          "season": "second",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "F3",
+          "season": "second",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "F4",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "F4",
+          "season": "second",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "F4",
+          "season": "second",
+          "crop": "23",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "A1",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 80
+        },
+        {
+          "year": 2030,
+          "plot": "A2",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 16.36
+        },
+        {
+          "year": 2030,
+          "plot": "A2",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 26.93
+        },
+        {
+          "year": 2030,
+          "plot": "A2",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2030,
+          "plot": "A3",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 35
+        },
+        {
+          "year": 2030,
+          "plot": "A4",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 72
+        },
+        {
+          "year": 2030,
+          "plot": "A5",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 68
+        },
+        {
+          "year": 2030,
+          "plot": "A6",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 12.88
+        },
+        {
+          "year": 2030,
+          "plot": "A6",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 25.75
+        },
+        {
+          "year": 2030,
+          "plot": "A6",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 16.36
+        },
+        {
+          "year": 2030,
+          "plot": "B1",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 36.02
+        },
+        {
+          "year": 2030,
+          "plot": "B1",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 23.97
+        },
+        {
+          "year": 2030,
+          "plot": "B2",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 40
+        },
+        {
+          "year": 2030,
+          "plot": "B2",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 6
+        },
+        {
+          "year": 2030,
+          "plot": "B3",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 34
+        },
+        {
+          "year": 2030,
+          "plot": "B3",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6
+        },
+        {
+          "year": 2030,
+          "plot": "B4",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 28
+        },
+        {
+          "year": 2030,
+          "plot": "B5",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 7.05
+        },
+        {
+          "year": 2030,
+          "plot": "B5",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 17.94
+        },
+        {
+          "year": 2030,
+          "plot": "B6",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 24.1
+        },
+        {
+          "year": 2030,
+          "plot": "B6",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 8
+        },
+        {
+          "year": 2030,
+          "plot": "B6",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 8.8
+        },
+        {
+          "year": 2030,
+          "plot": "B6",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 29.09
+        },
+        {
+          "year": 2030,
+          "plot": "B6",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 16
+        },
+        {
+          "year": 2030,
+          "plot": "B7",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 32.75
+        },
+        {
+          "year": 2030,
+          "plot": "B7",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 14.94
+        },
+        {
+          "year": 2030,
+          "plot": "B7",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 7.31
+        },
+        {
+          "year": 2030,
+          "plot": "B8",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 38
+        },
+        {
+          "year": 2030,
+          "plot": "B8",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6
+        },
+        {
+          "year": 2030,
+          "plot": "B9",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 44
+        },
+        {
+          "year": 2030,
+          "plot": "B9",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 6
+        },
+        {
+          "year": 2030,
+          "plot": "B10",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 25
+        },
+        {
+          "year": 2030,
+          "plot": "B11",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 60
+        },
+        {
+          "year": 2030,
+          "plot": "B12",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 9.39
+        },
+        {
+          "year": 2030,
+          "plot": "B12",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 11.55
+        },
+        {
+          "year": 2030,
+          "plot": "B12",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 13
+        },
+        {
+          "year": 2030,
+          "plot": "B12",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 11.05
+        },
+        {
+          "year": 2030,
+          "plot": "B13",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 12.12
+        },
+        {
+          "year": 2030,
+          "plot": "B13",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 22.87
+        },
+        {
+          "year": 2030,
+          "plot": "B14",
+          "season": "first",
+          "crop": "1",
+          "area_mu": 20
+        },
+        {
+          "year": 2030,
+          "plot": "C1",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 15
+        },
+        {
+          "year": 2030,
+          "plot": "C2",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 13
+        },
+        {
+          "year": 2030,
+          "plot": "C3",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 7.16
+        },
+        {
+          "year": 2030,
+          "plot": "C3",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 7.83
+        },
+        {
+          "year": 2030,
+          "plot": "C4",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 7.16
+        },
+        {
+          "year": 2030,
+          "plot": "C4",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 10.83
+        },
+        {
+          "year": 2030,
+          "plot": "C5",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 27
+        },
+        {
+          "year": 2030,
+          "plot": "C6",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 9.72
+        },
+        {
+          "year": 2030,
+          "plot": "C6",
+          "season": "first",
+          "crop": "15",
+          "area_mu": 10.21
+        },
+        {
+          "year": 2030,
+          "plot": "D1",
+          "season": "first",
+          "crop": "16",
+          "area_mu": 15
+        },
+        {
+          "year": 2030,
+          "plot": "D2",
+          "season": "first",
+          "crop": "20",
+          "area_mu": 9
+        },
+        {
+          "year": 2030,
+          "plot": "D2",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 10
+        },
+        {
+          "year": 2030,
+          "plot": "D3",
+          "season": "first",
+          "crop": "16",
+          "area_mu": 14
+        },
+        {
+          "year": 2030,
+          "plot": "D4",
+          "season": "first",
+          "crop": "20",
+          "area_mu": 6
+        },
+        {
+          "year": 2030,
+          "plot": "D4",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 6
+        },
+        {
+          "year": 2030,
+          "plot": "D5",
+          "season": "first",
+          "crop": "16",
+          "area_mu": 10
+        },
+        {
+          "year": 2030,
+          "plot": "D6",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 6
+        },
+        {
+          "year": 2030,
+          "plot": "D6",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 6
+        },
+        {
+          "year": 2030,
+          "plot": "D6",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 12
+        },
+        {
+          "year": 2030,
+          "plot": "D7",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 9.64
+        },
+        {
+          "year": 2030,
+          "plot": "D7",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 6.23
+        },
+        {
+          "year": 2030,
+          "plot": "D7",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 6.12
+        },
+        {
+          "year": 2030,
+          "plot": "D7",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 19
+        },
+        {
+          "year": 2030,
+          "plot": "D8",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 7.2
+        },
+        {
+          "year": 2030,
+          "plot": "D8",
+          "season": "first",
+          "crop": "28",
+          "area_mu": 10.75
+        },
+        {
+          "year": 2030,
+          "plot": "D8",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 20
+        },
+        {
+          "year": 2030,
+          "plot": "E1",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E1",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E2",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E2",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E2",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E3",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E3",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E3",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E4",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E4",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E5",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E5",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E5",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E6",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E6",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E7",
+          "season": "first",
+          "crop": "25",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E7",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E7",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E8",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E8",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E8",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E9",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E9",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E9",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E10",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E10",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E10",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E11",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E11",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E11",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E12",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E12",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E13",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E13",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E13",
+          "season": "second",
+          "crop": "39",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E14",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E14",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E14",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E15",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E15",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E15",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E16",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E16",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "E16",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "F1",
+          "season": "first",
+          "crop": "24",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "F1",
+          "season": "second",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "F1",
+          "season": "second",
+          "crop": "34",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "F2",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "F2",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "F2",
+          "season": "second",
+          "crop": "22",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "F2",
+          "season": "second",
+          "crop": "28",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "F3",
+          "season": "first",
+          "crop": "21",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "F3",
+          "season": "second",
+          "crop": "23",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "F3",
+          "season": "second",
+          "crop": "24",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "F4",
+          "season": "first",
+          "crop": "31",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "F4",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "F4",
+          "season": "second",
+          "crop": "21",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "F4",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.3
+        }
+      ]
+    },
+    "case2": {
+      "profit_yuan": 62039432.9625,
+      "plan": [
+        {
+          "year": 2024,
+          "plot": "A1",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 31.3
+        },
+        {
+          "year": 2024,
+          "plot": "A1",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 20.63
+        },
+        {
+          "year": 2024,
+          "plot": "A1",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2024,
+          "plot": "A1",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 16.36
+        },
+        {
+          "year": 2024,
+          "plot": "A2",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 55
+        },
+        {
+          "year": 2024,
+          "plot": "A3",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 6.94
+        },
+        {
+          "year": 2024,
+          "plot": "A3",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 28.06
+        },
+        {
+          "year": 2024,
+          "plot": "A4",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 72
+        },
+        {
+          "year": 2024,
+          "plot": "A5",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 68
+        },
+        {
+          "year": 2024,
+          "plot": "A6",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 10.88
+        },
+        {
+          "year": 2024,
+          "plot": "A6",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 44.11
+        },
+        {
+          "year": 2024,
+          "plot": "B1",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 19.78
+        },
+        {
+          "year": 2024,
+          "plot": "B1",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 24.22
+        },
+        {
+          "year": 2024,
+          "plot": "B1",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "B1",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 10
+        },
+        {
+          "year": 2024,
+          "plot": "B2",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 46
+        },
+        {
+          "year": 2024,
+          "plot": "B3",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 40
+        },
+        {
+          "year": 2024,
+          "plot": "B4",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 28
+        },
+        {
+          "year": 2024,
+          "plot": "B5",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 12.19
+        },
+        {
+          "year": 2024,
+          "plot": "B5",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 6.8
+        },
+        {
+          "year": 2024,
+          "plot": "B5",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "B6",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 23.13
+        },
+        {
+          "year": 2024,
+          "plot": "B6",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 13.3
+        },
+        {
+          "year": 2024,
+          "plot": "B6",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 18.97
+        },
+        {
+          "year": 2024,
+          "plot": "B6",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 30.6
+        },
+        {
+          "year": 2024,
+          "plot": "B7",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 48.28
+        },
+        {
+          "year": 2024,
+          "plot": "B7",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6.72
+        },
+        {
+          "year": 2024,
+          "plot": "B8",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 24.9
+        },
+        {
+          "year": 2024,
+          "plot": "B8",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 19.1
+        },
+        {
+          "year": 2024,
+          "plot": "B9",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 10.53
+        },
+        {
+          "year": 2024,
+          "plot": "B9",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "B9",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 23.89
+        },
+        {
+          "year": 2024,
+          "plot": "B9",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 9.57
+        },
+        {
+          "year": 2024,
+          "plot": "B10",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "B10",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 19
+        },
+        {
+          "year": 2024,
+          "plot": "B11",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 60
+        },
+        {
+          "year": 2024,
+          "plot": "B12",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 39
+        },
+        {
+          "year": 2024,
+          "plot": "B12",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "B13",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 6.2
+        },
+        {
+          "year": 2024,
+          "plot": "B13",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 28.8
+        },
+        {
+          "year": 2024,
+          "plot": "B14",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 8
+        },
+        {
+          "year": 2024,
+          "plot": "B14",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "B14",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "C1",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 9
+        },
+        {
+          "year": 2024,
+          "plot": "C1",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "C2",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "C2",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 7
+        },
+        {
+          "year": 2024,
+          "plot": "C3",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 15
+        },
+        {
+          "year": 2024,
+          "plot": "C4",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 18
+        },
+        {
+          "year": 2024,
+          "plot": "C5",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 27
+        },
+        {
+          "year": 2024,
+          "plot": "C6",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 20
+        },
+        {
+          "year": 2024,
+          "plot": "D1",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 15
+        },
+        {
+          "year": 2024,
+          "plot": "D1",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 15
+        },
+        {
+          "year": 2024,
+          "plot": "D2",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 10
+        },
+        {
+          "year": 2024,
+          "plot": "D2",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 10
+        },
+        {
+          "year": 2024,
+          "plot": "D3",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 14
+        },
+        {
+          "year": 2024,
+          "plot": "D3",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 14
+        },
+        {
+          "year": 2024,
+          "plot": "D4",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "D4",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 6
+        },
+        {
+          "year": 2024,
+          "plot": "D5",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 10
+        },
+        {
+          "year": 2024,
+          "plot": "D5",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 10
+        },
+        {
+          "year": 2024,
+          "plot": "D6",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 12
+        },
+        {
+          "year": 2024,
+          "plot": "D6",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 12
+        },
+        {
+          "year": 2024,
+          "plot": "D7",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 22
+        },
+        {
+          "year": 2024,
+          "plot": "D7",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 22
+        },
+        {
+          "year": 2024,
+          "plot": "D8",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 20
+        },
+        {
+          "year": 2024,
+          "plot": "D8",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 20
+        },
+        {
+          "year": 2024,
+          "plot": "E1",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E1",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E2",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E2",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E2",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E3",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E3",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E4",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E4",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E5",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E5",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E6",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E6",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E7",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E7",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E8",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E8",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E9",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E9",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E10",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E10",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E11",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E11",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E12",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E12",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E13",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E13",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E14",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E14",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E15",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E15",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2024,
+          "plot": "E15",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E16",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "E16",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "F1",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "F1",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "F2",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "F2",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "F3",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "F3",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "F4",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2024,
+          "plot": "F4",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "A1",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 48.7
+        },
+        {
+          "year": 2025,
+          "plot": "A1",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 31.3
+        },
+        {
+          "year": 2025,
+          "plot": "A2",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 55
+        },
+        {
+          "year": 2025,
+          "plot": "A3",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 28.07
+        },
+        {
+          "year": 2025,
+          "plot": "A3",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 6.93
+        },
+        {
+          "year": 2025,
+          "plot": "A4",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 72
+        },
+        {
+          "year": 2025,
+          "plot": "A5",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 46.87
+        },
+        {
+          "year": 2025,
+          "plot": "A5",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2025,
+          "plot": "A5",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 9.42
+        },
+        {
+          "year": 2025,
+          "plot": "A6",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 17.17
+        },
+        {
+          "year": 2025,
+          "plot": "A6",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 37.83
+        },
+        {
+          "year": 2025,
+          "plot": "B1",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 40.23
+        },
+        {
+          "year": 2025,
+          "plot": "B1",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 13.72
+        },
+        {
+          "year": 2025,
+          "plot": "B1",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 6.05
+        },
+        {
+          "year": 2025,
+          "plot": "B2",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 46
+        },
+        {
+          "year": 2025,
+          "plot": "B3",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 6.25
+        },
+        {
+          "year": 2025,
+          "plot": "B3",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 33.75
+        },
+        {
+          "year": 2025,
+          "plot": "B4",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 28
+        },
+        {
+          "year": 2025,
+          "plot": "B5",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 25
+        },
+        {
+          "year": 2025,
+          "plot": "B6",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 49.58
+        },
+        {
+          "year": 2025,
+          "plot": "B6",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 36.42
+        },
+        {
+          "year": 2025,
+          "plot": "B7",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 6.73
+        },
+        {
+          "year": 2025,
+          "plot": "B7",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 48.27
+        },
+        {
+          "year": 2025,
+          "plot": "B8",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 44
+        },
+        {
+          "year": 2025,
+          "plot": "B9",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 33.48
+        },
+        {
+          "year": 2025,
+          "plot": "B9",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 16.52
+        },
+        {
+          "year": 2025,
+          "plot": "B10",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 25
+        },
+        {
+          "year": 2025,
+          "plot": "B11",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 60
+        },
+        {
+          "year": 2025,
+          "plot": "B12",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 45
+        },
+        {
+          "year": 2025,
+          "plot": "B13",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 28.81
+        },
+        {
+          "year": 2025,
+          "plot": "B13",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 6.19
+        },
+        {
+          "year": 2025,
+          "plot": "B14",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 12
+        },
+        {
+          "year": 2025,
+          "plot": "B14",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 8
+        },
+        {
+          "year": 2025,
+          "plot": "C1",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "C1",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 9
+        },
+        {
+          "year": 2025,
+          "plot": "C2",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 7
+        },
+        {
+          "year": 2025,
+          "plot": "C2",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "C3",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 15
+        },
+        {
+          "year": 2025,
+          "plot": "C4",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 12
+        },
+        {
+          "year": 2025,
+          "plot": "C4",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "C5",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 12.67
+        },
+        {
+          "year": 2025,
+          "plot": "C5",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 14.33
+        },
+        {
+          "year": 2025,
+          "plot": "C6",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 8.68
+        },
+        {
+          "year": 2025,
+          "plot": "C6",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 11.31
+        },
+        {
+          "year": 2025,
+          "plot": "D1",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 15
+        },
+        {
+          "year": 2025,
+          "plot": "D1",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 15
+        },
+        {
+          "year": 2025,
+          "plot": "D2",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 10
+        },
+        {
+          "year": 2025,
+          "plot": "D2",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 10
+        },
+        {
+          "year": 2025,
+          "plot": "D3",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 14
+        },
+        {
+          "year": 2025,
+          "plot": "D3",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 14
+        },
+        {
+          "year": 2025,
+          "plot": "D4",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "D4",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 6
+        },
+        {
+          "year": 2025,
+          "plot": "D5",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 10
+        },
+        {
+          "year": 2025,
+          "plot": "D5",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 10
+        },
+        {
+          "year": 2025,
+          "plot": "D6",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 12
+        },
+        {
+          "year": 2025,
+          "plot": "D6",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 12
+        },
+        {
+          "year": 2025,
+          "plot": "D7",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 22
+        },
+        {
+          "year": 2025,
+          "plot": "D7",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 22
+        },
+        {
+          "year": 2025,
+          "plot": "D8",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 6.56
+        },
+        {
+          "year": 2025,
+          "plot": "D8",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 13.44
+        },
+        {
+          "year": 2025,
+          "plot": "D8",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 20
+        },
+        {
+          "year": 2025,
+          "plot": "E1",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E1",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E2",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E2",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E3",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E3",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E4",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E4",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E5",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E5",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E6",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E6",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E7",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E7",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E8",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E8",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E9",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E9",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E10",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E10",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E11",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E11",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E12",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E12",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E13",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E13",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E14",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E14",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E15",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E15",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "E16",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E16",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "E16",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "F1",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "F1",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "F2",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "F2",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "F3",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "F3",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2025,
+          "plot": "F4",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "F4",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2025,
+          "plot": "F4",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "A1",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 80
+        },
+        {
+          "year": 2026,
+          "plot": "A2",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 46.58
+        },
+        {
+          "year": 2026,
+          "plot": "A2",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 8.41
+        },
+        {
+          "year": 2026,
+          "plot": "A3",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 23.3
+        },
+        {
+          "year": 2026,
+          "plot": "A3",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2026,
+          "plot": "A4",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 72
+        },
+        {
+          "year": 2026,
+          "plot": "A5",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 53.4
+        },
+        {
+          "year": 2026,
+          "plot": "A5",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 14.6
+        },
+        {
+          "year": 2026,
+          "plot": "A6",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 47.05
+        },
+        {
+          "year": 2026,
+          "plot": "A6",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 7.95
+        },
+        {
+          "year": 2026,
+          "plot": "B1",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 60
+        },
+        {
+          "year": 2026,
+          "plot": "B2",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 46
+        },
+        {
+          "year": 2026,
+          "plot": "B3",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 27.06
+        },
+        {
+          "year": 2026,
+          "plot": "B3",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 12.94
+        },
+        {
+          "year": 2026,
+          "plot": "B4",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 28
+        },
+        {
+          "year": 2026,
+          "plot": "B5",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 25
+        },
+        {
+          "year": 2026,
+          "plot": "B6",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 55.11
+        },
+        {
+          "year": 2026,
+          "plot": "B6",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 30.88
+        },
+        {
+          "year": 2026,
+          "plot": "B7",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 55
+        },
+        {
+          "year": 2026,
+          "plot": "B8",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 6.76
+        },
+        {
+          "year": 2026,
+          "plot": "B8",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 8.58
+        },
+        {
+          "year": 2026,
+          "plot": "B8",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 28.65
+        },
+        {
+          "year": 2026,
+          "plot": "B9",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "B9",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 44
+        },
+        {
+          "year": 2026,
+          "plot": "B10",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 25
+        },
+        {
+          "year": 2026,
+          "plot": "B11",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 60
+        },
+        {
+          "year": 2026,
+          "plot": "B12",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 6.1
+        },
+        {
+          "year": 2026,
+          "plot": "B12",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 38.89
+        },
+        {
+          "year": 2026,
+          "plot": "B13",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 35
+        },
+        {
+          "year": 2026,
+          "plot": "B14",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 20
+        },
+        {
+          "year": 2026,
+          "plot": "C1",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 15
+        },
+        {
+          "year": 2026,
+          "plot": "C2",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 13
+        },
+        {
+          "year": 2026,
+          "plot": "C3",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 15
+        },
+        {
+          "year": 2026,
+          "plot": "C4",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 11.31
+        },
+        {
+          "year": 2026,
+          "plot": "C4",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 6.68
+        },
+        {
+          "year": 2026,
+          "plot": "C5",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 27
+        },
+        {
+          "year": 2026,
+          "plot": "C6",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 8.67
+        },
+        {
+          "year": 2026,
+          "plot": "C6",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 11.33
+        },
+        {
+          "year": 2026,
+          "plot": "D1",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 15
+        },
+        {
+          "year": 2026,
+          "plot": "D1",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 15
+        },
+        {
+          "year": 2026,
+          "plot": "D2",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 10
+        },
+        {
+          "year": 2026,
+          "plot": "D2",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 10
+        },
+        {
+          "year": 2026,
+          "plot": "D3",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 14
+        },
+        {
+          "year": 2026,
+          "plot": "D3",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 14
+        },
+        {
+          "year": 2026,
+          "plot": "D4",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "D4",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 6
+        },
+        {
+          "year": 2026,
+          "plot": "D5",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 10
+        },
+        {
+          "year": 2026,
+          "plot": "D5",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 10
+        },
+        {
+          "year": 2026,
+          "plot": "D6",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 12
+        },
+        {
+          "year": 2026,
+          "plot": "D6",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 12
+        },
+        {
+          "year": 2026,
+          "plot": "D7",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 22
+        },
+        {
+          "year": 2026,
+          "plot": "D7",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 22
+        },
+        {
+          "year": 2026,
+          "plot": "D8",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 20
+        },
+        {
+          "year": 2026,
+          "plot": "D8",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 20
+        },
+        {
+          "year": 2026,
+          "plot": "E1",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E1",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E2",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E2",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E3",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E3",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E4",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E4",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E5",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E5",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E6",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E6",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E7",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E7",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E8",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E8",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E9",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E9",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E10",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E10",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E11",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E11",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E12",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E12",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E13",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E13",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E14",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E14",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E15",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E15",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "E15",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E16",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "E16",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "F1",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "F1",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "F2",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "F2",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2026,
+          "plot": "F2",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "F3",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "F3",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "F4",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2026,
+          "plot": "F4",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "A1",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 31.3
+        },
+        {
+          "year": 2027,
+          "plot": "A1",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 42.7
+        },
+        {
+          "year": 2027,
+          "plot": "A1",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "A2",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 55
+        },
+        {
+          "year": 2027,
+          "plot": "A3",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 6.94
+        },
+        {
+          "year": 2027,
+          "plot": "A3",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 28.06
+        },
+        {
+          "year": 2027,
+          "plot": "A4",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 72
+        },
+        {
+          "year": 2027,
+          "plot": "A5",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 57.63
+        },
+        {
+          "year": 2027,
+          "plot": "A5",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 10.36
+        },
+        {
+          "year": 2027,
+          "plot": "A6",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 43.3
+        },
+        {
+          "year": 2027,
+          "plot": "A6",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2027,
+          "plot": "B1",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 6.68
+        },
+        {
+          "year": 2027,
+          "plot": "B1",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 13.1
+        },
+        {
+          "year": 2027,
+          "plot": "B1",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 27.02
+        },
+        {
+          "year": 2027,
+          "plot": "B1",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 13.19
+        },
+        {
+          "year": 2027,
+          "plot": "B2",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 14.48
+        },
+        {
+          "year": 2027,
+          "plot": "B2",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 31.51
+        },
+        {
+          "year": 2027,
+          "plot": "B3",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 40
+        },
+        {
+          "year": 2027,
+          "plot": "B4",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "B4",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 22
+        },
+        {
+          "year": 2027,
+          "plot": "B5",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 25
+        },
+        {
+          "year": 2027,
+          "plot": "B6",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 36.43
+        },
+        {
+          "year": 2027,
+          "plot": "B6",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 49.57
+        },
+        {
+          "year": 2027,
+          "plot": "B7",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 48.28
+        },
+        {
+          "year": 2027,
+          "plot": "B7",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 6.72
+        },
+        {
+          "year": 2027,
+          "plot": "B8",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 38
+        },
+        {
+          "year": 2027,
+          "plot": "B8",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "B9",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 16.53
+        },
+        {
+          "year": 2027,
+          "plot": "B9",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 33.47
+        },
+        {
+          "year": 2027,
+          "plot": "B10",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 7.09
+        },
+        {
+          "year": 2027,
+          "plot": "B10",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 17.9
+        },
+        {
+          "year": 2027,
+          "plot": "B11",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 38
+        },
+        {
+          "year": 2027,
+          "plot": "B11",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 22
+        },
+        {
+          "year": 2027,
+          "plot": "B12",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 19
+        },
+        {
+          "year": 2027,
+          "plot": "B12",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 26
+        },
+        {
+          "year": 2027,
+          "plot": "B13",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 6.2
+        },
+        {
+          "year": 2027,
+          "plot": "B13",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 28.8
+        },
+        {
+          "year": 2027,
+          "plot": "B14",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 8
+        },
+        {
+          "year": 2027,
+          "plot": "B14",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "B14",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "C1",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 9
+        },
+        {
+          "year": 2027,
+          "plot": "C1",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "C2",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "C2",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 7
+        },
+        {
+          "year": 2027,
+          "plot": "C3",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 15
+        },
+        {
+          "year": 2027,
+          "plot": "C4",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 18
+        },
+        {
+          "year": 2027,
+          "plot": "C5",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 19.31
+        },
+        {
+          "year": 2027,
+          "plot": "C5",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 7.68
+        },
+        {
+          "year": 2027,
+          "plot": "C6",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 20
+        },
+        {
+          "year": 2027,
+          "plot": "D1",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 15
+        },
+        {
+          "year": 2027,
+          "plot": "D1",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 15
+        },
+        {
+          "year": 2027,
+          "plot": "D2",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 10
+        },
+        {
+          "year": 2027,
+          "plot": "D2",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 10
+        },
+        {
+          "year": 2027,
+          "plot": "D3",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 14
+        },
+        {
+          "year": 2027,
+          "plot": "D3",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 14
+        },
+        {
+          "year": 2027,
+          "plot": "D4",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "D4",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 6
+        },
+        {
+          "year": 2027,
+          "plot": "D5",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 10
+        },
+        {
+          "year": 2027,
+          "plot": "D5",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 10
+        },
+        {
+          "year": 2027,
+          "plot": "D6",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 12
+        },
+        {
+          "year": 2027,
+          "plot": "D6",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 12
+        },
+        {
+          "year": 2027,
+          "plot": "D7",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 22
+        },
+        {
+          "year": 2027,
+          "plot": "D7",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 22
+        },
+        {
+          "year": 2027,
+          "plot": "D8",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 20
+        },
+        {
+          "year": 2027,
+          "plot": "D8",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 20
+        },
+        {
+          "year": 2027,
+          "plot": "E1",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E1",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E2",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E2",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E3",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E3",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E4",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E4",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E5",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E5",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E6",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E6",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E7",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E7",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E8",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E8",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E9",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E9",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E10",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E10",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E11",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E11",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E12",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E12",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E13",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E13",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E14",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E14",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E15",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E15",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E16",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "E16",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "F1",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F1",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F1",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "F2",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "F2",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "F3",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "F3",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2027,
+          "plot": "F4",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F4",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2027,
+          "plot": "F4",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "A1",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 48.71
+        },
+        {
+          "year": 2028,
+          "plot": "A1",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 31.29
+        },
+        {
+          "year": 2028,
+          "plot": "A2",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 55
+        },
+        {
+          "year": 2028,
+          "plot": "A3",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 28.07
+        },
+        {
+          "year": 2028,
+          "plot": "A3",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 6.93
+        },
+        {
+          "year": 2028,
+          "plot": "A4",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 44.87
+        },
+        {
+          "year": 2028,
+          "plot": "A4",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "A4",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2028,
+          "plot": "A4",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 9.42
+        },
+        {
+          "year": 2028,
+          "plot": "A5",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 68
+        },
+        {
+          "year": 2028,
+          "plot": "A6",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 17.17
+        },
+        {
+          "year": 2028,
+          "plot": "A6",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 37.83
+        },
+        {
+          "year": 2028,
+          "plot": "B1",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 40.23
+        },
+        {
+          "year": 2028,
+          "plot": "B1",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 19.77
+        },
+        {
+          "year": 2028,
+          "plot": "B2",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 46
+        },
+        {
+          "year": 2028,
+          "plot": "B3",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 25.66
+        },
+        {
+          "year": 2028,
+          "plot": "B3",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "B3",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 8.33
+        },
+        {
+          "year": 2028,
+          "plot": "B4",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 28
+        },
+        {
+          "year": 2028,
+          "plot": "B5",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 25
+        },
+        {
+          "year": 2028,
+          "plot": "B6",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 49.58
+        },
+        {
+          "year": 2028,
+          "plot": "B6",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 17.01
+        },
+        {
+          "year": 2028,
+          "plot": "B6",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 19.41
+        },
+        {
+          "year": 2028,
+          "plot": "B7",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 6.74
+        },
+        {
+          "year": 2028,
+          "plot": "B7",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 48.26
+        },
+        {
+          "year": 2028,
+          "plot": "B8",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 44
+        },
+        {
+          "year": 2028,
+          "plot": "B9",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 33.48
+        },
+        {
+          "year": 2028,
+          "plot": "B9",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 16.52
+        },
+        {
+          "year": 2028,
+          "plot": "B10",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 25
+        },
+        {
+          "year": 2028,
+          "plot": "B11",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 48
+        },
+        {
+          "year": 2028,
+          "plot": "B11",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "B11",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "B12",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 45
+        },
+        {
+          "year": 2028,
+          "plot": "B13",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 28.81
+        },
+        {
+          "year": 2028,
+          "plot": "B13",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 6.19
+        },
+        {
+          "year": 2028,
+          "plot": "B14",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 12
+        },
+        {
+          "year": 2028,
+          "plot": "B14",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 8
+        },
+        {
+          "year": 2028,
+          "plot": "C1",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "C1",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 9
+        },
+        {
+          "year": 2028,
+          "plot": "C2",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 7
+        },
+        {
+          "year": 2028,
+          "plot": "C2",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "C3",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 8.68
+        },
+        {
+          "year": 2028,
+          "plot": "C3",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6.31
+        },
+        {
+          "year": 2028,
+          "plot": "C4",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 18
+        },
+        {
+          "year": 2028,
+          "plot": "C5",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 6.67
+        },
+        {
+          "year": 2028,
+          "plot": "C5",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 20.33
+        },
+        {
+          "year": 2028,
+          "plot": "C6",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 20
+        },
+        {
+          "year": 2028,
+          "plot": "D1",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 15
+        },
+        {
+          "year": 2028,
+          "plot": "D1",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 15
+        },
+        {
+          "year": 2028,
+          "plot": "D2",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 10
+        },
+        {
+          "year": 2028,
+          "plot": "D2",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 10
+        },
+        {
+          "year": 2028,
+          "plot": "D3",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 14
+        },
+        {
+          "year": 2028,
+          "plot": "D3",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 14
+        },
+        {
+          "year": 2028,
+          "plot": "D4",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "D4",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 6
+        },
+        {
+          "year": 2028,
+          "plot": "D5",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 10
+        },
+        {
+          "year": 2028,
+          "plot": "D5",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 10
+        },
+        {
+          "year": 2028,
+          "plot": "D6",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 12
+        },
+        {
+          "year": 2028,
+          "plot": "D6",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 12
+        },
+        {
+          "year": 2028,
+          "plot": "D7",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 8.56
+        },
+        {
+          "year": 2028,
+          "plot": "D7",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 13.44
+        },
+        {
+          "year": 2028,
+          "plot": "D7",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 22
+        },
+        {
+          "year": 2028,
+          "plot": "D8",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 20
+        },
+        {
+          "year": 2028,
+          "plot": "D8",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 20
+        },
+        {
+          "year": 2028,
+          "plot": "E1",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E1",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E2",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E2",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E3",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E3",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E4",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E4",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E5",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E5",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E6",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E6",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E7",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E7",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E7",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E8",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E8",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E9",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E9",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E10",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E10",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E11",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E11",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E12",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E12",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E13",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E13",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "E13",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E14",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E14",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E15",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E15",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E16",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "E16",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "F1",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "F1",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "F2",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "F2",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "F3",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "F3",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2028,
+          "plot": "F3",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "F4",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2028,
+          "plot": "F4",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "A1",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 58.18
+        },
+        {
+          "year": 2029,
+          "plot": "A1",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2029,
+          "plot": "A1",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 10.11
+        },
+        {
+          "year": 2029,
+          "plot": "A2",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 48.75
+        },
+        {
+          "year": 2029,
+          "plot": "A2",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 6.25
+        },
+        {
+          "year": 2029,
+          "plot": "A3",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 6
+        },
+        {
+          "year": 2029,
+          "plot": "A3",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 29
+        },
+        {
+          "year": 2029,
+          "plot": "A4",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 55.5
+        },
+        {
+          "year": 2029,
+          "plot": "A4",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 16.5
+        },
+        {
+          "year": 2029,
+          "plot": "A5",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 6
+        },
+        {
+          "year": 2029,
+          "plot": "A5",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 62
+        },
+        {
+          "year": 2029,
+          "plot": "A6",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 55
+        },
+        {
+          "year": 2029,
+          "plot": "B1",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 60
+        },
+        {
+          "year": 2029,
+          "plot": "B2",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 46
+        },
+        {
+          "year": 2029,
+          "plot": "B3",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 6.06
+        },
+        {
+          "year": 2029,
+          "plot": "B3",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 33.94
+        },
+        {
+          "year": 2029,
+          "plot": "B4",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 28
+        },
+        {
+          "year": 2029,
+          "plot": "B5",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 25
+        },
+        {
+          "year": 2029,
+          "plot": "B6",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 86
+        },
+        {
+          "year": 2029,
+          "plot": "B7",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 39.88
+        },
+        {
+          "year": 2029,
+          "plot": "B7",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 15.11
+        },
+        {
+          "year": 2029,
+          "plot": "B8",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 44
+        },
+        {
+          "year": 2029,
+          "plot": "B9",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 38.11
+        },
+        {
+          "year": 2029,
+          "plot": "B9",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 11.88
+        },
+        {
+          "year": 2029,
+          "plot": "B10",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 25
+        },
+        {
+          "year": 2029,
+          "plot": "B11",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 60
+        },
+        {
+          "year": 2029,
+          "plot": "B12",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 9.1
+        },
+        {
+          "year": 2029,
+          "plot": "B12",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 35.89
+        },
+        {
+          "year": 2029,
+          "plot": "B13",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 35
+        },
+        {
+          "year": 2029,
+          "plot": "B14",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 6
+        },
+        {
+          "year": 2029,
+          "plot": "B14",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 6
+        },
+        {
+          "year": 2029,
+          "plot": "B14",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 8
+        },
+        {
+          "year": 2029,
+          "plot": "C1",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 9
+        },
+        {
+          "year": 2029,
+          "plot": "C1",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6
+        },
+        {
+          "year": 2029,
+          "plot": "C2",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 13
+        },
+        {
+          "year": 2029,
+          "plot": "C3",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 8.67
+        },
+        {
+          "year": 2029,
+          "plot": "C3",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 6.33
+        },
+        {
+          "year": 2029,
+          "plot": "C4",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 10.65
+        },
+        {
+          "year": 2029,
+          "plot": "C4",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 7.34
+        },
+        {
+          "year": 2029,
+          "plot": "C5",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 27
+        },
+        {
+          "year": 2029,
+          "plot": "C6",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 20
+        },
+        {
+          "year": 2029,
+          "plot": "D1",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 15
+        },
+        {
+          "year": 2029,
+          "plot": "D1",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 15
+        },
+        {
+          "year": 2029,
+          "plot": "D2",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 10
+        },
+        {
+          "year": 2029,
+          "plot": "D2",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 10
+        },
+        {
+          "year": 2029,
+          "plot": "D3",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 14
+        },
+        {
+          "year": 2029,
+          "plot": "D3",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 14
+        },
+        {
+          "year": 2029,
+          "plot": "D4",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 6
+        },
+        {
+          "year": 2029,
+          "plot": "D4",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 6
+        },
+        {
+          "year": 2029,
+          "plot": "D5",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 10
+        },
+        {
+          "year": 2029,
+          "plot": "D5",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 10
+        },
+        {
+          "year": 2029,
+          "plot": "D6",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 12
+        },
+        {
+          "year": 2029,
+          "plot": "D6",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 12
+        },
+        {
+          "year": 2029,
+          "plot": "D7",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 22
+        },
+        {
+          "year": 2029,
+          "plot": "D7",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 22
+        },
+        {
+          "year": 2029,
+          "plot": "D8",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 20
+        },
+        {
+          "year": 2029,
+          "plot": "D8",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 20
+        },
+        {
+          "year": 2029,
+          "plot": "E1",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E1",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E2",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E2",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E2",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E3",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E3",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E3",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E4",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E4",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E5",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E5",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E6",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E6",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E7",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E7",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E7",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E8",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E8",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E9",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E9",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2029,
+          "plot": "E9",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E10",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E10",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E11",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E11",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E12",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E12",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E13",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E13",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E14",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E14",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E15",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E15",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E16",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "E16",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "F1",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "F1",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "F2",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "F2",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "F3",
+          "season": "first",
+          "crop": "18",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "F3",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "F4",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2029,
+          "plot": "F4",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "A1",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 9.89
+        },
+        {
+          "year": 2030,
+          "plot": "A1",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 21.4
+        },
+        {
+          "year": 2030,
+          "plot": "A1",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 48.7
+        },
+        {
+          "year": 2030,
+          "plot": "A2",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 55
+        },
+        {
+          "year": 2030,
+          "plot": "A3",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 6.93
+        },
+        {
+          "year": 2030,
+          "plot": "A3",
+          "season": "first",
+          "crop": "12",
+          "area_mu": 11.7
+        },
+        {
+          "year": 2030,
+          "plot": "A3",
+          "season": "first",
+          "crop": "13",
+          "area_mu": 16.36
+        },
+        {
+          "year": 2030,
+          "plot": "A4",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 72
+        },
+        {
+          "year": 2030,
+          "plot": "A5",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 55.95
+        },
+        {
+          "year": 2030,
+          "plot": "A5",
+          "season": "first",
+          "crop": "7",
+          "area_mu": 12.05
+        },
+        {
+          "year": 2030,
+          "plot": "A6",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 55
+        },
+        {
+          "year": 2030,
+          "plot": "B1",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 19.77
+        },
+        {
+          "year": 2030,
+          "plot": "B1",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 40.22
+        },
+        {
+          "year": 2030,
+          "plot": "B2",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 46
+        },
+        {
+          "year": 2030,
+          "plot": "B3",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 40
+        },
+        {
+          "year": 2030,
+          "plot": "B4",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 28
+        },
+        {
+          "year": 2030,
+          "plot": "B5",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 25
+        },
+        {
+          "year": 2030,
+          "plot": "B6",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 30.42
+        },
+        {
+          "year": 2030,
+          "plot": "B6",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 6
+        },
+        {
+          "year": 2030,
+          "plot": "B6",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 30.67
+        },
+        {
+          "year": 2030,
+          "plot": "B6",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 12.9
+        },
+        {
+          "year": 2030,
+          "plot": "B6",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 6
+        },
+        {
+          "year": 2030,
+          "plot": "B7",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 39.52
+        },
+        {
+          "year": 2030,
+          "plot": "B7",
+          "season": "first",
+          "crop": "3",
+          "area_mu": 8.74
+        },
+        {
+          "year": 2030,
+          "plot": "B7",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 6.72
+        },
+        {
+          "year": 2030,
+          "plot": "B8",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 33.2
+        },
+        {
+          "year": 2030,
+          "plot": "B8",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 10.8
+        },
+        {
+          "year": 2030,
+          "plot": "B9",
+          "season": "first",
+          "crop": "2",
+          "area_mu": 16.52
+        },
+        {
+          "year": 2030,
+          "plot": "B9",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 33.47
+        },
+        {
+          "year": 2030,
+          "plot": "B10",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 25
+        },
+        {
+          "year": 2030,
+          "plot": "B11",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 16.8
+        },
+        {
+          "year": 2030,
+          "plot": "B11",
+          "season": "first",
+          "crop": "8",
+          "area_mu": 43.19
+        },
+        {
+          "year": 2030,
+          "plot": "B12",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 18.44
+        },
+        {
+          "year": 2030,
+          "plot": "B12",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 19.55
+        },
+        {
+          "year": 2030,
+          "plot": "B12",
+          "season": "first",
+          "crop": "14",
+          "area_mu": 7
+        },
+        {
+          "year": 2030,
+          "plot": "B13",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 6.19
+        },
+        {
+          "year": 2030,
+          "plot": "B13",
+          "season": "first",
+          "crop": "6",
+          "area_mu": 28.8
+        },
+        {
+          "year": 2030,
+          "plot": "B14",
+          "season": "first",
+          "crop": "5",
+          "area_mu": 8
+        },
+        {
+          "year": 2030,
+          "plot": "B14",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 12
+        },
+        {
+          "year": 2030,
+          "plot": "C1",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 15
+        },
+        {
+          "year": 2030,
+          "plot": "C2",
+          "season": "first",
+          "crop": "4",
+          "area_mu": 6
+        },
+        {
+          "year": 2030,
+          "plot": "C2",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 7
+        },
+        {
+          "year": 2030,
+          "plot": "C3",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 15
+        },
+        {
+          "year": 2030,
+          "plot": "C4",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 18
+        },
+        {
+          "year": 2030,
+          "plot": "C5",
+          "season": "first",
+          "crop": "9",
+          "area_mu": 7
+        },
+        {
+          "year": 2030,
+          "plot": "C5",
+          "season": "first",
+          "crop": "10",
+          "area_mu": 20
+        },
+        {
+          "year": 2030,
+          "plot": "C6",
+          "season": "first",
+          "crop": "11",
+          "area_mu": 20
+        },
+        {
+          "year": 2030,
+          "plot": "D1",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 15
+        },
+        {
+          "year": 2030,
+          "plot": "D1",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 15
+        },
+        {
+          "year": 2030,
+          "plot": "D2",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 10
+        },
+        {
+          "year": 2030,
+          "plot": "D2",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 10
+        },
+        {
+          "year": 2030,
+          "plot": "D3",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 14
+        },
+        {
+          "year": 2030,
+          "plot": "D3",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 14
+        },
+        {
+          "year": 2030,
+          "plot": "D4",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 6
+        },
+        {
+          "year": 2030,
+          "plot": "D4",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 6
+        },
+        {
+          "year": 2030,
+          "plot": "D5",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 10
+        },
+        {
+          "year": 2030,
+          "plot": "D5",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 10
+        },
+        {
+          "year": 2030,
+          "plot": "D6",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 12
+        },
+        {
+          "year": 2030,
+          "plot": "D6",
+          "season": "second",
+          "crop": "37",
+          "area_mu": 12
+        },
+        {
+          "year": 2030,
+          "plot": "D7",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 22
+        },
+        {
+          "year": 2030,
+          "plot": "D7",
+          "season": "second",
+          "crop": "36",
+          "area_mu": 22
+        },
+        {
+          "year": 2030,
+          "plot": "D8",
+          "season": "first",
+          "crop": "29",
+          "area_mu": 20
+        },
+        {
+          "year": 2030,
+          "plot": "D8",
+          "season": "second",
+          "crop": "35",
+          "area_mu": 20
+        },
+        {
+          "year": 2030,
+          "plot": "E1",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E1",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E2",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E2",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E3",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E3",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E4",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E4",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E5",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E5",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E6",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E6",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E7",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E7",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E8",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E8",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E9",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E9",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E10",
+          "season": "first",
+          "crop": "27",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E10",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E11",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E11",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E12",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E12",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E13",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E13",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E14",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E14",
+          "season": "second",
+          "crop": "41",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E15",
+          "season": "first",
+          "crop": "22",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E15",
+          "season": "second",
+          "crop": "38",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E16",
+          "season": "first",
+          "crop": "19",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "E16",
+          "season": "second",
+          "crop": "40",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "F1",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "F1",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "F2",
+          "season": "first",
+          "crop": "17",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "F2",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "F3",
+          "season": "first",
+          "crop": "30",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "F3",
+          "season": "first",
+          "crop": "32",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "F3",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        },
+        {
+          "year": 2030,
+          "plot": "F4",
+          "season": "first",
+          "crop": "26",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "F4",
+          "season": "first",
+          "crop": "33",
+          "area_mu": 0.3
+        },
+        {
+          "year": 2030,
+          "plot": "F4",
+          "season": "second",
+          "crop": "29",
+          "area_mu": 0.6
+        }
+      ]
+    }
   }
 }
 TBMM_ANCHOR_EOF

@@ -1,0 +1,430 @@
+prelude
+import TBMM.Rat
+/-!
+# TBMM.Replay.Crop — the crop-planting replay (CUMCM 2024 C, Problem 1) in Lean
+
+A 2024–2030 planting plan's rule violations and its profit under either sale rule, as
+functions of the plan and the village's data (`TBMM.Replay.CropData`, generated from the
+attachments 附件1/附件2 by `tbmm.replay.crop_planting`). It restates the Python replay
+`tbmm.replay.crop_planting` rule by rule; the task's `verification.md` states the model.
+
+Representation (written by the certificate generator, never from artifact strings):
+
+* a plan is one list per plot of 附件1 (in its order), each holding one `Year` per year
+  2024–2030; a `Year` holds the first- and second-season plantings, each a list of
+  `Planting`s (crop number, area) with strictly increasing crop numbers and positive areas;
+* areas are natural numbers in units of `1/(10·k)` mu for the plan's scale `k`; the data's
+  plot areas, minimum areas and the 2023 plan are in tenths of a mu (scale 1);
+* prices are natural numbers in units of `1/priceDen` yuan per jin.
+
+The profit is computed exactly in integers scaled by `20·k·priceDen` and returned as a `Rat`:
+per (year, season, crop) the production `Q` and the expected sales `D` (2023's production),
+revenue `p·min(Q, D)` (case 1) or `p·min(Q, D) + p/2·(Q − min(Q, D))` (case 2), minus the
+planting cost of every planting. Every definition follows `TBMM.Core`'s rules: recursors
+and `cond`, no `match`, everything `noncomputable`, obligations by kernel evaluation.
+-/
+
+set_option genCtorIdx false
+
+namespace Crop
+
+/-- One planting of a season: the crop number (附件1) and the area in plan units. -/
+structure Planting where
+  /-- 作物编号. -/
+  crop : Nat
+  /-- Area, in units of `1/(10·k)` mu. -/
+  area : Nat
+
+/-- A plot's year: its first- and second-season plantings. -/
+structure Year where
+  /-- 第一季 (single-season crops included). -/
+  first : List Planting
+  /-- 第二季. -/
+  second : List Planting
+
+/-- A plot of 附件1 and its 2023 plan (附件2). -/
+structure Plot where
+  /-- Land type: 0 flat, 1 terrace, 2 hillside, 3 irrigated, 4 greenhouse, 5 smart greenhouse. -/
+  kind : Nat
+  /-- Area in tenths of a mu. -/
+  area : Nat
+  /-- The 2023 plan of the plot, areas in tenths of a mu. -/
+  history : Year
+
+/-- One statistics row of 附件2 for a land type and season. -/
+structure Stat where
+  /-- 作物编号. -/
+  crop : Nat
+  /-- 亩产量, jin per mu. -/
+  yield : Nat
+  /-- 种植成本, yuan per mu. -/
+  cost : Nat
+
+/-- What a crop is: legume (豆类), grain (粮食: a single season filling the year). -/
+structure Info where
+  /-- A legume. -/
+  legume : Bool
+  /-- A grain crop. -/
+  grain : Bool
+
+/-- Crop numbers `lo` to `hi`. -/
+structure Range where
+  /-- First crop number. -/
+  lo : Nat
+  /-- Last crop number. -/
+  hi : Nat
+
+/-- The village's data and the rules' parameters. Lists indexed by a crop number have an
+unused entry at index 0. -/
+structure Data where
+  /-- The plots of 附件1, in order. -/
+  plots : List Plot
+  /-- Statistics per land type, then season (0 first, 1 second), sorted by crop. -/
+  stats : List (List (List Stat))
+  /-- Per crop number. -/
+  crops : List Info
+  /-- The legumes as runs of crop numbers (an index of `crops`, checked against it). -/
+  legumes : List Range
+  /-- The grain crops as runs of crop numbers (an index of `crops`, checked against it). -/
+  grains : List Range
+  /-- Price per season, then crop number, in `1/priceDen` yuan per jin. -/
+  prices : List (List Nat)
+  /-- Expected sales (2023 production) per season, then crop number, in tenths of a jin. -/
+  demand : List (List Nat)
+  /-- Denominator of the prices. -/
+  priceDen : Nat
+  /-- Minimum planting area on open-air land (kinds below `openKinds`), tenths of a mu. -/
+  minOpen : Nat
+  /-- Minimum planting area in a greenhouse, tenths of a mu. -/
+  minGreen : Nat
+  /-- Land types below this code are open-air. -/
+  openKinds : Nat
+  /-- Land type of irrigated land. -/
+  irrigated : Nat
+  /-- Crop number of rice. -/
+  rice : Nat
+  /-- Most plots a crop may occupy in one season. -/
+  maxPlots : Nat
+  /-- Legume window in years. -/
+  window : Nat
+  /-- Number of planned years. -/
+  years : Nat
+
+/-- What a plan achieves: broken rules (counted as the Python replay counts them) and the
+profit under the sale rule. -/
+structure Result where
+  /-- Rule violations. -/
+  violations : Nat
+  /-- Total profit in yuan. -/
+  profit : Rat
+
+/-- Plots and production of one crop in one season of one year. -/
+structure Cell where
+  /-- Plots planted with it. -/
+  plots : Nat
+  /-- Production, in jin times `10·k`. -/
+  prod : Nat
+
+/-- One season of one year over every plot: per crop number a `Cell`, the planting cost
+(yuan times `10·k`) and the plantings the statistics do not list (unsuitable). -/
+structure Tally where
+  /-- Per crop number. -/
+  cells : List Cell
+  /-- Planting cost, in yuan times `10·k`. -/
+  cost : Nat
+  /-- Unsuitable plantings. -/
+  unsuitable : Nat
+
+end Crop
+
+noncomputable section
+
+namespace Crop
+
+/-- Boolean equality. -/
+def boolEq (a b : Bool) : Bool := cond a b (not b)
+
+/-- `a < b`. -/
+def lt (a b : Nat) : Bool := not (Nat.ble b a)
+
+/-- The element at index `i`, or `d` past the end. -/
+def nth {α : Type} (d : α) (xs : List α) (i : Nat) : α :=
+  List.rec (motive := fun _ => Nat → α) (fun _ => d)
+    (fun a _ rest i => Nat.casesOn (motive := fun _ => α) i a (fun j => rest j)) xs i
+
+/-- `xs` with `v` added at index `i` (unchanged past the end). -/
+def addAt (xs : List Nat) (i v : Nat) : List Nat :=
+  List.rec (motive := fun _ => Nat → List Nat) (fun _ => List.nil)
+    (fun a t rest i =>
+      Nat.casesOn (motive := fun _ => List Nat) i (List.cons (Nat.add a v) t)
+        (fun j => List.cons a (rest j)))
+    xs i
+
+/-- `n` zeros. -/
+def zeros (n : Nat) : List Nat := Nat.rec List.nil (fun _ t => List.cons 0 t) n
+
+/-- Whether a list is empty. -/
+def isNil {α : Type} (xs : List α) : Bool :=
+  List.casesOn (motive := fun _ => Bool) xs Bool.true (fun _ _ => Bool.false)
+
+/-- Number of plantings satisfying `p`. -/
+def countIf (p : Planting → Bool) (xs : List Planting) : Nat :=
+  List.foldr (fun a n => cond (p a) (Nat.succ n) n) 0 xs
+
+/-- Total area. -/
+def sumArea (xs : List Planting) : Nat := List.foldr (fun a n => Nat.add (Planting.area a) n) 0 xs
+
+/-- Whether crop `c` is planted. -/
+def mem (c : Nat) (xs : List Planting) : Bool :=
+  List.foldr (fun a b => or (Nat.beq (Planting.crop a) c) b) Bool.false xs
+
+/-- Crop numbers strictly increasing and areas positive (the form every cell is written in). -/
+def wellFormed (xs : List Planting) : Bool :=
+  (List.rec (motive := fun _ => Nat → Bool) (fun _ => Bool.true)
+    (fun a _ rest prev =>
+      and (lt prev (Planting.crop a)) (and (lt 0 (Planting.area a)) (rest (Planting.crop a))))
+    xs 0)
+
+/-- The statistics row of a crop in a list sorted by crop, if any. -/
+def findStat (c : Nat) (xs : List Stat) : Option Stat :=
+  List.foldr (fun s o => cond (Nat.beq (Stat.crop s) c) (Option.some s) o) Option.none xs
+
+/-- The statistics row of (land type, season, crop): `none` means the crop cannot grow there. -/
+def statOf (d : Data) (kind season crop : Nat) : Option Stat :=
+  findStat crop (nth List.nil (nth List.nil (Data.stats d) kind) season)
+
+/-- What crop `c` is, from the table. -/
+def info (d : Data) (c : Nat) : Info := nth (Info.mk Bool.false Bool.false) (Data.crops d) c
+
+/-- Whether `c` lies in one of the runs. -/
+def inRanges (rs : List Range) (c : Nat) : Bool :=
+  List.foldr (fun r b => or (and (Nat.ble (Range.lo r) c) (Nat.ble c (Range.hi r))) b) Bool.false rs
+
+/-- A legume (by the runs: a few comparisons instead of a table walk). -/
+def isLegume (d : Data) (c : Nat) : Bool := inRanges (Data.legumes d) c
+
+/-- A grain crop (by the runs). -/
+def isGrain (d : Data) (c : Nat) : Bool := inRanges (Data.grains d) c
+
+/-- The runs agree with the table for every crop number of the table. -/
+def rangesMatch (d : Data) : Bool :=
+  (List.rec (motive := fun _ => Nat → Bool) (fun _ => Bool.true)
+    (fun i _ rest c =>
+      and (and (boolEq (Info.legume i) (isLegume d c)) (boolEq (Info.grain i) (isGrain d c)))
+        (rest (Nat.succ c)))
+    (Data.crops d) 0)
+
+/-- Minimum planting area on land type `kind`, tenths of a mu. -/
+def minArea (d : Data) (kind : Nat) : Nat :=
+  cond (lt kind (Data.openKinds d)) (Data.minOpen d) (Data.minGreen d)
+
+/-- Violations of one season of one plot: plantings below the minimum area, an overfull
+season (scale `k`), a season not in the written form. (Unsuitable plantings are counted
+by the tallies, which look every planting up anyway.) -/
+def seasonViolations (d : Data) (k kind area : Nat) (xs : List Planting) : Nat :=
+  Nat.add
+    (countIf (fun a => lt (Planting.area a) (Nat.mul (minArea d kind) k)) xs)
+    (Nat.add (cond (lt (Nat.mul area k) (sumArea xs)) 1 0) (cond (wellFormed xs) 0 1))
+
+/-- Violations of one year of one plot: both seasons; on irrigated land, rice with anything
+else that year, and more than one second-season crop. -/
+def yearViolations (d : Data) (k : Nat) (p : Plot) (y : Year) : Nat :=
+  let irr := Nat.beq (Plot.kind p) (Data.irrigated d)
+  let f := Year.first y
+  let s := Year.second y
+  Nat.add (seasonViolations d k (Plot.kind p) (Plot.area p) f)
+    (Nat.add (seasonViolations d k (Plot.kind p) (Plot.area p) s)
+      (Nat.add
+        (cond (and irr (and (mem (Data.rice d) f)
+          (or (lt 1 (List.length f)) (not (isNil s))))) 1 0)
+        (cond (and irr (lt 1 (List.length s))) 1 0)))
+
+/-- Crops of `xs` also in `ys`. -/
+def common (xs ys : List Planting) : Nat := countIf (fun a => mem (Planting.crop a) ys) xs
+
+/-- Grain crops of `xs` also in `ys`. -/
+def commonGrain (d : Data) (xs ys : List Planting) : Nat :=
+  countIf (fun a => and (mem (Planting.crop a) ys) (isGrain d (Planting.crop a))) xs
+
+/-- Repeated cropping along a plot's years, `prev` being the year before the first:
+second → next first, a grain's first → next first, and first → second within a year. -/
+def rotation (d : Data) (prev : Year) (ys : List Year) : Nat :=
+  List.rec (motive := fun _ => Year → Nat) (fun _ => 0)
+    (fun cur _ rest prev =>
+      Nat.add (common (Year.second prev) (Year.first cur))
+        (Nat.add (commonGrain d (Year.first prev) (Year.first cur))
+          (Nat.add (common (Year.first cur) (Year.second cur)) (rest cur))))
+    ys prev
+
+/-- Legume area of a year. -/
+def legumeArea (d : Data) (y : Year) : Nat :=
+  let add := fun a n => cond (isLegume d (Planting.crop a)) (Nat.add (Planting.area a) n) n
+  List.foldr add (List.foldr add 0 (Year.second y)) (Year.first y)
+
+/-- Sum of the first `w` values. -/
+def takeSum (w : Nat) (xs : List Nat) : Nat :=
+  List.rec (motive := fun _ => Nat → Nat) (fun _ => 0)
+    (fun a _ rest w => Nat.casesOn (motive := fun _ => Nat) w 0 (fun w' => Nat.add a (rest w')))
+    xs w
+
+/-- Windows of `w` consecutive values whose sum is below `need`. -/
+def shortWindows (w need : Nat) (xs : List Nat) : Nat :=
+  List.rec (motive := fun _ => Nat) 0
+    (fun a t rest =>
+      cond (and (Nat.ble w (List.length (List.cons a t))) (lt (takeSum w (List.cons a t)) need))
+        (Nat.succ rest) rest)
+    xs
+
+/-- Legume windows of a plot that fall short of its area (2023's plan included, scaled). -/
+def legume (d : Data) (k : Nat) (p : Plot) (ys : List Year) : Nat :=
+  shortWindows (Data.window d) (Nat.mul (Plot.area p) k)
+    (List.cons (Nat.mul (legumeArea d (Plot.history p)) k)
+      (List.foldr (fun y t => List.cons (legumeArea d y) t) List.nil ys))
+
+/-- Every per-plot violation of a plan (scale `k`): seasons, years, rotation, legumes, and
+a plot whose list of years is not `years` long. -/
+def plotViolations (d : Data) (k : Nat) (p : Plot) (ys : List Year) : Nat :=
+  Nat.add (List.foldr (fun y n => Nat.add (yearViolations d k p y) n) 0 ys)
+    (Nat.add (rotation d (Plot.history p) ys)
+      (Nat.add (legume d k p ys)
+        (cond (Nat.beq (List.length ys) (Data.years d)) 0 1)))
+
+/-- `f` over plots and their plan years in parallel, summed; a plan with a different number
+of plots than 附件1 counts one violation. -/
+def overPlots (d : Data) (f : Plot → List Year → Nat) (plan : List (List Year)) : Nat :=
+  Nat.add
+    (List.rec (motive := fun _ => List (List Year) → Nat) (fun _ => 0)
+      (fun p _ rest plan =>
+        List.casesOn (motive := fun _ => Nat) plan 0
+          (fun ys plan' => Nat.add (f p ys) (rest plan')))
+      (Data.plots d) plan)
+    (cond (Nat.beq (List.length plan) (List.length (Data.plots d))) 0 1)
+
+/-- `c` with one more plot producing `q`, at crop number `i` of the cells. -/
+def addCell (xs : List Cell) (i q : Nat) : List Cell :=
+  List.rec (motive := fun _ => Nat → List Cell) (fun _ => List.nil)
+    (fun a t rest i =>
+      Nat.casesOn (motive := fun _ => List Cell) i
+        (List.cons (Cell.mk (Nat.succ (Cell.plots a)) (Nat.add (Cell.prod a) q)) t)
+        (fun j => List.cons a (rest j)))
+    xs i
+
+/-- One season's plantings of a plot added to a tally: each planting is looked up once. -/
+def tallySeason (d : Data) (kind season : Nat) (xs : List Planting) (t : Tally) : Tally :=
+  List.foldr (fun a t =>
+    Option.casesOn (motive := fun _ => Tally) (statOf d kind season (Planting.crop a))
+      (Tally.mk (addCell (Tally.cells t) (Planting.crop a) 0) (Tally.cost t)
+        (Nat.succ (Tally.unsuitable t)))
+      (fun s => Tally.mk
+        (addCell (Tally.cells t) (Planting.crop a) (Nat.mul (Planting.area a) (Stat.yield s)))
+        (Nat.add (Tally.cost t) (Nat.mul (Planting.area a) (Stat.cost s))) (Tally.unsuitable t)))
+    t xs
+
+/-- A tally of nothing over `n` crop numbers. -/
+def emptyTally (n : Nat) : Tally :=
+  Tally.mk (Nat.rec List.nil (fun _ t => List.cons (Cell.mk 0 0) t) n) 0 0
+
+/-- The tally of one season of year `i` over every plot. -/
+def tally (d : Data) (plan : List (List Year)) (i season : Nat) : Tally :=
+  List.rec (motive := fun _ => List (List Year) → Tally)
+    (fun _ => emptyTally (List.length (Data.crops d)))
+    (fun p _ rest plan =>
+      List.casesOn (motive := fun _ => Tally) plan (emptyTally (List.length (Data.crops d)))
+        (fun ys plan' =>
+          let y := nth (Year.mk List.nil List.nil) ys i
+          tallySeason d (Plot.kind p) season
+            (cond (Nat.beq season 0) (Year.first y) (Year.second y)) (rest plan')))
+    (Data.plots d) plan
+
+/-- Sums of a season: rule violations, and revenue in yuan times `20·k·priceDen`. -/
+structure Sums where
+  /-- Violations (scatter, unsuitable plantings). -/
+  violations : Nat
+  /-- Revenue. -/
+  revenue : Nat
+  /-- Cost, in yuan times `20·k·priceDen`. -/
+  cost : Nat
+
+/-- One season of one year: crops on more than `maxPlots` plots and unsuitable plantings;
+revenue per crop `2·p·min(Q, D)`, plus `p·(Q − min(Q, D))` when the surplus sells at half
+price (`half`); the cost. One walk over the crop numbers. -/
+def seasonSums (d : Data) (half : Bool) (k season : Nat) (t : Tally) : Sums :=
+  List.rec (motive := fun _ => List Nat → List Nat → Sums)
+    (fun _ _ => Sums.mk (Tally.unsuitable t) 0
+      (Nat.mul (Nat.mul 2 (Data.priceDen d)) (Tally.cost t)))
+    (fun c _ rest prices demand =>
+      List.casesOn (motive := fun _ => Sums) prices (rest List.nil List.nil) (fun p prices' =>
+        List.casesOn (motive := fun _ => Sums) demand (rest List.nil List.nil) (fun dm demand' =>
+          let q := Cell.prod c
+          let dk := Nat.mul dm k
+          let sold := cond (Nat.ble q dk) q dk
+          let r := rest prices' demand'
+          Sums.mk (cond (lt (Data.maxPlots d) (Cell.plots c)) (Nat.succ (Sums.violations r))
+              (Sums.violations r))
+            (Nat.add (Nat.add (Nat.mul 2 (Nat.mul p sold))
+                (cond half (Nat.mul p (Nat.sub q sold)) 0))
+              (Sums.revenue r))
+            (Sums.cost r))))
+    (Tally.cells t) (nth List.nil (Data.prices d) season) (nth List.nil (Data.demand d) season)
+
+/-- Two sums added. -/
+def Sums.add (a b : Sums) : Sums :=
+  Sums.mk (Nat.add (Sums.violations a) (Sums.violations b))
+    (Nat.add (Sums.revenue a) (Sums.revenue b)) (Nat.add (Sums.cost a) (Sums.cost b))
+
+/-- The replay of a plan at scale `k` (areas in `1/(10·k)` mu) under the sale rule `half`
+(false: case 1, surplus wasted; true: case 2, surplus at half price). -/
+def replay (d : Data) (half : Bool) (k : Nat) (plan : List (List Year)) : Result :=
+  let sums := Nat.rec (motive := fun _ => Sums) (Sums.mk 0 0 0)
+    (fun i acc =>
+      Sums.add (Sums.add (seasonSums d half k 0 (tally d plan i 0))
+        (seasonSums d half k 1 (tally d plan i 1))) acc)
+    (Data.years d)
+  Result.mk
+    (Nat.add (overPlots d (plotViolations d k) plan) (Sums.violations sums))
+    (Rat.ofNumDen (Int.subNatNat (Sums.revenue sums) (Sums.cost sums))
+      (Nat.mul (Nat.mul 20 k) (Data.priceDen d)))
+
+/-- The certificate's statement: the replay finds `violations` broken rules and the profit
+`profit` (compared as rationals). -/
+def agrees (d : Data) (half : Bool) (k : Nat) (plan : List (List Year)) (violations : Nat)
+    (profit : Rat) : Bool :=
+  let r := replay d half k plan
+  and (Nat.beq (Result.violations r) violations) (Rat.beq (Result.profit r) profit)
+
+/-- Consistency of generated data: each statistics row's crop has a price for that season
+(the revenue reads one price per season and crop). -/
+def pricesCover (d : Data) : Bool :=
+  List.foldr (fun kind b => and
+    (and (List.foldr (fun s b => and (lt 0 (nth 0 (nth List.nil (Data.prices d) 0) (Stat.crop s))) b)
+        Bool.true (nth List.nil kind 0))
+      (List.foldr (fun s b => and (lt 0 (nth 0 (nth List.nil (Data.prices d) 1) (Stat.crop s))) b)
+        Bool.true (nth List.nil kind 1)))
+    b) Bool.true (Data.stats d)
+
+/-- The expected sales recomputed from the 2023 plan (tenths of a jin, per season and crop):
+what `Data.demand` must equal. -/
+def demandOf (d : Data) : List (List Nat) :=
+  let hist := List.foldr (fun p t => List.cons (List.cons (Plot.history p) List.nil) t) List.nil
+    (Data.plots d)
+  let prods := fun (t : Tally) => List.foldr (fun c l => List.cons (Cell.prod c) l) List.nil
+    (Tally.cells t)
+  List.cons (prods (tally d hist 0 0)) (List.cons (prods (tally d hist 0 1)) List.nil)
+
+/-- Equality of lists of naturals. -/
+def natsEq (xs ys : List Nat) : Bool :=
+  List.rec (motive := fun _ => List Nat → Bool) (fun ys => isNil ys)
+    (fun a _ rest ys => List.casesOn (motive := fun _ => Bool) ys Bool.false
+      (fun b ys' => and (Nat.beq a b) (rest ys')))
+    xs ys
+
+/-- Equality of lists of lists of naturals. -/
+def natss (xs ys : List (List Nat)) : Bool :=
+  List.rec (motive := fun _ => List (List Nat) → Bool) (fun ys => isNil ys)
+    (fun a _ rest ys => List.casesOn (motive := fun _ => Bool) ys Bool.false
+      (fun b ys' => and (natsEq a b) (rest ys')))
+    xs ys
+
+end Crop
+
+end
