@@ -583,24 +583,42 @@ if __name__ == "__main__":  # pragma: no cover
 @app.command()
 def bench(
     task: Annotated[
-        str, typer.Option("--task", help="Task slug (a typical one by default).")
-    ] = "mcm-2025-b-juneau-tourism",
-    seconds: Annotated[float, typer.Option(help="Seconds per measurement.")] = 2.0,
+        list[str] | None,
+        typer.Option("--task", help="Only these task slugs (default: every task)."),
+    ] = None,
+    seconds: Annotated[float, typer.Option(help="CPU seconds per measurement.")] = 2.0,
+    replays: Annotated[bool, typer.Option(help="Also run each replay's own benchmark.")] = True,
     tasks_root: TasksRoot = TASKS_ROOT,
+    as_json: JsonFlag = False,
 ) -> None:
-    """Measure scoring throughput (artifacts/s) and gate throughput (checks/s) on one core."""
-    from tbmm.bench import bench_gate, bench_json_reference, bench_scoring
+    """Throughput over a mixed corpus of every task: artifacts per CPU-second for scoring and
+    the gate, as a ratio to json.loads of the same bytes; replays per second per replayed task."""
+    from tbmm.bench import bench_mixed, bench_replays
 
-    t = _task(task, tasks_root)
-    ref = bench_json_reference(t, seconds)
-    sc = bench_scoring(t, seconds)
-    for r in (ref, sc, bench_gate(t, seconds)):
-        console.print(
-            f"{r.name:12s} {r.task}: {r.count} in {r.seconds:.2f} s = [bold]{r.rate:,.0f}/s[/bold]"
-        )
-    console.print(
-        f"scoring costs {ref.rate / sc.rate:.1f}x a plain json.loads of the same artifact (same run)"
-    )
+    tasks = [_task(s, tasks_root) for s in task] if task else load_suite(tasks_root)
+    rows = bench_mixed(tasks, seconds)
+    if replays:
+        rows += bench_replays(tasks, seconds / 2)
+    ref = rows[0].rate
+    out = [
+        {
+            "name": r.name,
+            "task": r.task,
+            "count": r.count,
+            "cpu_seconds": round(r.seconds, 3),
+            "per_second": round(r.rate, 1),
+            "x_json_loads": None if r.task != "mixed" else round(ref / r.rate, 2),
+        }
+        for r in rows
+    ]
+    if as_json:
+        print(json.dumps(out, indent=2))
+        return
+    console.print(f"{len(tasks)} task(s); artifacts per CPU-second (one core)", highlight=False)
+    for r in out:
+        ratio = f"  {r['x_json_loads']:.2f}x json.loads" if r["x_json_loads"] else ""
+        where = "" if r["task"] == "mixed" else f"  ({r['task']})"
+        console.print(f"{r['name']:>14s} {r['per_second']:>10,.0f}/s{ratio}{where}", highlight=False)
 
 
 @app.command()

@@ -89,6 +89,11 @@ def parse_decimal(text: str) -> Fraction:
 
 def _validated_value(text: str) -> Fraction:
     """`parse_decimal` for a literal `_num`/`_int` already validated (no regex again)."""
+    if "e" not in text and "E" not in text:
+        whole, dot, frac = text.partition(".")
+        if not dot:
+            return Fraction(int(text))
+        return Fraction(int(whole + frac), 10 ** len(frac))
     low = text.lower()
     mant, _, exp_text = low.partition("e")
     whole, _, frac = mant.partition(".")

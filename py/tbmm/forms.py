@@ -92,8 +92,24 @@ def prod(xs: Sequence[Fraction]) -> Fraction:
 
 
 def product(factors: Sequence[Fraction], coef: Fraction, op: str, bound: Fraction) -> bool:
-    """coef * prod(factors) op bound (bound already evaluated: a constant or a field product)."""
-    return compare(coef * prod(factors), op, bound)
+    """coef * prod(factors) op bound (bound already evaluated: a constant or a field product).
+
+    The product is compared as one integer fraction N/D (D > 0), without building the
+    intermediate Fractions."""
+    n, d = coef.numerator, coef.denominator
+    for f in factors:
+        n *= f.numerator
+        d *= f.denominator
+    lhs, rhs = n * bound.denominator, bound.numerator * d
+    if op == "<=":
+        return lhs <= rhs
+    if op == ">=":
+        return lhs >= rhs
+    if op == "<":
+        return lhs < rhs
+    if op == ">":
+        return lhs > rhs
+    raise ValueError(f"unknown comparison {op!r}")
 
 
 def agree(x: Fraction, y: Fraction, tol: Fraction, rel_tol: Fraction) -> bool:
