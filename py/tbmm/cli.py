@@ -5,15 +5,43 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.table import Table
+from typer.core import TyperGroup
 
 from tbmm.tasks import TASKS_ROOT, Task, TaskFormatError, find_task, load_suite
 
+
+class _LazyGroup(TyperGroup):
+    """`tbmm run` (the harness) and `tbmm lean` import a lot; they are loaded when named (or
+    listed by --help), so `tbmm score`/`gate`/`verify` start without them."""
+
+    LAZY = {"run": ("harness.cli", "run_command"), "lean": ("tbmm.lean.cli", "lean_app")}
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return [*super().list_commands(ctx), *(n for n in self.LAZY if n not in self.commands)]
+
+    def get_command(self, ctx: Any, name: str) -> Any:
+        if name in self.LAZY and name not in self.commands:
+            import importlib
+
+            mod, attr = self.LAZY[name]
+            obj = getattr(importlib.import_module(mod), attr)
+            if not isinstance(obj, typer.Typer):
+                single = typer.Typer(add_completion=False)
+                single.command(name)(obj)
+                obj = single
+            cmd = typer.main.get_command(obj)
+            cmd.name = name
+            self.add_command(cmd, name)
+        return super().get_command(ctx, name)
+
+
 app = typer.Typer(
+    cls=_LazyGroup,
     no_args_is_help=True,
     add_completion=False,
     help="TB-MathModel: agentic, verifiable mathematical-modeling benchmark.",
@@ -618,7 +646,9 @@ def bench(
     for r in out:
         ratio = f"  {r['x_json_loads']:.2f}x json.loads" if r["x_json_loads"] else ""
         where = "" if r["task"] == "mixed" else f"  ({r['task']})"
-        console.print(f"{r['name']:>14s} {r['per_second']:>10,.0f}/s{ratio}{where}", highlight=False)
+        console.print(
+            f"{r['name']:>14s} {r['per_second']:>10,.0f}/s{ratio}{where}", highlight=False
+        )
 
 
 @app.command()
@@ -678,17 +708,6 @@ def verify(
         highlight=False,
     )
     raise typer.Exit(rep.exit_code)
-
-
-def _mount_subapps() -> None:
-    from harness.cli import run_command
-    from tbmm.lean.cli import lean_app
-
-    app.add_typer(lean_app, name="lean")
-    app.command("run")(run_command)
-
-
-_mount_subapps()
 
 
 DbOpt = Annotated[Path, typer.Option("--db", help="SQLite results store.")]
