@@ -278,6 +278,7 @@ def tasks_exploits(
     only: Annotated[str, typer.Option("--only", help="One task slug (default: all).")] = "",
     tasks_root: TasksRoot = TASKS_ROOT,
     as_json: JsonFlag = False,
+    markdown: Annotated[bool, typer.Option("--markdown", help="A markdown table.")] = False,
 ) -> None:
     """Try the generated adversarial artifacts on every task (blind extremes, pushed claims,
     stripped support, omitted gated fields). Exit 1 if one earns credit unexplained."""
@@ -303,6 +304,18 @@ def tasks_exploits(
                 ensure_ascii=False,
             )
         )
+        raise typer.Exit(1 if open_ else 0)
+    if markdown:
+        print("| task | " + " | ".join(KINDS) + " |")
+        print("|---|" + "---|" * len(KINDS))
+        for t in tasks:
+            found = results[t.slug]
+            row = summary(t, found)
+            cells = []
+            for k in KINDS:
+                worst = max((a.o_eval for a in found if a.kind == k), default=None)
+                cells.append("n/a" if worst is None else f"{float(worst):.2f} {row[k]}")
+            print(f"| {t.slug} | " + " | ".join(cells) + " |")
         raise typer.Exit(1 if open_ else 0)
     table = Table(title="exploits: max effective O-Eval per kind (caught ≤ 0.1)")
     table.add_column("task", overflow="fold")
