@@ -93,3 +93,54 @@ def test_binary_float_would_diverge_where_we_do_not() -> None:
     a, b, c = (exact.loads(t).value for t in ("0.1", "0.2", "0.3"))
     assert a + b == c
     assert F(0.1) + F(0.2) != F(0.3)
+
+
+_json_trees = st.recursive(
+    st.integers(0, 3) | st.none(),
+    lambda kids: (
+        st.lists(kids, max_size=3) | st.dictionaries(st.sampled_from("abc"), kids, max_size=3)
+    ),
+    max_leaves=12,
+)
+_paths = st.lists(
+    st.sampled_from(["a", "b", "c", "[0]", "[1]", "[*]"]), min_size=1, max_size=4
+).map(lambda ts: "".join(t if t.startswith("[") else f".{t}" for t in ts).lstrip("."))
+
+
+@given(_json_trees, _paths)
+@settings(max_examples=400, deadline=None)
+def test_expand_nodes_is_expand_plus_resolve(doc, path) -> None:
+    """The one-walk expansion names the same concrete paths as `expand` and, for each, the
+    node `resolve` finds (MISSING where resolve fails): the gate and the schema check rely
+    on it for lists of thousands of entries."""
+    from tbmm.paths import MISSING, PathError, expand, expand_nodes, resolve, tokens
+
+    try:
+        tokens(path)
+    except PathError:
+        return
+    pairs = expand_nodes(doc, path)
+    # the definition, step by step: a wildcard expands over the entries the list at its
+    # prefix has (resolved from the root); any other step is kept as written
+    naive = [""]
+    for tok in tokens(path):
+        if isinstance(tok, str):
+            naive = [f"{q}.{tok}" if q else tok for q in naive]
+        elif tok >= 0:
+            naive = [f"{q}[{tok}]" for q in naive]
+        else:
+            nxt = []
+            for q in naive:
+                try:
+                    node = resolve(doc, q) if q else doc
+                except PathError:
+                    node = None
+                if isinstance(node, list):
+                    nxt += [f"{q}[{i}]" for i in range(len(node))]
+            naive = nxt
+    assert [p for p, _ in pairs] == naive == expand(doc, path)
+    for p, node in pairs:
+        try:
+            assert resolve(doc, p) is node
+        except PathError:
+            assert node is MISSING

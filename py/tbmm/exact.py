@@ -179,10 +179,28 @@ def _encode(obj: Any, indent: int | None, level: int) -> str:
     return json.dumps(obj, ensure_ascii=False)
 
 
+_TEXT_CACHE: dict[tuple[int, int], str] = {}
+
+
 def fraction_to_text(q: Fraction) -> str:
-    """Exact text for a rational: a terminating decimal when one exists, else ``p/q``."""
-    if q.denominator == 1:
-        return str(q.numerator)
+    """Exact text for a rational: a terminating decimal when one exists, else ``p/q``.
+
+    Memoised on (numerator, denominator) for small values (reports render the same
+    anchors, bands and bounds for every artifact); the cache is bounded."""
+    n, d = q.numerator, q.denominator
+    if d == 1:
+        return str(n)
+    key = (n, d)
+    hit = _TEXT_CACHE.get(key)
+    if hit is not None:
+        return hit
+    text = _fraction_text(q)
+    if len(_TEXT_CACHE) < 65536 and n.bit_length() + d.bit_length() < 256:
+        _TEXT_CACHE[key] = text
+    return text
+
+
+def _fraction_text(q: Fraction) -> str:
     d = q.denominator
     twos = fives = 0
     while d % 2 == 0:

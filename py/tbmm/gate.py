@@ -29,7 +29,7 @@ from tbmm import forms
 from tbmm.exact import Num, fraction_to_text, parse_decimal
 from tbmm.forms import Form
 from tbmm.models import REPLAYED, GateCheck
-from tbmm.paths import PathError, expand, resolve
+from tbmm.paths import PathError, expand, expand_nodes, resolve
 from tbmm.scoring import lookup
 from tbmm.tasks import Task
 
@@ -281,11 +281,8 @@ def _short_lists(task: Task, doc: dict[str, Any]) -> list[Instance]:
     for ls in task.artifact_map.lists:
         if ls.min_items <= 0:
             continue
-        for path in expand(doc, ls.path) if "[*]" in ls.path else [ls.path]:
-            try:
-                node = resolve(doc, path)
-            except PathError:
-                continue  # a missing list: the checks over it are unverifiable
+        for path, node in expand_nodes(doc, ls.path):
+            # a missing list (MISSING) is not short: the checks over it are unverifiable
             if isinstance(node, list) and len(node) < ls.min_items:
                 check = _list_check(ls.path, ls.min_items)
                 inst = Instance(check, None, {"field": [path]})

@@ -42,7 +42,7 @@ ReferenceKind = Literal["paper", "reproduction", "computed", "replayed", "correc
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(strict=True, extra="forbid", frozen=True)
+    model_config = ConfigDict(strict=True, extra="forbid", frozen=True, defer_build=True)
 
 
 def _decimal(v: str) -> str:

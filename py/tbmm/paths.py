@@ -41,7 +41,11 @@ def resolve(doc: Any, path: str) -> Any:
                 raise _error(doc, path)
             node = node[tok]
         else:
-            if tok < 0 or (type(node) is not list and not isinstance(node, list)) or tok >= len(node):
+            if (
+                tok < 0
+                or (type(node) is not list and not isinstance(node, list))
+                or tok >= len(node)
+            ):
                 raise _error(doc, path)
             node = node[tok]
     return node
@@ -66,25 +70,37 @@ def _error(doc: Any, path: str) -> PathError:
     return PathError(f"cannot resolve {path!r}")
 
 
-def expand(doc: Any, path: str) -> list[str]:
-    """Concrete paths for a path that may contain ``[*]`` (only entries that exist)."""
-    results = [""]
+MISSING = object()
+"""The node of an expanded path that does not exist in the document."""
+
+
+def expand_nodes(doc: Any, path: str) -> list[tuple[str, Any]]:
+    """(concrete path, node or MISSING) for a path that may contain ``[*]``, in one walk.
+
+    A wildcard expands over the entries that exist; any other step is kept even when the
+    document lacks it (its node is then MISSING), as `expand` promises."""
+    results: list[tuple[str, Any]] = [("", doc)]
     for tok in tokens(path):
-        nxt: list[str] = []
-        for prefix in results:
-            if isinstance(tok, str):
-                nxt.append(f"{prefix}.{tok}" if prefix else tok)
-            elif tok >= 0:
-                nxt.append(f"{prefix}[{tok}]")
-            else:
-                try:
-                    node = resolve(doc, prefix) if prefix else doc
-                except PathError:
-                    node = None
+        nxt: list[tuple[str, Any]] = []
+        if type(tok) is str:
+            for prefix, node in results:
+                child = node[tok] if isinstance(node, dict) and tok in node else MISSING
+                nxt.append((f"{prefix}.{tok}" if prefix else tok, child))
+        elif tok >= 0:
+            for prefix, node in results:
+                child = node[tok] if isinstance(node, list) and tok < len(node) else MISSING
+                nxt.append((f"{prefix}[{tok}]", child))
+        else:
+            for prefix, node in results:
                 if isinstance(node, list):
-                    nxt.extend(f"{prefix}[{i}]" for i in range(len(node)))
+                    nxt.extend((f"{prefix}[{i}]", x) for i, x in enumerate(node))
         results = nxt
     return results
+
+
+def expand(doc: Any, path: str) -> list[str]:
+    """Concrete paths for a path that may contain ``[*]`` (only entries that exist)."""
+    return [p for p, _ in expand_nodes(doc, path)]
 
 
 def set_path(doc: dict[str, Any], path: str, value: Any) -> None:

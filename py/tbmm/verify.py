@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from tbmm import bounds, exact
-from tbmm.paths import PathError, expand, resolve
+from tbmm.paths import MISSING, expand_nodes
 from tbmm.pipeline import evaluate
 from tbmm.scoring import ArtifactError, read_artifact, score_task
 from tbmm.tasks import Task
@@ -50,10 +50,8 @@ def schema_issues(task: Task, doc: dict[str, Any]) -> list[str]:
     """Fields of the schema that are missing or of the wrong type (informative, not fatal)."""
     issues = []
     for f in task.artifact_map.field:
-        for path in expand(doc, f.path) if "[*]" in f.path else [f.path]:
-            try:
-                node = resolve(doc, path)
-            except PathError:
+        for path, node in expand_nodes(doc, f.path):
+            if node is MISSING:
                 issues.append(f"{path}: missing")
                 continue
             if f.type == "list[number]":
