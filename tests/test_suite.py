@@ -206,7 +206,9 @@ def test_build_is_reproducible(suite: list[Task], tmp_path: Path) -> None:
         for name in CURATED:
             if (t.dir / name).is_file():
                 shutil.copy(t.dir / name, dst / name)
-        if (t.dir / "reference").is_dir():  # curated: a computed reference's generator, a replay's data
+        if (
+            t.dir / "reference"
+        ).is_dir():  # curated: a computed reference's generator, a replay's data
             shutil.copytree(t.dir / "reference", dst / "reference")
     build_all(SOURCE, out)
     for t in suite:
@@ -251,3 +253,66 @@ def test_mcm_statements_are_the_official_english_text(suite: list[Task]) -> None
         statement = t.instruction.split("# Required Benchmark Artifact")[0]
         assert not re.search(r"[\u4e00-\u9fff]", statement), t.slug
         assert "## Official problem statement (COMAP, English original)" in statement, t.slug
+
+
+def test_unstated_reference_is_rejected(suite: list[Task], tmp_path: Path) -> None:
+    t = next(t for t in suite if t.scoring.metric[0].reference is not None)
+    d = _copy(t, tmp_path)
+    s = (d / "scoring.toml").read_text()
+    start = s.index("[metric.reference]")
+    end = s.find("[[metric", start)
+    (d / "scoring.toml").write_text(s[:start] + (s[end:] if end > 0 else ""))
+    assert "reference" in _checks(d)
+    assert "no reference stated" in _messages(d)
+
+
+def test_infeasible_reference_artifact_is_rejected(suite: list[Task], tmp_path: Path) -> None:
+    """An anchor recorded infeasible shows no feasible artifact reaching its references."""
+    t = next(t for t in suite if t.gate.anchor.feasible)
+    d = _copy(t, tmp_path)
+    g = (d / "gate.toml").read_text()
+    assert "feasible = true" in g
+    g = g.replace("feasible = true", "feasible = false", 1).replace(
+        'evidence = ""', 'evidence = "planted by a test"', 1
+    )
+    (d / "gate.toml").write_text(g)
+    assert "reference" in _checks(d)
+    assert "no feasible artifact" in _messages(d)
+
+
+def test_unreachable_panel_value_is_rejected(suite: list[Task], tmp_path: Path) -> None:
+    """A panel paper's value that a single-field gate check on the metric's own path
+    refuses (an interval, threshold or count bound) can be reached by no feasible answer."""
+    for t in suite:
+        by_path = {m.path: m for m in t.metrics}
+        bounded = [
+            c
+            for c in t.gate.check
+            if c.field in by_path
+            and c.form.value in ("interval", "threshold")
+            and "[*]" not in c.field
+        ]
+        c = next((c for c in bounded if c.hi is not None or c.form.value == "threshold"), None)
+        if c is not None:
+            break
+    else:
+        pytest.skip("no task bounds a scored metric by a single-field check")
+    m = by_path[c.field]
+    from tbmm import exact
+
+    limit = exact.parse_decimal(c.hi if c.form.value == "interval" else c.bound)
+    step = 1 if c.form.value == "interval" or c.op in ("<=", "<") else -1
+    bad_value = exact.fraction_to_text(limit + step)
+    d = _copy(t, tmp_path)
+    panel = json.loads((d / "panel.json").read_text())
+    panel["papers"].append(
+        {
+            "paper_id": "unreachable",
+            "title": "t",
+            "source": "planted by a test",
+            "values": {m.id: bad_value},
+        }
+    )
+    (d / "panel.json").write_text(json.dumps(panel))
+    assert "reference" in _checks(d)
+    assert f"{m.id}={bad_value} is unreachable" in _messages(d)

@@ -318,6 +318,17 @@ def validate_task(task_dir: Path) -> list[Problem]:
         )
     if not gate.anchor.feasible and report.verdict != "fail":
         bad("gate", "anchor recorded infeasible but passes every check (evidence not reproduced)")
+    if not gate.anchor.feasible:
+        # the anchor is the witness that its values can be reached: an infeasible one
+        # leaves every metric's reference without a feasible artifact reaching it
+        bad(
+            "reference",
+            "the reference artifact is infeasible, so no feasible artifact is shown to reach "
+            "the metrics' references: replace it with a feasible decision (see FORMAT.md)",
+        )
+    for mt in metrics:
+        if mt.spec.reference is None and not mt.spec.exclude:
+            bad("reference", f"metric {mt.id}: no reference stated (scoring.toml: metric.reference with kind and source)")
 
     # Exploits listed as not caught yet must be well-formed (the test suite checks the rest).
     from tbmm.exploits import known_exploits
@@ -336,6 +347,10 @@ def validate_task(task_dir: Path) -> list[Problem]:
         return problems
     ids = {mt.id: mt for mt in metrics}
     for paper in panel.papers:
+        if paper.exclusion_reason is None:
+            for k, v in paper.values.items():
+                if k in ids and (why := unreachable(gate.check, ids[k].path, v)):
+                    bad("reference", f"paper {paper.paper_id}: {k}={v} is unreachable: {why}")
         for k in paper.values:
             if k not in ids:
                 bad("panel", f"paper {paper.paper_id}: unknown metric id {k}")
@@ -367,6 +382,28 @@ def validate_task(task_dir: Path) -> list[Problem]:
             "solution/solve.sh does not write the anchor artifact: rerun `tbmm tasks build`",
         )
     return problems
+
+
+def unreachable(checks: list[Any], path: str, value: str) -> str:
+    """Why no feasible artifact can report `value` at `path` ("" when none says so): a
+    single-field check on exactly that path (interval, threshold, count) that the value
+    itself fails. A panel paper's value no feasible artifact can reach would cap every
+    answer's reward below 1 on that paper for no fault of the answer."""
+    from tbmm import forms
+
+    q = exact.parse_decimal(value)
+    dec = lambda t: None if t is None else exact.parse_decimal(t)  # noqa: E731
+    for c in checks:
+        if c.field != path or "[*]" in path:
+            continue
+        form = c.form.value
+        if form == "interval" and not forms.interval(q, dec(c.lo), dec(c.hi)):
+            return f"gate check {c.id} bounds it to [{c.lo}, {c.hi}]"
+        if form == "threshold" and not forms.threshold(q, c.op, dec(c.bound)):
+            return f"gate check {c.id} requires {c.op} {c.bound}"
+        if form == "count" and not forms.count(q, dec(c.hi)):
+            return f"gate check {c.id} requires a count" + (f" <= {c.hi}" if c.hi else "")
+    return ""
 
 
 def validate_all(root: Path | None = None) -> tuple[int, list[Problem]]:
