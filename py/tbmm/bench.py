@@ -91,7 +91,9 @@ def _doubled(text: str) -> str:
     return exact.dumps(walk(doc), indent=None)
 
 
-def _rate(name: str, items: list[Any], fn: Callable[[Any], Any], seconds: float) -> BenchResult:
+def _rate(
+    name: str, items: list[Any], fn: Callable[[Any], Any], seconds: float, group: str = "mixed"
+) -> BenchResult:
     for it in items[: min(len(items), 64)]:
         fn(it)  # warm the tasks' caches
     n, t0 = 0, time.process_time()
@@ -99,11 +101,12 @@ def _rate(name: str, items: list[Any], fn: Callable[[Any], Any], seconds: float)
         for it in items:
             fn(it)
         n += len(items)
-    return BenchResult(name, "mixed", n, time.process_time() - t0)
+    return BenchResult(name, group, n, time.process_time() - t0)
 
 
-def bench_mixed(tasks: list[Task], seconds: float = 2.0) -> list[BenchResult]:
-    """json.loads, scoring and gate over the mixed corpus (artifacts per CPU-second)."""
+def bench_mixed(tasks: list[Task], seconds: float = 2.0, group: str = "mixed") -> list[BenchResult]:
+    """json.loads, scoring and gate over the mixed corpus (artifacts per CPU-second); the
+    rows carry `group` as their task so that several corpora can be reported side by side."""
     items = corpus(tasks)
 
     def parse_and_score(it: tuple[Task, bytes, Any]) -> None:
@@ -120,9 +123,9 @@ def bench_mixed(tasks: list[Task], seconds: float = 2.0) -> list[BenchResult]:
             doc["replayed"] = replayed
         docs.append((t, doc))
     return [
-        _rate("json.loads", items, lambda it: json.loads(it[1]), seconds),
-        _rate("scoring", items, parse_and_score, seconds),
-        _rate("gate", docs, lambda td: run_gate(td[0], td[1]), seconds),
+        _rate("json.loads", items, lambda it: json.loads(it[1]), seconds, group),
+        _rate("scoring", items, parse_and_score, seconds, group),
+        _rate("gate", docs, lambda td: run_gate(td[0], td[1]), seconds, group),
     ]
 
 
@@ -228,6 +231,4 @@ def bench_replay_crop_planting(task: Task, seconds: float = 2.0) -> BenchResult:
         _, rep = run_replay(task, doc)
         assert rep is not None and rep.status == "ok", rep
         n += 1
-    return BenchResult(
-        "replay", task.slug, n, time.perf_counter() - t0
-    )
+    return BenchResult("replay", task.slug, n, time.perf_counter() - t0)

@@ -94,7 +94,9 @@ def decay(distance: Fraction, band: Fraction) -> Fraction:
     """Linear decay: 1 at distance 0, 0 at distance >= band (band > 0)."""
     if not _lt(distance, band):
         return ZERO
-    return ONE - distance / band
+    # 1 - (dn/dd)/(bn/bd) = (dd bn - dn bd)/(dd bn): one normalisation instead of two
+    dn, dd, bn, bd = distance.numerator, distance.denominator, band.numerator, band.denominator
+    return Fraction(dd * bn - dn * bd, dd * bn)
 
 
 def reward(direction: Direction, x: Fraction, anchor: Fraction, band: Fraction) -> Fraction:
