@@ -5,12 +5,3932 @@ mkdir -p /root/results
 cat > /root/results/cumcm-2023-b-multibeam-lines_result.json <<'TBMM_ANCHOR_EOF'
 {
   "q4": {
-    "total_line_length_nmi": 622.0,
-    "missed_area_pct": 3.48,
-    "overlap_over_20pct_length_nmi": 30.0
+    "lines": [
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 0.0195,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 0.0195
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 0.0543,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 0.0543
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 0.0889,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 0.0889
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 0.1234,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 0.1234
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 0.1578,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 0.1578
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 0.192,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 0.192
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 0.2261,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 0.2261
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 0.2601,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 0.2601
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 0.294,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 0.294
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 0.3279,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 0.3279
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 0.3617,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 0.3617
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 0.3954,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 0.3954
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 0.4291,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 0.4291
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 0.4628,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 0.4628
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 0.4965,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 0.4965
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 0.5302,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 0.5302
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 0.5638,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 0.5638
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 0.5975,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 0.5975
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 0.6313,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 0.6313
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 0.6651,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 0.6651
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 0.6989,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 0.6989
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 0.7328,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 0.7328
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 0.7668,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 0.7668
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 0.8009,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 0.8009
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 0.8351,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 0.8351
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 0.8694,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 0.8694
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 0.9039,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 0.9039
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 0.9385,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 0.9385
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 0.9733,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 0.9733
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 1.0082,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 1.0082
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 1.0434,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 1.0434
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 1.0787,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 1.0787
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 1.1143,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 1.1143
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 1.1501,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 1.1501
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 1.1862,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 1.1862
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 1.2225,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 1.2225
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 1.2591,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 1.2591
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 1.296,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 1.296
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 1.3332,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 1.3332
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 1.3708,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 1.3708
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 1.4087,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 1.4087
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 1.447,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 1.447
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 1.4857,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 1.4857
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 1.5247,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 1.5247
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 1.5643,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 1.5643
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 1.6042,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 1.6042
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 1.6447,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 1.6447
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 1.6856,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 1.6856
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 1.7271,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 1.7271
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 1.7691,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 1.7691
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 1.8117,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 1.8117
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 1.8549,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 1.8549
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 1.8988,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 1.8988
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 1.9433,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 1.9433
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 1.9885,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 1.9885
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 2.0344,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 2.0344
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 2.0811,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 2.0811
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 2.1286,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 2.1286
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 2.1769,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 2.1769
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 2.2261,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 2.2261
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 2.2763,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 2.2763
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 2.3274,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 2.3274
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 2.3795,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 2.3795
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 2.4326,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 2.4326
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 2.4869,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 2.4869
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 2.5424,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 2.5424
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 2.5991,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 2.5991
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 2.6571,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 2.6571
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 2.7164,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 2.7164
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 2.7772,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 2.7772
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 2.8394,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 2.8394
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 2.9033,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 2.9033
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 2.9688,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 2.9688
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 3.0361,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 3.0361
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 3.1052,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 3.1052
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 3.1764,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 3.1764
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 3.2495,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 3.2495
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 3.3249,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 3.3249
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 3.4026,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 3.4026
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 3.4827,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 3.4827
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 3.5655,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 3.5655
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 3.6511,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 3.6511
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 3.7395,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 3.7395
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 3.8311,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 3.8311
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 3.9261,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 3.9261
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 4.0245,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 4.0245
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 4.1268,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 4.1268
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 4.2332,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 4.2332
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 4.3439,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 4.3439
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 4.4592,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 4.4592
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 4.5796,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 4.5796
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 4.7052,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 4.7052
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 4.8363,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 4.8363
+      },
+      {
+        "x_start_nmi": 0,
+        "y_start_nmi": 4.9736,
+        "x_end_nmi": 0.8,
+        "y_end_nmi": 4.9736
+      },
+      {
+        "x_start_nmi": 0.8199,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 0.8199,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 0.8563,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 0.8563,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 0.8933,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 0.8933,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 0.931,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 0.931,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 0.9694,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 0.9694,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 1.0086,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 1.0086,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 1.0487,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 1.0487,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 1.0898,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 1.0898,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 1.1321,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 1.1321,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 1.1755,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 1.1755,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 1.2203,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 1.2203,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 1.2665,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 1.2665,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 1.3144,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 1.3144,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 1.364,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 1.364,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 1.4156,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 1.4156,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 1.4694,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 1.4694,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 1.5256,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 1.5256,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 1.5844,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 1.5844,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 1.6462,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 1.6462,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 1.7112,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 1.7112,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 1.7799,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 1.7799,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 1.8526,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 1.8526,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 1.9298,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 1.9298,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 2.0122,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 2.0122,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 2.1003,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 2.1003,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 2.1951,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 2.1951,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 2.2973,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 2.2973,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 2.4081,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 2.4081,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 2.5287,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 2.5287,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 2.6608,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 2.6608,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 2.8064,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 2.8064,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 2.9677,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 2.9677,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 3.148,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 3.148,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 3.3508,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 3.3508,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 3.5811,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 3.5811,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 3.8455,
+        "y_start_nmi": 0.0,
+        "x_end_nmi": 3.8455,
+        "y_end_nmi": 0.3125
+      },
+      {
+        "x_start_nmi": 0.8198,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 0.8198,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 0.8558,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 0.8558,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 0.8925,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 0.8925,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 0.9297,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 0.9297,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 0.9676,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 0.9676,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 1.0062,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 1.0062,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 1.0457,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 1.0457,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 1.0861,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 1.0861,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 1.1274,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 1.1274,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 1.1699,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 1.1699,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 1.2136,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 1.2136,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 1.2586,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 1.2586,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 1.305,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 1.305,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 1.353,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 1.353,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 1.4027,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 1.4027,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 1.4543,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 1.4543,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 1.5081,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 1.5081,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 1.5641,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 1.5641,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 1.6226,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 1.6226,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 1.684,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 1.684,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 1.7485,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 1.7485,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 1.8163,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 1.8163,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 1.888,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 1.888,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 1.964,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 1.964,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 2.0447,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 2.0447,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 2.1308,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 2.1308,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 2.2228,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 2.2228,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 2.3218,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 2.3218,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 2.4285,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 2.4285,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 2.544,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 2.544,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 2.6698,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 2.6698,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 2.8075,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 2.8075,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 2.9589,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 2.9589,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 3.1265,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 3.1265,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 3.3135,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 3.3135,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 3.5234,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 3.5234,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 3.7614,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 3.7614,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 4,
+        "y_start_nmi": 0.3125,
+        "x_end_nmi": 4,
+        "y_end_nmi": 0.625
+      },
+      {
+        "x_start_nmi": 0.8198,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 0.8198,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 0.8559,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 0.8559,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 0.8925,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 0.8925,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 0.9298,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 0.9298,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 0.9677,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 0.9677,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 1.0063,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 1.0063,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 1.0458,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 1.0458,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 1.0862,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 1.0862,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 1.1275,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 1.1275,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 1.1699,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 1.1699,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 1.2135,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 1.2135,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 1.2584,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 1.2584,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 1.3046,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 1.3046,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 1.3523,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 1.3523,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 1.4016,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 1.4016,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 1.4527,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 1.4527,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 1.5057,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 1.5057,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 1.5607,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 1.5607,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 1.6181,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 1.6181,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 1.6779,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 1.6779,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 1.7404,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 1.7404,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 1.8061,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 1.8061,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 1.875,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 1.875,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 1.9477,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 1.9477,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 2.0245,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 2.0245,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 2.1059,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 2.1059,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 2.1924,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 2.1924,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 2.2847,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 2.2847,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 2.3835,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 2.3835,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 2.4896,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 2.4896,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 2.6042,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 2.6042,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 2.7282,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 2.7282,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 2.8633,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 2.8633,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 3.0111,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 3.0111,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 3.1736,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 3.1736,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 3.3536,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 3.3536,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 3.5542,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 3.5542,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 3.7795,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 3.7795,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 4,
+        "y_start_nmi": 0.625,
+        "x_end_nmi": 4,
+        "y_end_nmi": 0.9375
+      },
+      {
+        "x_start_nmi": 0.8202,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 0.8202,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 0.8571,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 0.8571,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 0.8945,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 0.8945,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 0.9325,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 0.9325,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 0.971,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 0.971,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 1.0103,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 1.0103,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 1.0504,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 1.0504,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 1.0913,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 1.0913,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 1.1331,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 1.1331,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 1.176,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 1.176,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 1.2199,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 1.2199,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 1.2651,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 1.2651,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 1.3117,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 1.3117,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 1.3597,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 1.3597,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 1.4093,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 1.4093,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 1.4607,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 1.4607,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 1.5139,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 1.5139,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 1.5692,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 1.5692,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 1.6268,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 1.6268,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 1.6867,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 1.6867,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 1.7492,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 1.7492,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 1.8144,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 1.8144,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 1.8828,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 1.8828,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 1.9545,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 1.9545,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 2.0299,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 2.0299,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 2.1094,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 2.1094,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 2.1936,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 2.1936,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 2.2828,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 2.2828,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 2.3778,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 2.3778,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 2.4791,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 2.4791,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 2.5877,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 2.5877,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 2.7045,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 2.7045,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 2.8305,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 2.8305,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 2.9672,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 2.9672,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 3.1162,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 3.1162,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 3.2792,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 3.2792,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 3.4588,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 3.4588,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 3.6578,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 3.6578,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 3.8799,
+        "y_start_nmi": 0.9375,
+        "x_end_nmi": 3.8799,
+        "y_end_nmi": 1.25
+      },
+      {
+        "x_start_nmi": 0.8213,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 0.8213,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 0.86,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 0.86,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 0.8992,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 0.8992,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 0.9389,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 0.9389,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 0.9793,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 0.9793,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 1.0203,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 1.0203,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 1.0621,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 1.0621,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 1.1047,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 1.1047,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 1.1483,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 1.1483,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 1.1928,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 1.1928,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 1.2384,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 1.2384,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 1.2852,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 1.2852,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 1.3333,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 1.3333,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 1.3828,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 1.3828,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 1.4338,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 1.4338,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 1.4865,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 1.4865,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 1.5411,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 1.5411,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 1.5977,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 1.5977,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 1.6565,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 1.6565,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 1.7177,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 1.7177,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 1.7815,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 1.7815,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 1.8483,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 1.8483,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 1.918,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 1.918,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 1.991,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 1.991,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 2.0675,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 2.0675,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 2.1479,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 2.1479,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 2.2326,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 2.2326,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 2.322,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 2.322,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 2.4167,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 2.4167,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 2.5173,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 2.5173,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 2.6244,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 2.6244,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 2.739,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 2.739,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 2.8618,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 2.8618,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 2.9942,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 2.9942,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 3.1374,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 3.1374,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 3.2929,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 3.2929,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 3.4626,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 3.4626,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 3.6489,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 3.6489,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 3.8546,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 3.8546,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 4,
+        "y_start_nmi": 1.25,
+        "x_end_nmi": 4,
+        "y_end_nmi": 1.5625
+      },
+      {
+        "x_start_nmi": 0.8229,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 0.8229,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 0.8645,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 0.8645,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 0.9066,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 0.9066,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 0.9492,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 0.9492,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 0.9925,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 0.9925,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 1.0364,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 1.0364,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 1.081,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 1.081,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 1.1265,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 1.1265,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 1.1729,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 1.1729,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 1.2203,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 1.2203,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 1.2688,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 1.2688,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 1.3184,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 1.3184,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 1.3694,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 1.3694,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 1.4217,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 1.4217,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 1.4756,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 1.4756,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 1.5312,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 1.5312,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 1.5886,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 1.5886,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 1.648,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 1.648,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 1.7096,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 1.7096,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 1.7736,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 1.7736,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 1.8402,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 1.8402,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 1.9097,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 1.9097,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 1.9823,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 1.9823,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 2.0584,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 2.0584,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 2.138,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 2.138,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 2.2215,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 2.2215,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 2.3091,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 2.3091,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 2.4013,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 2.4013,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 2.4986,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 2.4986,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 2.6015,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 2.6015,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 2.7107,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 2.7107,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 2.8268,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 2.8268,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 2.9508,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 2.9508,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 3.0837,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 3.0837,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 3.2265,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 3.2265,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 3.3807,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 3.3807,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 3.5479,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 3.5479,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 3.73,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 3.73,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 3.9294,
+        "y_start_nmi": 1.5625,
+        "x_end_nmi": 3.9294,
+        "y_end_nmi": 1.875
+      },
+      {
+        "x_start_nmi": 0.8251,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 0.8251,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 0.8706,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 0.8706,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 0.9167,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 0.9167,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 0.9633,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 0.9633,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 1.0105,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 1.0105,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 1.0583,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 1.0583,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 1.1069,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 1.1069,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 1.1564,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 1.1564,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 1.2068,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 1.2068,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 1.2582,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 1.2582,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 1.3107,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 1.3107,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 1.3644,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 1.3644,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 1.4195,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 1.4195,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 1.476,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 1.476,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 1.534,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 1.534,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 1.5938,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 1.5938,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 1.6554,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 1.6554,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 1.7191,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 1.7191,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 1.7849,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 1.7849,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 1.8533,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 1.8533,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 1.9242,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 1.9242,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 1.9981,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 1.9981,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 2.0751,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 2.0751,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 2.1556,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 2.1556,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 2.2399,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 2.2399,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 2.3282,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 2.3282,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 2.4208,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 2.4208,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 2.5178,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 2.5178,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 2.6198,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 2.6198,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 2.7272,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 2.7272,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 2.8408,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 2.8408,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 2.9612,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 2.9612,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 3.0891,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 3.0891,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 3.2255,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 3.2255,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 3.3714,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 3.3714,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 3.528,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 3.528,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 3.6969,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 3.6969,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 3.8796,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 3.8796,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 4,
+        "y_start_nmi": 1.875,
+        "x_end_nmi": 4,
+        "y_end_nmi": 2.1875
+      },
+      {
+        "x_start_nmi": 0.8279,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 0.8279,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 0.8784,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 0.8784,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 0.9295,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 0.9295,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 0.9811,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 0.9811,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 1.0333,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 1.0333,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 1.0862,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 1.0862,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 1.1399,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 1.1399,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 1.1944,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 1.1944,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 1.2498,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 1.2498,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 1.3064,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 1.3064,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 1.364,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 1.364,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 1.4229,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 1.4229,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 1.4832,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 1.4832,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 1.5449,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 1.5449,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 1.6083,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 1.6083,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 1.6734,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 1.6734,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 1.7405,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 1.7405,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 1.8096,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 1.8096,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 1.881,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 1.881,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 1.9549,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 1.9549,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 2.0315,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 2.0315,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 2.1111,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 2.1111,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 2.194,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 2.194,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 2.2803,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 2.2803,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 2.3706,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 2.3706,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 2.465,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 2.465,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 2.5636,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 2.5636,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 2.6667,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 2.6667,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 2.7748,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 2.7748,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 2.8882,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 2.8882,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 3.0075,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 3.0075,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 3.1335,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 3.1335,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 3.2668,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 3.2668,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 3.4081,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 3.4081,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 3.5587,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 3.5587,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 3.7193,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 3.7193,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 3.8915,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 3.8915,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 4,
+        "y_start_nmi": 2.1875,
+        "x_end_nmi": 4,
+        "y_end_nmi": 2.5
+      },
+      {
+        "x_start_nmi": 0.8312,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 0.8312,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 0.8879,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 0.8879,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 0.945,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 0.945,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 1.0026,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 1.0026,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 1.0609,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 1.0609,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 1.1198,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 1.1198,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 1.1796,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 1.1796,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 1.2402,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 1.2402,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 1.3018,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 1.3018,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 1.3644,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 1.3644,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 1.4283,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 1.4283,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 1.4934,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 1.4934,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 1.5599,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 1.5599,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 1.628,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 1.628,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 1.6977,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 1.6977,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 1.7692,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 1.7692,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 1.8427,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 1.8427,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 1.9183,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 1.9183,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 1.9963,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 1.9963,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 2.0768,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 2.0768,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 2.16,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 2.16,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 2.2463,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 2.2463,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 2.3359,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 2.3359,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 2.429,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 2.429,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 2.5261,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 2.5261,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 2.6274,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 2.6274,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 2.7328,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 2.7328,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 2.8425,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 2.8425,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 2.9571,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 2.9571,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 3.0768,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 3.0768,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 3.2022,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 3.2022,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 3.3339,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 3.3339,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 3.4725,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 3.4725,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 3.6188,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 3.6188,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 3.7736,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 3.7736,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 3.9377,
+        "y_start_nmi": 2.5,
+        "x_end_nmi": 3.9377,
+        "y_end_nmi": 2.8125
+      },
+      {
+        "x_start_nmi": 0.8352,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 0.8352,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 0.8989,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 0.8989,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 0.9631,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 0.9631,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 1.0278,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 1.0278,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 1.0932,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 1.0932,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 1.1592,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 1.1592,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 1.226,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 1.226,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 1.2938,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 1.2938,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 1.3624,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 1.3624,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 1.4322,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 1.4322,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 1.5032,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 1.5032,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 1.5754,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 1.5754,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 1.6491,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 1.6491,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 1.7243,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 1.7243,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 1.8012,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 1.8012,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 1.8799,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 1.8799,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 1.9606,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 1.9606,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 2.0435,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 2.0435,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 2.1287,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 2.1287,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 2.2164,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 2.2164,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 2.307,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 2.307,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 2.4005,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 2.4005,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 2.4973,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 2.4973,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 2.5976,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 2.5976,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 2.7018,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 2.7018,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 2.81,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 2.81,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 2.922,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 2.922,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 3.0381,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 3.0381,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 3.1586,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 3.1586,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 3.2839,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 3.2839,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 3.4145,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 3.4145,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 3.5508,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 3.5508,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 3.6933,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 3.6933,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 3.8428,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 3.8428,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 3.9998,
+        "y_start_nmi": 2.8125,
+        "x_end_nmi": 3.9998,
+        "y_end_nmi": 3.125
+      },
+      {
+        "x_start_nmi": 0.8397,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 0.8397,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 0.9116,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 0.9116,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 0.9839,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 0.9839,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 1.0567,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 1.0567,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 1.1301,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 1.1301,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 1.2042,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 1.2042,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 1.2791,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 1.2791,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 1.3548,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 1.3548,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 1.4315,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 1.4315,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 1.5092,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 1.5092,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 1.5882,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 1.5882,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 1.6683,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 1.6683,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 1.7499,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 1.7499,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 1.833,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 1.833,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 1.9177,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 1.9177,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 2.0042,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 2.0042,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 2.0927,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 2.0927,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 2.1832,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 2.1832,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 2.2761,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 2.2761,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 2.3714,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 2.3714,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 2.4693,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 2.4693,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 2.5701,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 2.5701,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 2.6741,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 2.6741,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 2.7814,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 2.7814,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 2.8923,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 2.8923,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 3.0066,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 3.0066,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 3.1242,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 3.1242,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 3.2454,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 3.2454,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 3.3704,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 3.3704,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 3.4996,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 3.4996,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 3.6333,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 3.6333,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 3.7718,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 3.7718,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 3.9156,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 3.9156,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 4,
+        "y_start_nmi": 3.125,
+        "x_end_nmi": 4,
+        "y_end_nmi": 3.4375
+      },
+      {
+        "x_start_nmi": 0.8448,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 0.8448,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 0.9259,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 0.9259,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 1.0073,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 1.0073,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 1.0892,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 1.0892,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 1.1717,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 1.1717,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 1.2548,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 1.2548,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 1.3386,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 1.3386,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 1.4232,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 1.4232,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 1.5087,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 1.5087,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 1.5952,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 1.5952,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 1.6827,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 1.6827,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 1.7714,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 1.7714,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 1.8615,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 1.8615,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 1.9529,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 1.9529,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 2.0459,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 2.0459,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 2.1405,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 2.1405,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 2.2369,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 2.2369,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 2.3352,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 2.3352,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 2.4355,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 2.4355,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 2.5382,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 2.5382,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 2.6432,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 2.6432,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 2.7509,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 2.7509,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 2.8612,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 2.8612,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 2.9747,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 2.9747,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 3.091,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 3.091,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 3.2098,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 3.2098,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 3.3312,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 3.3312,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 3.4554,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 3.4554,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 3.5826,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 3.5826,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 3.713,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 3.713,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 3.8468,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 3.8468,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 3.9843,
+        "y_start_nmi": 3.4375,
+        "x_end_nmi": 3.9843,
+        "y_end_nmi": 3.75
+      },
+      {
+        "x_start_nmi": 0.8505,
+        "y_start_nmi": 3.75,
+        "x_end_nmi": 0.8505,
+        "y_end_nmi": 4.0625
+      },
+      {
+        "x_start_nmi": 0.9418,
+        "y_start_nmi": 3.75,
+        "x_end_nmi": 0.9418,
+        "y_end_nmi": 4.0625
+      },
+      {
+        "x_start_nmi": 1.0334,
+        "y_start_nmi": 3.75,
+        "x_end_nmi": 1.0334,
+        "y_end_nmi": 4.0625
+      },
+      {
+        "x_start_nmi": 1.1254,
+        "y_start_nmi": 3.75,
+        "x_end_nmi": 1.1254,
+        "y_end_nmi": 4.0625
+      },
+      {
+        "x_start_nmi": 1.2178,
+        "y_start_nmi": 3.75,
+        "x_end_nmi": 1.2178,
+        "y_end_nmi": 4.0625
+      },
+      {
+        "x_start_nmi": 1.3108,
+        "y_start_nmi": 3.75,
+        "x_end_nmi": 1.3108,
+        "y_end_nmi": 4.0625
+      },
+      {
+        "x_start_nmi": 1.4044,
+        "y_start_nmi": 3.75,
+        "x_end_nmi": 1.4044,
+        "y_end_nmi": 4.0625
+      },
+      {
+        "x_start_nmi": 1.4986,
+        "y_start_nmi": 3.75,
+        "x_end_nmi": 1.4986,
+        "y_end_nmi": 4.0625
+      },
+      {
+        "x_start_nmi": 1.5936,
+        "y_start_nmi": 3.75,
+        "x_end_nmi": 1.5936,
+        "y_end_nmi": 4.0625
+      },
+      {
+        "x_start_nmi": 1.6895,
+        "y_start_nmi": 3.75,
+        "x_end_nmi": 1.6895,
+        "y_end_nmi": 4.0625
+      },
+      {
+        "x_start_nmi": 1.7862,
+        "y_start_nmi": 3.75,
+        "x_end_nmi": 1.7862,
+        "y_end_nmi": 4.0625
+      },
+      {
+        "x_start_nmi": 1.884,
+        "y_start_nmi": 3.75,
+        "x_end_nmi": 1.884,
+        "y_end_nmi": 4.0625
+      },
+      {
+        "x_start_nmi": 1.9828,
+        "y_start_nmi": 3.75,
+        "x_end_nmi": 1.9828,
+        "y_end_nmi": 4.0625
+      },
+      {
+        "x_start_nmi": 2.0828,
+        "y_start_nmi": 3.75,
+        "x_end_nmi": 2.0828,
+        "y_end_nmi": 4.0625
+      },
+      {
+        "x_start_nmi": 2.1842,
+        "y_start_nmi": 3.75,
+        "x_end_nmi": 2.1842,
+        "y_end_nmi": 4.0625
+      },
+      {
+        "x_start_nmi": 2.2869,
+        "y_start_nmi": 3.75,
+        "x_end_nmi": 2.2869,
+        "y_end_nmi": 4.0625
+      },
+      {
+        "x_start_nmi": 2.391,
+        "y_start_nmi": 3.75,
+        "x_end_nmi": 2.391,
+        "y_end_nmi": 4.0625
+      },
+      {
+        "x_start_nmi": 2.4968,
+        "y_start_nmi": 3.75,
+        "x_end_nmi": 2.4968,
+        "y_end_nmi": 4.0625
+      },
+      {
+        "x_start_nmi": 2.6043,
+        "y_start_nmi": 3.75,
+        "x_end_nmi": 2.6043,
+        "y_end_nmi": 4.0625
+      },
+      {
+        "x_start_nmi": 2.7136,
+        "y_start_nmi": 3.75,
+        "x_end_nmi": 2.7136,
+        "y_end_nmi": 4.0625
+      },
+      {
+        "x_start_nmi": 2.8248,
+        "y_start_nmi": 3.75,
+        "x_end_nmi": 2.8248,
+        "y_end_nmi": 4.0625
+      },
+      {
+        "x_start_nmi": 2.9382,
+        "y_start_nmi": 3.75,
+        "x_end_nmi": 2.9382,
+        "y_end_nmi": 4.0625
+      },
+      {
+        "x_start_nmi": 3.0538,
+        "y_start_nmi": 3.75,
+        "x_end_nmi": 3.0538,
+        "y_end_nmi": 4.0625
+      },
+      {
+        "x_start_nmi": 3.1716,
+        "y_start_nmi": 3.75,
+        "x_end_nmi": 3.1716,
+        "y_end_nmi": 4.0625
+      },
+      {
+        "x_start_nmi": 3.2912,
+        "y_start_nmi": 3.75,
+        "x_end_nmi": 3.2912,
+        "y_end_nmi": 4.0625
+      },
+      {
+        "x_start_nmi": 3.4123,
+        "y_start_nmi": 3.75,
+        "x_end_nmi": 3.4123,
+        "y_end_nmi": 4.0625
+      },
+      {
+        "x_start_nmi": 3.535,
+        "y_start_nmi": 3.75,
+        "x_end_nmi": 3.535,
+        "y_end_nmi": 4.0625
+      },
+      {
+        "x_start_nmi": 3.6596,
+        "y_start_nmi": 3.75,
+        "x_end_nmi": 3.6596,
+        "y_end_nmi": 4.0625
+      },
+      {
+        "x_start_nmi": 3.786,
+        "y_start_nmi": 3.75,
+        "x_end_nmi": 3.786,
+        "y_end_nmi": 4.0625
+      },
+      {
+        "x_start_nmi": 3.9143,
+        "y_start_nmi": 3.75,
+        "x_end_nmi": 3.9143,
+        "y_end_nmi": 4.0625
+      },
+      {
+        "x_start_nmi": 4,
+        "y_start_nmi": 3.75,
+        "x_end_nmi": 4,
+        "y_end_nmi": 4.0625
+      },
+      {
+        "x_start_nmi": 0.8569,
+        "y_start_nmi": 4.0625,
+        "x_end_nmi": 0.8569,
+        "y_end_nmi": 4.375
+      },
+      {
+        "x_start_nmi": 0.9594,
+        "y_start_nmi": 4.0625,
+        "x_end_nmi": 0.9594,
+        "y_end_nmi": 4.375
+      },
+      {
+        "x_start_nmi": 1.0621,
+        "y_start_nmi": 4.0625,
+        "x_end_nmi": 1.0621,
+        "y_end_nmi": 4.375
+      },
+      {
+        "x_start_nmi": 1.1651,
+        "y_start_nmi": 4.0625,
+        "x_end_nmi": 1.1651,
+        "y_end_nmi": 4.375
+      },
+      {
+        "x_start_nmi": 1.2684,
+        "y_start_nmi": 4.0625,
+        "x_end_nmi": 1.2684,
+        "y_end_nmi": 4.375
+      },
+      {
+        "x_start_nmi": 1.3721,
+        "y_start_nmi": 4.0625,
+        "x_end_nmi": 1.3721,
+        "y_end_nmi": 4.375
+      },
+      {
+        "x_start_nmi": 1.4762,
+        "y_start_nmi": 4.0625,
+        "x_end_nmi": 1.4762,
+        "y_end_nmi": 4.375
+      },
+      {
+        "x_start_nmi": 1.5807,
+        "y_start_nmi": 4.0625,
+        "x_end_nmi": 1.5807,
+        "y_end_nmi": 4.375
+      },
+      {
+        "x_start_nmi": 1.6859,
+        "y_start_nmi": 4.0625,
+        "x_end_nmi": 1.6859,
+        "y_end_nmi": 4.375
+      },
+      {
+        "x_start_nmi": 1.7915,
+        "y_start_nmi": 4.0625,
+        "x_end_nmi": 1.7915,
+        "y_end_nmi": 4.375
+      },
+      {
+        "x_start_nmi": 1.8978,
+        "y_start_nmi": 4.0625,
+        "x_end_nmi": 1.8978,
+        "y_end_nmi": 4.375
+      },
+      {
+        "x_start_nmi": 2.0049,
+        "y_start_nmi": 4.0625,
+        "x_end_nmi": 2.0049,
+        "y_end_nmi": 4.375
+      },
+      {
+        "x_start_nmi": 2.1126,
+        "y_start_nmi": 4.0625,
+        "x_end_nmi": 2.1126,
+        "y_end_nmi": 4.375
+      },
+      {
+        "x_start_nmi": 2.2212,
+        "y_start_nmi": 4.0625,
+        "x_end_nmi": 2.2212,
+        "y_end_nmi": 4.375
+      },
+      {
+        "x_start_nmi": 2.3307,
+        "y_start_nmi": 4.0625,
+        "x_end_nmi": 2.3307,
+        "y_end_nmi": 4.375
+      },
+      {
+        "x_start_nmi": 2.4411,
+        "y_start_nmi": 4.0625,
+        "x_end_nmi": 2.4411,
+        "y_end_nmi": 4.375
+      },
+      {
+        "x_start_nmi": 2.5525,
+        "y_start_nmi": 4.0625,
+        "x_end_nmi": 2.5525,
+        "y_end_nmi": 4.375
+      },
+      {
+        "x_start_nmi": 2.665,
+        "y_start_nmi": 4.0625,
+        "x_end_nmi": 2.665,
+        "y_end_nmi": 4.375
+      },
+      {
+        "x_start_nmi": 2.7786,
+        "y_start_nmi": 4.0625,
+        "x_end_nmi": 2.7786,
+        "y_end_nmi": 4.375
+      },
+      {
+        "x_start_nmi": 2.8934,
+        "y_start_nmi": 4.0625,
+        "x_end_nmi": 2.8934,
+        "y_end_nmi": 4.375
+      },
+      {
+        "x_start_nmi": 3.0096,
+        "y_start_nmi": 4.0625,
+        "x_end_nmi": 3.0096,
+        "y_end_nmi": 4.375
+      },
+      {
+        "x_start_nmi": 3.1271,
+        "y_start_nmi": 4.0625,
+        "x_end_nmi": 3.1271,
+        "y_end_nmi": 4.375
+      },
+      {
+        "x_start_nmi": 3.246,
+        "y_start_nmi": 4.0625,
+        "x_end_nmi": 3.246,
+        "y_end_nmi": 4.375
+      },
+      {
+        "x_start_nmi": 3.3658,
+        "y_start_nmi": 4.0625,
+        "x_end_nmi": 3.3658,
+        "y_end_nmi": 4.375
+      },
+      {
+        "x_start_nmi": 3.4861,
+        "y_start_nmi": 4.0625,
+        "x_end_nmi": 3.4861,
+        "y_end_nmi": 4.375
+      },
+      {
+        "x_start_nmi": 3.6069,
+        "y_start_nmi": 4.0625,
+        "x_end_nmi": 3.6069,
+        "y_end_nmi": 4.375
+      },
+      {
+        "x_start_nmi": 3.7283,
+        "y_start_nmi": 4.0625,
+        "x_end_nmi": 3.7283,
+        "y_end_nmi": 4.375
+      },
+      {
+        "x_start_nmi": 3.8502,
+        "y_start_nmi": 4.0625,
+        "x_end_nmi": 3.8502,
+        "y_end_nmi": 4.375
+      },
+      {
+        "x_start_nmi": 3.9727,
+        "y_start_nmi": 4.0625,
+        "x_end_nmi": 3.9727,
+        "y_end_nmi": 4.375
+      },
+      {
+        "x_start_nmi": 0.8637,
+        "y_start_nmi": 4.375,
+        "x_end_nmi": 0.8637,
+        "y_end_nmi": 4.6875
+      },
+      {
+        "x_start_nmi": 0.9785,
+        "y_start_nmi": 4.375,
+        "x_end_nmi": 0.9785,
+        "y_end_nmi": 4.6875
+      },
+      {
+        "x_start_nmi": 1.0933,
+        "y_start_nmi": 4.375,
+        "x_end_nmi": 1.0933,
+        "y_end_nmi": 4.6875
+      },
+      {
+        "x_start_nmi": 1.2083,
+        "y_start_nmi": 4.375,
+        "x_end_nmi": 1.2083,
+        "y_end_nmi": 4.6875
+      },
+      {
+        "x_start_nmi": 1.3233,
+        "y_start_nmi": 4.375,
+        "x_end_nmi": 1.3233,
+        "y_end_nmi": 4.6875
+      },
+      {
+        "x_start_nmi": 1.4385,
+        "y_start_nmi": 4.375,
+        "x_end_nmi": 1.4385,
+        "y_end_nmi": 4.6875
+      },
+      {
+        "x_start_nmi": 1.5538,
+        "y_start_nmi": 4.375,
+        "x_end_nmi": 1.5538,
+        "y_end_nmi": 4.6875
+      },
+      {
+        "x_start_nmi": 1.6692,
+        "y_start_nmi": 4.375,
+        "x_end_nmi": 1.6692,
+        "y_end_nmi": 4.6875
+      },
+      {
+        "x_start_nmi": 1.7849,
+        "y_start_nmi": 4.375,
+        "x_end_nmi": 1.7849,
+        "y_end_nmi": 4.6875
+      },
+      {
+        "x_start_nmi": 1.9007,
+        "y_start_nmi": 4.375,
+        "x_end_nmi": 1.9007,
+        "y_end_nmi": 4.6875
+      },
+      {
+        "x_start_nmi": 2.0168,
+        "y_start_nmi": 4.375,
+        "x_end_nmi": 2.0168,
+        "y_end_nmi": 4.6875
+      },
+      {
+        "x_start_nmi": 2.133,
+        "y_start_nmi": 4.375,
+        "x_end_nmi": 2.133,
+        "y_end_nmi": 4.6875
+      },
+      {
+        "x_start_nmi": 2.2496,
+        "y_start_nmi": 4.375,
+        "x_end_nmi": 2.2496,
+        "y_end_nmi": 4.6875
+      },
+      {
+        "x_start_nmi": 2.3664,
+        "y_start_nmi": 4.375,
+        "x_end_nmi": 2.3664,
+        "y_end_nmi": 4.6875
+      },
+      {
+        "x_start_nmi": 2.4835,
+        "y_start_nmi": 4.375,
+        "x_end_nmi": 2.4835,
+        "y_end_nmi": 4.6875
+      },
+      {
+        "x_start_nmi": 2.6009,
+        "y_start_nmi": 4.375,
+        "x_end_nmi": 2.6009,
+        "y_end_nmi": 4.6875
+      },
+      {
+        "x_start_nmi": 2.7186,
+        "y_start_nmi": 4.375,
+        "x_end_nmi": 2.7186,
+        "y_end_nmi": 4.6875
+      },
+      {
+        "x_start_nmi": 2.8366,
+        "y_start_nmi": 4.375,
+        "x_end_nmi": 2.8366,
+        "y_end_nmi": 4.6875
+      },
+      {
+        "x_start_nmi": 2.9551,
+        "y_start_nmi": 4.375,
+        "x_end_nmi": 2.9551,
+        "y_end_nmi": 4.6875
+      },
+      {
+        "x_start_nmi": 3.0739,
+        "y_start_nmi": 4.375,
+        "x_end_nmi": 3.0739,
+        "y_end_nmi": 4.6875
+      },
+      {
+        "x_start_nmi": 3.1931,
+        "y_start_nmi": 4.375,
+        "x_end_nmi": 3.1931,
+        "y_end_nmi": 4.6875
+      },
+      {
+        "x_start_nmi": 3.3127,
+        "y_start_nmi": 4.375,
+        "x_end_nmi": 3.3127,
+        "y_end_nmi": 4.6875
+      },
+      {
+        "x_start_nmi": 3.4324,
+        "y_start_nmi": 4.375,
+        "x_end_nmi": 3.4324,
+        "y_end_nmi": 4.6875
+      },
+      {
+        "x_start_nmi": 3.5515,
+        "y_start_nmi": 4.375,
+        "x_end_nmi": 3.5515,
+        "y_end_nmi": 4.6875
+      },
+      {
+        "x_start_nmi": 3.6698,
+        "y_start_nmi": 4.375,
+        "x_end_nmi": 3.6698,
+        "y_end_nmi": 4.6875
+      },
+      {
+        "x_start_nmi": 3.7874,
+        "y_start_nmi": 4.375,
+        "x_end_nmi": 3.7874,
+        "y_end_nmi": 4.6875
+      },
+      {
+        "x_start_nmi": 3.9043,
+        "y_start_nmi": 4.375,
+        "x_end_nmi": 3.9043,
+        "y_end_nmi": 4.6875
+      },
+      {
+        "x_start_nmi": 4,
+        "y_start_nmi": 4.375,
+        "x_end_nmi": 4,
+        "y_end_nmi": 4.6875
+      },
+      {
+        "x_start_nmi": 0.8712,
+        "y_start_nmi": 4.6875,
+        "x_end_nmi": 0.8712,
+        "y_end_nmi": 5.0
+      },
+      {
+        "x_start_nmi": 0.9992,
+        "y_start_nmi": 4.6875,
+        "x_end_nmi": 0.9992,
+        "y_end_nmi": 5.0
+      },
+      {
+        "x_start_nmi": 1.1272,
+        "y_start_nmi": 4.6875,
+        "x_end_nmi": 1.1272,
+        "y_end_nmi": 5.0
+      },
+      {
+        "x_start_nmi": 1.2549,
+        "y_start_nmi": 4.6875,
+        "x_end_nmi": 1.2549,
+        "y_end_nmi": 5.0
+      },
+      {
+        "x_start_nmi": 1.3825,
+        "y_start_nmi": 4.6875,
+        "x_end_nmi": 1.3825,
+        "y_end_nmi": 5.0
+      },
+      {
+        "x_start_nmi": 1.5098,
+        "y_start_nmi": 4.6875,
+        "x_end_nmi": 1.5098,
+        "y_end_nmi": 5.0
+      },
+      {
+        "x_start_nmi": 1.6369,
+        "y_start_nmi": 4.6875,
+        "x_end_nmi": 1.6369,
+        "y_end_nmi": 5.0
+      },
+      {
+        "x_start_nmi": 1.7636,
+        "y_start_nmi": 4.6875,
+        "x_end_nmi": 1.7636,
+        "y_end_nmi": 5.0
+      },
+      {
+        "x_start_nmi": 1.89,
+        "y_start_nmi": 4.6875,
+        "x_end_nmi": 1.89,
+        "y_end_nmi": 5.0
+      },
+      {
+        "x_start_nmi": 2.0161,
+        "y_start_nmi": 4.6875,
+        "x_end_nmi": 2.0161,
+        "y_end_nmi": 5.0
+      },
+      {
+        "x_start_nmi": 2.1418,
+        "y_start_nmi": 4.6875,
+        "x_end_nmi": 2.1418,
+        "y_end_nmi": 5.0
+      },
+      {
+        "x_start_nmi": 2.267,
+        "y_start_nmi": 4.6875,
+        "x_end_nmi": 2.267,
+        "y_end_nmi": 5.0
+      },
+      {
+        "x_start_nmi": 2.3918,
+        "y_start_nmi": 4.6875,
+        "x_end_nmi": 2.3918,
+        "y_end_nmi": 5.0
+      },
+      {
+        "x_start_nmi": 2.5161,
+        "y_start_nmi": 4.6875,
+        "x_end_nmi": 2.5161,
+        "y_end_nmi": 5.0
+      },
+      {
+        "x_start_nmi": 2.6399,
+        "y_start_nmi": 4.6875,
+        "x_end_nmi": 2.6399,
+        "y_end_nmi": 5.0
+      },
+      {
+        "x_start_nmi": 2.7632,
+        "y_start_nmi": 4.6875,
+        "x_end_nmi": 2.7632,
+        "y_end_nmi": 5.0
+      },
+      {
+        "x_start_nmi": 2.8859,
+        "y_start_nmi": 4.6875,
+        "x_end_nmi": 2.8859,
+        "y_end_nmi": 5.0
+      },
+      {
+        "x_start_nmi": 3.008,
+        "y_start_nmi": 4.6875,
+        "x_end_nmi": 3.008,
+        "y_end_nmi": 5.0
+      },
+      {
+        "x_start_nmi": 3.1294,
+        "y_start_nmi": 4.6875,
+        "x_end_nmi": 3.1294,
+        "y_end_nmi": 5.0
+      },
+      {
+        "x_start_nmi": 3.2502,
+        "y_start_nmi": 4.6875,
+        "x_end_nmi": 3.2502,
+        "y_end_nmi": 5.0
+      },
+      {
+        "x_start_nmi": 3.3704,
+        "y_start_nmi": 4.6875,
+        "x_end_nmi": 3.3704,
+        "y_end_nmi": 5.0
+      },
+      {
+        "x_start_nmi": 3.4897,
+        "y_start_nmi": 4.6875,
+        "x_end_nmi": 3.4897,
+        "y_end_nmi": 5.0
+      },
+      {
+        "x_start_nmi": 3.6073,
+        "y_start_nmi": 4.6875,
+        "x_end_nmi": 3.6073,
+        "y_end_nmi": 5.0
+      },
+      {
+        "x_start_nmi": 3.723,
+        "y_start_nmi": 4.6875,
+        "x_end_nmi": 3.723,
+        "y_end_nmi": 5.0
+      },
+      {
+        "x_start_nmi": 3.8367,
+        "y_start_nmi": 4.6875,
+        "x_end_nmi": 3.8367,
+        "y_end_nmi": 5.0
+      },
+      {
+        "x_start_nmi": 3.9485,
+        "y_start_nmi": 4.6875,
+        "x_end_nmi": 3.9485,
+        "y_end_nmi": 5.0
+      }
+    ],
+    "total_line_length_nmi": 249.8875,
+    "missed_area_pct": 0.0,
+    "overlap_over_20pct_length_nmi": 4.1001
   },
   "q3": {
-    "total_line_length_m": 125936.0,
+    "total_line_length_m": 125936,
     "line_count": 34
   }
 }
