@@ -151,6 +151,7 @@ class Params:
     overlap_limit: float = 0.2
     max_lines: int = 1000
     max_total_length_nmi: float = 1000.0
+    max_neighbours: int = 200
     coord_limit_nmi: Fraction = Fraction(100)
 
     @classmethod
@@ -166,6 +167,7 @@ class Params:
             overlap_limit=float(num("overlap_limit", Fraction(1, 5))),
             max_lines=int(params.get("max_lines", 1000)),
             max_total_length_nmi=float(num("max_total_length_nmi", 1000)),
+            max_neighbours=int(params.get("max_neighbours", 200)),
             coord_limit_nmi=num("coord_limit_nmi", 100),
         )
 
@@ -180,10 +182,11 @@ class Segment:
     floats: tuple[float, float, float, float]  # the same, correctly rounded
 
 
-def _within(v: Fraction, f: float, lo: Fraction, hi: Fraction) -> bool:
-    """lo <= v <= hi for v exact, f = float(v): a float strictly inside (lo, hi) settles it
-    (correct rounding keeps the order), only a float on a bound needs the exact value."""
-    if float(lo) < f < float(hi):
+def _within(v: Fraction, f: float, lo: Fraction, hi: Fraction, flo: float, fhi: float) -> bool:
+    """lo <= v <= hi for v exact, f = float(v), flo and fhi the floats of the bounds: a float
+    strictly inside (flo, fhi) settles it (correct rounding keeps the order), only a float on
+    a bound needs the exact value."""
+    if flo < f < fhi:
         return True
     return lo <= v <= hi
 
@@ -201,6 +204,8 @@ def read_lines(doc: dict[str, Any], p: Params) -> list[Segment]:
     if len(lines) > p.max_lines:
         raise ReplayInputError(f"{LIST}: {len(lines)} segments, over the cap of {p.max_lines}")
     out: list[Segment] = []
+    lim = p.coord_limit_nmi
+    flim = float(lim)
     for i, entry in enumerate(lines):
         where = f"{LIST}[{i}]"
         if not isinstance(entry, dict):
@@ -215,7 +220,7 @@ def read_lines(doc: dict[str, Any], p: Params) -> list[Segment]:
                 what = "missing" if node is None else f"not a number ({type(node).__name__})"
                 raise ReplayInputError(f"{where}.{k}: {what}")
             v, f = node.value, float(node.text)
-            if not _within(v, f, -p.coord_limit_nmi, p.coord_limit_nmi):
+            if not _within(v, f, -lim, lim, -flim, flim):
                 raise ReplayInputError(
                     f"{where}.{k}: {node.text[:20]} nmi is not a coordinate of this sea area "
                     f"(|value| > {p.coord_limit_nmi} nmi)"
@@ -365,7 +370,8 @@ def _chunks(cost: np.ndarray, limit: float) -> list[np.ndarray]:
 
 # -- coverage -----------------------------------------------------------------------------------
 
-CHUNK_POINTS = 2_000_000  # evaluation points handled at once (memory bound)
+PIECE = 32  # stations per piece: a piece's bounding rectangle hugs its part of the swath
+CHUNK_CELLS = 50_000  # rectangle cells per batch; cells covered by earlier batches are skipped
 
 
 def _interval(a: np.ndarray, b: np.ndarray, lo: Any, hi: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -398,91 +404,149 @@ def coverage(g: Grid, sw: Swaths, p: Params, dl: Deadline) -> np.ndarray:
     """Per evaluation cell (rows south to north, columns west to east): whether its sample
     point lies inside some swath.
 
-    Each segment's swath lies in the rectangle t in [0, L], c in [-Rm, Rp] of its largest
-    reaches; per row of cells the rectangle spans an x interval (from where its edges cross
-    the row's bounds and its corners inside the row), so only the sample points of the cells
-    in that interval are tested, against the reaches interpolated at their own t."""
+    Each segment is cut into pieces of PIECE stations; a piece's part of the swath lies in
+    the rectangle of its along-track extent and its largest reaches (over the stations its
+    interpolation uses). Per row of cells, the rectangle spans an x interval (from where its
+    edges cross the row's bounds and its corners inside the row). Pieces are taken in
+    batches; only the cells of a batch's intervals that no earlier batch covered are tested,
+    against the reaches interpolated at their own t. So the work follows the area newly
+    covered, not the total swath area (stacked or dense lines cost little more than one)."""
     h = p.eval_step_nmi
     nxe = round((g.x1 - g.x0) / h)
     nye = round((g.y1 - g.y0) / h)
     cov = np.zeros((nye, nxe), dtype=bool)
+    flat = cov.ravel()
     K = len(sw.ids)
     if K == 0:
         return cov
     ox, oy = sample_offsets(nxe, nye)
-    Rp = np.maximum.reduceat(sw.rp, sw.off[:-1])
-    Rm = np.maximum.reduceat(sw.rm, sw.off[:-1])
-    B = sw.a + sw.length[:, None] * sw.u
+    # pieces: segment, first station, one past the last station
+    npc = (sw.count + PIECE - 1) // PIECE
+    seg, first = _ragged(np.zeros(K, dtype=np.int64), npc)
+    s0 = first * PIECE
+    s1 = np.minimum(s0 + PIECE, sw.count[seg])
+    t_lo = np.where(s0 == 0, 0.0, s0 * sw.dt[seg])
+    t_hi = np.where(s1 == sw.count[seg], sw.length[seg], s1 * sw.dt[seg])
+    lo_st = sw.off[seg] + np.maximum(s0 - 1, 0)
+    hi_st = sw.off[seg] + np.minimum(s1, sw.count[seg] - 1)  # inclusive
+    # largest reaches over stations lo_st..hi_st (runs of at most PIECE + 2 stations)
+    Rp = np.zeros(seg.size)
+    Rm = np.zeros(seg.size)
+    for d in range(PIECE + 2):
+        st = np.minimum(lo_st + d, hi_st)
+        Rp = np.maximum(Rp, sw.rp[st])
+        Rm = np.maximum(Rm, sw.rm[st])
+    a, u, n = sw.a[seg], sw.u[seg], sw.n[seg]
+    p0 = a + t_lo[:, None] * u
+    p1 = a + t_hi[:, None] * u
     corners = np.stack(
-        [
-            sw.a + Rp[:, None] * sw.n,
-            sw.a - Rm[:, None] * sw.n,
-            B + Rp[:, None] * sw.n,
-            B - Rm[:, None] * sw.n,
-        ],
+        [p0 + Rp[:, None] * n, p0 - Rm[:, None] * n, p1 + Rp[:, None] * n, p1 - Rm[:, None] * n],
         axis=1,
-    )  # (K, 4, 2)
+    )  # (Q, 4, 2)
     cy = corners[:, :, 1]
     j0 = np.maximum(0, np.floor((cy.min(axis=1) - g.y0) / h)).astype(np.int64)
     j1 = np.minimum(nye - 1, np.floor((cy.max(axis=1) - g.y0) / h)).astype(np.int64)
-    cost = sw.length * (Rp + Rm) / h**2 + np.maximum(0, j1 - j0 + 1) * 2.0
-    for ks in _chunks(cost, CHUNK_POINTS):
+    cost = (t_hi - t_lo) * (Rp + Rm) / h**2 + np.maximum(0, j1 - j0 + 1)
+    for qs in _chunks(cost, CHUNK_CELLS):
         dl.check("multibeam coverage")
-        q, row = _ragged(j0[ks], j1[ks] - j0[ks] + 1)
-        k = ks[q]
-        ax, ay = sw.a[k, 0], sw.a[k, 1]
-        ux, uy, nx_, ny_ = sw.u[k, 0], sw.u[k, 1], sw.n[k, 0], sw.n[k, 1]
-        xlo = np.full(k.size, np.inf)
-        xhi = np.full(k.size, -np.inf)
+        r, row = _ragged(j0[qs], j1[qs] - j0[qs] + 1)
+        q = qs[r]
+        ax, ay = a[q, 0], a[q, 1]
+        ux, uy, nx_, ny_ = u[q, 0], u[q, 1], n[q, 0], n[q, 1]
+        xlo = np.full(q.size, np.inf)
+        xhi = np.full(q.size, -np.inf)
         for edge in (0.0, 1.0):  # the row's lower and upper bound
             dy = g.y0 + (row + edge) * h - ay
-            # t = (x - ax) ux + dy uy in [0, L];  c = (x - ax) nx + dy ny in [-Rm, Rp]
-            tlo, thi = _interval(dy * uy - ax * ux, ux, 0.0, sw.length[k])
-            clo, chi = _interval(dy * ny_ - ax * nx_, nx_, -Rm[k], Rp[k])
+            # t = (x - ax) ux + dy uy in [t_lo, t_hi];  c = (x - ax) nx + dy ny in [-Rm, Rp]
+            tlo, thi = _interval(dy * uy - ax * ux, ux, t_lo[q], t_hi[q])
+            clo, chi = _interval(dy * ny_ - ax * nx_, nx_, -Rm[q], Rp[q])
             lo_, hi_ = np.maximum(tlo, clo), np.minimum(thi, chi)
             ok = lo_ <= hi_
             xlo = np.where(ok, np.minimum(xlo, lo_), xlo)
             xhi = np.where(ok, np.maximum(xhi, hi_), xhi)
         for c in range(4):
-            y_c = corners[k, c, 1]
+            y_c = corners[q, c, 1]
             inside = (y_c >= g.y0 + row * h) & (y_c <= g.y0 + (row + 1) * h)
-            xlo = np.where(inside, np.minimum(xlo, corners[k, c, 0]), xlo)
-            xhi = np.where(inside, np.maximum(xhi, corners[k, c, 0]), xhi)
+            xlo = np.where(inside, np.minimum(xlo, corners[q, c, 0]), xlo)
+            xhi = np.where(inside, np.maximum(xhi, corners[q, c, 0]), xhi)
         xlo = np.clip(xlo, g.x0 - h, g.x1 + h)
         xhi = np.clip(xhi, g.x0 - h, g.x1 + h)
         i0 = np.clip(np.floor((xlo - g.x0) / h), 0, nxe).astype(np.int64)
         i1 = np.clip(np.floor((xhi - g.x0) / h), -1, nxe - 1).astype(np.int64)
-        r, col = _ragged(i0, i1 - i0 + 1)
-        if col.size == 0:
+        # the cells of [i0, i1] on each row that are still uncovered
+        open_cells = np.flatnonzero(~flat)
+        lo = np.searchsorted(open_cells, row * nxe + i0, side="left")
+        hi = np.searchsorted(open_cells, row * nxe + i1, side="right")
+        r, at = _ragged(lo, hi - lo)
+        if at.size == 0:
             continue
-        open_ = ~cov[row[r], col]  # cells already covered need no test
-        r, col = r[open_], col[open_]
-        k, row = k[r], row[r]
+        cell = open_cells[at]
+        k = seg[q[r]]
+        row, col = cell // nxe, cell % nxe
         px = g.x0 + (col + ox[row, col]) * h - sw.a[k, 0]
         py = g.y0 + (row + oy[row, col]) * h - sw.a[k, 1]
         t = px * sw.u[k, 0] + py * sw.u[k, 1]
         c = px * sw.n[k, 0] + py * sw.n[k, 1]
-        a, b, w = _weights(sw, k, t)
+        ia, ib, w = _weights(sw, k, t)
         inside = (t >= 0) & (t <= sw.length[k])
-        inside &= c <= sw.rp[a] * (1 - w) + sw.rp[b] * w
-        inside &= c >= -(sw.rm[a] * (1 - w) + sw.rm[b] * w)
-        cov[row[inside], col[inside]] = True
+        inside &= c <= sw.rp[ia] * (1 - w) + sw.rp[ib] * w
+        inside &= c >= -(sw.rm[ia] * (1 - w) + sw.rm[ib] * w)
+        flat[cell[inside]] = True
     return cov
 
 
 # -- overlap of adjacent swaths ----------------------------------------------------------------
 
-BLOCK = 128  # stations per block in the nearest-crossing search
+BLOCK = 16  # stations per block in the nearest-crossing search
 TOL = 1e-12  # nmi: a line through the nadir itself counts on both sides
-CHUNK_PAIRS = 400_000  # (segment, candidate) pairs handled at once (memory bound)
+CHUNK_PAIRS = 200_000  # (segment, candidate) pairs handled at once (memory bound)
 
 
 def _group_first(key: np.ndarray, dist: np.ndarray) -> np.ndarray:
-    """Indices of the smallest `dist` per distinct `key`."""
-    order = np.lexsort((dist, key))
+    """Indices of the smallest `dist` (>= 0) per distinct integer `key`: one sort of
+    key + dist / (max dist + 1), which orders by key, then by distance (distances closer than
+    about 1e-10 of their range may tie either way)."""
+    if key.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    d = np.maximum(dist, 0.0)
+    order = np.argsort(key + d / (float(d.max()) + 1.0))
     first = np.ones(order.size, dtype=bool)
     first[1:] = key[order][1:] != key[order][:-1]
     return order[first]
+
+
+def _prune(
+    key: np.ndarray,
+    nkeys: int,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    full: np.ndarray,
+    sv0: np.ndarray,
+    dsv: np.ndarray,
+    rq: np.ndarray,
+    rk_min: np.ndarray,
+    rk_max: np.ndarray,
+) -> np.ndarray:
+    """Which (candidate, station run) entries can hold some station's nearest crossing.
+
+    Entry e covers stations lo[e]..hi[e] of the run `key[e]` (a segment, or a block of one)
+    at signed distances sv0[e] + dsv[e] * i, valid in [0, rk + rq[e]]. An entry that covers
+    its whole run (`full`) within reach everywhere guarantees a crossing no farther than its
+    largest distance there; the smallest such guarantee per run is that run's bound, and an
+    entry whose smallest distance is not below the bound can be nobody's nearest (the
+    entry setting the bound is kept)."""
+    va, vb = sv0 + dsv * lo, sv0 + dsv * hi
+    vlo, vhi = np.minimum(va, vb), np.maximum(va, vb)
+    sure = full & (vlo >= -TOL) & (vhi <= rk_min[key] + rq)
+    bound = np.full(nkeys, np.inf)
+    champion = np.zeros(key.size, dtype=bool)
+    idx = np.flatnonzero(sure)
+    if idx.size:
+        win = idx[_group_first(key[idx], vhi[idx])]
+        bound[key[win]] = vhi[win]
+        champion[win] = True
+    keep = (vhi >= -TOL) & (vlo <= rk_max[key] + rq)
+    return keep & ((np.maximum(vlo, 0.0) < bound[key]) | champion)
 
 
 def _nearest_crossings(
@@ -494,7 +558,7 @@ def _nearest_crossings(
     i1: np.ndarray,
     rq: np.ndarray,
     rk: np.ndarray,
-    blocks: tuple[np.ndarray, np.ndarray, np.ndarray],
+    runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per station and one side, the nearest crossing among candidate pairs.
 
@@ -503,28 +567,21 @@ def _nearest_crossings(
     0 <= distance <= rk[station] + rq[q]. Returns (global station, pair, distance) of each
     station's nearest valid crossing.
 
-    Stations are grouped in blocks of BLOCK; a pair is expanded over a block only if its
-    smallest distance there can beat the best distance some pair guarantees over the whole
-    block, so stacked, parallel or fanned lines cost about one candidate per block."""
-    boff, rk_min, rk_max = blocks
+    Pairs are pruned (`_prune`) first over whole segments, then over blocks of BLOCK
+    stations, and only the survivors are expanded station by station: stacked, parallel or
+    fanned lines cost about one candidate per block instead of all of them."""
+    seg_min, seg_max, boff, blk_min, blk_max = runs
     m = sw.count[pk]
-    q, b = _ragged(i0 // BLOCK, i1 // BLOCK - i0 // BLOCK + 1)
+    full = (i0 == 0) & (i1 == m - 1)
+    keep = _prune(pk, sw.count.size, i0, i1, full, sv0, dsv, rq, seg_min, seg_max)
+    q = np.flatnonzero(keep)
+    r, b = _ragged(i0[q] // BLOCK, i1[q] // BLOCK - i0[q] // BLOCK + 1)
+    q = q[r]
     lo = np.maximum(i0[q], b * BLOCK)
     hi = np.minimum(i1[q], b * BLOCK + BLOCK - 1)
-    va, vb = sv0[q] + dsv[q] * lo, sv0[q] + dsv[q] * hi
-    vlo, vhi = np.minimum(va, vb), np.maximum(va, vb)
     gb = boff[pk[q]] + b
     full = (lo == b * BLOCK) & (hi == np.minimum(b * BLOCK + BLOCK - 1, m[q] - 1))
-    sure = full & (vlo >= -TOL) & (vhi <= rk_min[gb] + rq[q])
-    bound = np.full(rk_min.size, np.inf)
-    champion = np.zeros(q.size, dtype=bool)
-    idx = np.flatnonzero(sure)
-    if idx.size:
-        win = idx[_group_first(gb[idx], vhi[idx])]
-        bound[gb[win]] = vhi[win]
-        champion[win] = True
-    keep = (vhi >= -TOL) & (vlo <= rk_max[gb] + rq[q])
-    keep &= (np.maximum(vlo, 0.0) < bound[gb]) | champion
+    keep = _prune(gb, blk_min.size, lo, hi, full, sv0[q], dsv[q], rq[q], blk_min, blk_max)
     q, lo, hi = q[keep], lo[keep], hi[keep]
     r, i = _ragged(lo, hi - lo + 1)
     qq = q[r]
@@ -536,18 +593,96 @@ def _nearest_crossings(
     return gs[pick], qq[pick], dd[pick]
 
 
+def _cross(ax: np.ndarray, ay: np.ndarray, bx: np.ndarray, by: np.ndarray) -> np.ndarray:
+    return ax * by - ay * bx
+
+
+def _point_segment(p: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Distance from points p to segments ab (all (P, 2))."""
+    d = b - a
+    den = np.maximum((d * d).sum(-1), 1e-300)
+    t = np.clip(((p - a) * d).sum(-1) / den, 0.0, 1.0)
+    q = a + t[:, None] * d
+    return np.hypot(*(p - q).T)
+
+
+def segment_distance(a1: np.ndarray, b1: np.ndarray, a2: np.ndarray, b2: np.ndarray) -> np.ndarray:
+    """Distance between segments a1b1 and a2b2 (0 where they cross)."""
+    d1, d2 = b1 - a1, b2 - a2
+    o1 = _cross(*d1.T, *(a2 - a1).T)
+    o2 = _cross(*d1.T, *(b2 - a1).T)
+    o3 = _cross(*d2.T, *(a1 - a2).T)
+    o4 = _cross(*d2.T, *(b1 - a2).T)
+    crossing = (o1 * o2 < 0) & (o3 * o4 < 0)
+    dist = np.minimum.reduce(
+        [
+            _point_segment(a1, a2, b2),
+            _point_segment(b1, a2, b2),
+            _point_segment(a2, a1, b1),
+            _point_segment(b2, a1, b1),
+        ]
+    )
+    return np.where(crossing, 0.0, dist)
+
+
+def adjacent_candidates(
+    sw: Swaths, rmax: np.ndarray, joined: set[tuple[int, int]], cap: int, dl: Deadline
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs (k, j) such that a ping of k may meet j as its adjacent line: j runs within 60
+    degrees of k's direction (|n_k . n_j| >= 1/2; a line crossing at a steeper angle is a
+    tie line, not a neighbouring strip), lies within R_k + 2 R_j of k (so that a crossing
+    within reach r + R_j / |n_k . n_j| is possible), and does not continue k.
+
+    More than `cap` candidates for one segment is not a survey layout (stacked or fanned
+    lines): ReplayInputError names the segment, before any costly work."""
+    K = len(sw.ids)
+    ends = np.stack([sw.a, sw.a + sw.length[:, None] * sw.u], axis=1)  # (K, 2, 2)
+    lo_k = ends.min(axis=1) - rmax[:, None]
+    hi_k = ends.max(axis=1) + rmax[:, None]
+    lo_j = ends.min(axis=1) - 2 * rmax[:, None]
+    hi_j = ends.max(axis=1) + 2 * rmax[:, None]
+    joined_codes = np.array(sorted(a * K + b for a, b in joined), dtype=np.int64)
+    out_k, out_j = [], []
+    rows = max(1, CHUNK_PAIRS // K)
+    for c0 in range(0, K, rows):
+        dl.check("multibeam neighbours")
+        ks = np.arange(c0, min(K, c0 + rows))
+        near = (lo_k[ks, None] <= hi_j[None]).all(-1) & (lo_j[None] <= hi_k[ks, None]).all(-1)
+        near &= np.abs(sw.u[ks] @ sw.u.T) >= 0.5
+        near[np.arange(ks.size), ks] = False
+        pk, pj = np.nonzero(near)
+        pk = ks[pk]
+        if joined_codes.size:
+            keep = ~np.isin(pk * K + pj, joined_codes)
+            pk, pj = pk[keep], pj[keep]
+        d = segment_distance(ends[pk, 0], ends[pk, 1], ends[pj, 0], ends[pj, 1])
+        keep = d <= rmax[pk] + 2 * rmax[pj]
+        pk, pj = pk[keep], pj[keep]
+        count = np.bincount(pk - c0, minlength=ks.size)
+        if count.max(initial=0) > cap:
+            k = int(ks[np.argmax(count)])
+            raise ReplayInputError(
+                f"{LIST}[{sw.ids[k]}]: {int(count.max())} other segments run within reach of "
+                f"its swath and within 60 degrees of its direction (cap {cap}): stacked or "
+                "fanned lines, not a survey layout"
+            )
+        out_k.append(pk)
+        out_j.append(pj)
+    return np.concatenate(out_k), np.concatenate(out_j)
+
+
 def overlap_shares(
-    sw: Swaths, dl: Deadline, joined: set[tuple[int, int]] | None = None
+    sw: Swaths, dl: Deadline, joined: set[tuple[int, int]] | None = None, cap: int = 200
 ) -> np.ndarray:
     """Per station and side (+n, -n), shape (S, 2): the overlap share with the adjacent
-    swath; NaN where no other line is crossed within reach.
+    swath; NaN where no candidate line (see `adjacent_candidates`) is crossed within reach.
 
     In the frame of line k (t along it, c across it) another segment j is a straight piece
     from (ta, ca) to (tb, cb): the ping ray at station t crosses it iff t lies between ta
     and tb, at c = ca + (t - ta) (cb - ca) / (tb - ta), a linear function of the station
     index over a contiguous run of stations. The adjacent swath on a side is the one of the
-    nearest line crossed within reach (this ping's reach plus that line's largest reach,
-    measured along the ray: divided by |n_k . n_j|); a line farther away leaves a gap.
+    nearest candidate line crossed within reach (this ping's reach plus that line's largest
+    reach, measured along the ray: divided by |n_k . n_j|); a line farther away leaves a gap.
     Pairs in `joined` (see `continuations`) are pieces of one line, not adjacent strips."""
     S = len(sw.pts)
     eta = np.full((S, 2), np.nan)
@@ -557,9 +692,8 @@ def overlap_shares(
     rmax = np.maximum(
         np.maximum.reduceat(sw.rp, sw.off[:-1]), np.maximum.reduceat(sw.rm, sw.off[:-1])
     )
+    all_k, all_j = adjacent_candidates(sw, rmax, joined or set(), cap, dl)
     ends = np.stack([sw.a, sw.a + sw.length[:, None] * sw.u], axis=1)  # (K, 2, 2)
-    lo = ends.min(axis=1) - rmax[:, None]
-    hi = ends.max(axis=1) + rmax[:, None]
     nb = (sw.count + BLOCK - 1) // BLOCK
     boff = np.concatenate([[0], np.cumsum(nb)])[:-1]
     bstart = (
@@ -567,22 +701,23 @@ def overlap_shares(
         + (np.arange(int(nb.sum())) - np.repeat(boff, nb)) * BLOCK
     )
     reach = np.stack([sw.rp, sw.rm], axis=1)  # (S, 2)
-    side_blocks = [
-        (boff, np.minimum.reduceat(reach[:, s], bstart), np.maximum.reduceat(reach[:, s], bstart))
+    side_runs = [
+        (
+            np.minimum.reduceat(reach[:, s], sw.off[:-1]),
+            np.maximum.reduceat(reach[:, s], sw.off[:-1]),
+            boff,
+            np.minimum.reduceat(reach[:, s], bstart),
+            np.maximum.reduceat(reach[:, s], bstart),
+        )
         for s in (0, 1)
     ]
-    joined_codes = np.array(sorted(a * K + b for a, b in joined or ()), dtype=np.int64)
-    rows = max(1, CHUNK_PAIRS // K)
-    for c0 in range(0, K, rows):
+    # batches of whole segments (all_k is sorted), so each station sees all its candidates
+    per_k = np.bincount(all_k, minlength=K)
+    first = np.concatenate([[0], np.cumsum(per_k)])
+    for ks in _chunks(per_k.astype(float), CHUNK_PAIRS):
         dl.check("multibeam overlap")
-        ks = np.arange(c0, min(K, c0 + rows))
-        near = (lo[ks, None] <= hi[None]).all(-1) & (lo[None] <= hi[ks, None]).all(-1)
-        near[np.arange(ks.size), ks] = False
-        pk, pj = np.nonzero(near)
-        pk = ks[pk]
-        if joined_codes.size:
-            drop = np.isin(pk * K + pj, joined_codes)
-            pk, pj = pk[~drop], pj[~drop]
+        sel = slice(int(first[ks[0]]), int(first[ks[-1] + 1]))
+        pk, pj = all_k[sel], all_j[sel]
         if pk.size == 0:
             continue
         rel = ends[pj] - sw.a[pk][:, None, :]  # (P, 2, 2)
@@ -596,8 +731,7 @@ def overlap_shares(
         dt, m = sw.dt[pk], sw.count[pk]
         i0 = np.clip(np.ceil(np.minimum(ta, tb) / dt - 0.5), 0, m).astype(np.int64)
         i1 = np.clip(np.floor(np.maximum(ta, tb) / dt - 0.5), -1, m - 1).astype(np.int64)
-        # a line perpendicular to k is never crossed by k's pings
-        keep = (cos > 1e-9) & (i1 >= i0)
+        keep = i1 >= i0
         pk, pj, ta, ca, cb, span, cos = (x[keep] for x in (pk, pj, ta, ca, cb, span, cos))
         i0, i1, dt = i0[keep], i1[keep], dt[keep]
         if pk.size == 0:
@@ -616,7 +750,7 @@ def overlap_shares(
                 i1,
                 rmax[pj] / cos,
                 reach[:, side],
-                side_blocks[side],
+                side_runs[side],
             )
             if gs.size == 0:
                 continue
@@ -677,7 +811,10 @@ def replay(doc: dict[str, Any], task: Any, spec: Any, deadline: Deadline) -> Out
         x0, y0, x1, y1 = s.coords
         fx0, fy0, fx1, fy1 = s.floats
         for name, (x, y, fx, fy) in (("start", (x0, y0, fx0, fy0)), ("end", (x1, y1, fx1, fy1))):
-            if not (_within(x, fx, bx0, bx1) and _within(y, fy, by0, by1)):
+            if not (
+                _within(x, fx, bx0, bx1, box[0], box[2])
+                and _within(y, fy, by0, by1, box[1], box[3])
+            ):
                 n_out += 1
                 if len(outside) < SHOWN:
                     outside.append(f"{LIST}[{s.index}] {name} ({_fmt(x)}, {_fmt(y)})")
@@ -702,7 +839,7 @@ def replay(doc: dict[str, Any], task: Any, spec: Any, deadline: Deadline) -> Out
     sw = build_swaths(g, np.array(geo, dtype=float).reshape(-1, 4), ids, p)
     cov = coverage(g, sw, p, deadline)
     missed_pct = 100.0 * (1.0 - float(cov.mean()))
-    eta = overlap_shares(sw, deadline, continuations(segs, sw.ids))
+    eta = overlap_shares(sw, deadline, continuations(segs, sw.ids), p.max_neighbours)
     over = np.nan_to_num(eta, nan=-np.inf) > p.overlap_limit  # (S, 2)
     seg_of = sw.seg_of
     per_station = over.sum(axis=1) * 0.5 * sw.dt[seg_of]
