@@ -20,13 +20,12 @@ statement's own swath geometry (Problems 1-2) applied to the local bottom:
   low-discrepancy (R2) offset, so narrow gaps along the grid's rows or columns are counted
   in proportion to their width instead of all or nothing;
 * overlap of adjacent swaths: from each station, on each side, the nearest other line
-  crossed by the ping's ray within reach is the adjacent one (a segment continuing this
-  one, end to start with a turn under 90 degrees, is the same line, not an adjacent one);
-  the overlap along the ping is the part of this swath's width the adjacent swath also
-  covers (taken as a band of constant width around its line), as a share of this swath's
-  width (Problem 1's eta = 1 - d/W for parallel lines on a flat bottom); the length where
-  it exceeds the limit (20 %) is summed over stations, each adjacent pair counted once
-  (half on each of its two lines).
+  running within 60 degrees of it and crossed by the ping's ray within reach is the
+  adjacent one; the overlap along the ping is the part of this swath's width the adjacent
+  swath also covers (taken as a band of constant width around its line), as a share of
+  this swath's width (Problem 1's eta = 1 - d/W for parallel lines on a flat bottom); the
+  length where it exceeds the limit (20 %) is summed over stations, each adjacent pair
+  counted once (half on each of its two lines).
 
 It also counts the decisions that break the statement's frame: endpoints outside the
 survey area and zero-length segments; the gate holds each count at 0 (the geometry uses
@@ -626,12 +625,12 @@ def segment_distance(a1: np.ndarray, b1: np.ndarray, a2: np.ndarray, b2: np.ndar
 
 
 def adjacent_candidates(
-    sw: Swaths, rmax: np.ndarray, joined: set[tuple[int, int]], cap: int, dl: Deadline
+    sw: Swaths, rmax: np.ndarray, cap: int, dl: Deadline
 ) -> tuple[np.ndarray, np.ndarray]:
     """Pairs (k, j) such that a ping of k may meet j as its adjacent line: j runs within 60
     degrees of k's direction (|n_k . n_j| >= 1/2; a line crossing at a steeper angle is a
     tie line, not a neighbouring strip), lies within R_k + 2 R_j of k (so that a crossing
-    within reach r + R_j / |n_k . n_j| is possible), and does not continue k.
+    within reach r + R_j / |n_k . n_j| is possible).
 
     More than `cap` candidates for one segment is not a survey layout (stacked or fanned
     lines): ReplayInputError names the segment, before any costly work."""
@@ -641,7 +640,6 @@ def adjacent_candidates(
     hi_k = ends.max(axis=1) + rmax[:, None]
     lo_j = ends.min(axis=1) - 2 * rmax[:, None]
     hi_j = ends.max(axis=1) + 2 * rmax[:, None]
-    joined_codes = np.array(sorted(a * K + b for a, b in joined), dtype=np.int64)
     out_k, out_j = [], []
     rows = max(1, CHUNK_PAIRS // K)
     for c0 in range(0, K, rows):
@@ -652,9 +650,6 @@ def adjacent_candidates(
         near[np.arange(ks.size), ks] = False
         pk, pj = np.nonzero(near)
         pk = ks[pk]
-        if joined_codes.size:
-            keep = ~np.isin(pk * K + pj, joined_codes)
-            pk, pj = pk[keep], pj[keep]
         d = segment_distance(ends[pk, 0], ends[pk, 1], ends[pj, 0], ends[pj, 1])
         keep = d <= rmax[pk] + 2 * rmax[pj]
         pk, pj = pk[keep], pj[keep]
@@ -671,9 +666,7 @@ def adjacent_candidates(
     return np.concatenate(out_k), np.concatenate(out_j)
 
 
-def overlap_shares(
-    sw: Swaths, dl: Deadline, joined: set[tuple[int, int]] | None = None, cap: int = 200
-) -> np.ndarray:
+def overlap_shares(sw: Swaths, dl: Deadline, cap: int = 200) -> np.ndarray:
     """Per station and side (+n, -n), shape (S, 2): the overlap share with the adjacent
     swath; NaN where no candidate line (see `adjacent_candidates`) is crossed within reach.
 
@@ -683,7 +676,8 @@ def overlap_shares(
     index over a contiguous run of stations. The adjacent swath on a side is the one of the
     nearest candidate line crossed within reach (this ping's reach plus that line's largest
     reach, measured along the ray: divided by |n_k . n_j|); a line farther away leaves a gap.
-    Pairs in `joined` (see `continuations`) are pieces of one line, not adjacent strips."""
+    The pieces of a bent line (one starting where the other ends, turning by less than 90
+    degrees) never cross each other's pings: each lies beyond the other's end along its axis."""
     S = len(sw.pts)
     eta = np.full((S, 2), np.nan)
     K = len(sw.ids)
@@ -692,7 +686,7 @@ def overlap_shares(
     rmax = np.maximum(
         np.maximum.reduceat(sw.rp, sw.off[:-1]), np.maximum.reduceat(sw.rm, sw.off[:-1])
     )
-    all_k, all_j = adjacent_candidates(sw, rmax, joined or set(), cap, dl)
+    all_k, all_j = adjacent_candidates(sw, rmax, cap, dl)
     ends = np.stack([sw.a, sw.a + sw.length[:, None] * sw.u], axis=1)  # (K, 2, 2)
     nb = (sw.count + BLOCK - 1) // BLOCK
     boff = np.concatenate([[0], np.cumsum(nb)])[:-1]
@@ -767,26 +761,6 @@ def overlap_shares(
     return eta
 
 
-def continuations(segs: list[Segment], kept: list[int]) -> set[tuple[int, int]]:
-    """Pairs (both orders) of segments that are consecutive pieces of one survey line: one
-    starts exactly where the other ends and the heading turns by less than 90 degrees (a
-    bent line, not a turn onto a new strip). Pairs index `kept` (the replayed segments)."""
-    pos = {idx: k for k, idx in enumerate(kept)}
-    mine = [s for s in segs if s.index in pos]
-    by_start: dict[tuple[Fraction, Fraction], list[Segment]] = {}
-    for s in mine:
-        by_start.setdefault((s.coords[0], s.coords[1]), []).append(s)
-    out: set[tuple[int, int]] = set()
-    for s in mine:
-        x0, y0, x1, y1 = s.coords
-        for o in by_start.get((x1, y1), []):
-            a0, b0, a1, b1 = o.coords
-            if o.index != s.index and (x1 - x0) * (a1 - a0) + (y1 - y0) * (b1 - b0) > 0:
-                out.add((pos[s.index], pos[o.index]))
-                out.add((pos[o.index], pos[s.index]))
-    return out
-
-
 # -- the replay -------------------------------------------------------------------------------------
 
 
@@ -839,7 +813,7 @@ def replay(doc: dict[str, Any], task: Any, spec: Any, deadline: Deadline) -> Out
     sw = build_swaths(g, np.array(geo, dtype=float).reshape(-1, 4), ids, p)
     cov = coverage(g, sw, p, deadline)
     missed_pct = 100.0 * (1.0 - float(cov.mean()))
-    eta = overlap_shares(sw, deadline, continuations(segs, sw.ids), p.max_neighbours)
+    eta = overlap_shares(sw, deadline, p.max_neighbours)
     over = np.nan_to_num(eta, nan=-np.inf) > p.overlap_limit  # (S, 2)
     seg_of = sw.seg_of
     per_station = over.sum(axis=1) * 0.5 * sw.dt[seg_of]

@@ -1,0 +1,570 @@
+"""CUMCM 2023 B Problem 4 replay (tbmm.replay.multibeam_lines) on the real depth grid: the
+geometry against independent computations, the discretisation against finer settings, the
+verified reference scores 1.0, claims must match their replay, other feasible designs score
+per their replay, each constraint has a violating answer, and bad input scores 0 with a
+reason (never a crash or a hang)."""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import sys
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from tbmm import exact, rules
+from tbmm.bounds import Deadline
+from tbmm.pipeline import Evaluation, evaluate
+from tbmm.replay import ReplayInputError
+from tbmm.replay import multibeam_lines as mb
+from tbmm.scoring import ArtifactError, read_artifact
+from tbmm.tasks import TASKS_ROOT, Task, load_task
+from tbmm.verify import verify_artifact
+
+SLUG = "cumcm-2023-b-multibeam-lines"
+TASK_DIR = TASKS_ROOT / "CUMCM" / SLUG
+CLAIMS = ("total_line_length_nmi", "missed_area_pct", "overlap_over_20pct_length_nmi")
+
+sys.path.insert(0, str(TASK_DIR / "reference"))
+import make_reference as mr  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def task() -> Task:
+    return load_task(TASK_DIR)
+
+
+@pytest.fixture(scope="module")
+def grid() -> mb.Grid:
+    return mb.load_grid(TASK_DIR / "environment" / "data")
+
+
+@pytest.fixture(scope="module")
+def params(task: Task) -> mb.Params:
+    assert task.replay_spec is not None
+    return mb.Params.from_spec(task.replay_spec.params)
+
+
+def reference() -> dict[str, Any]:
+    return json.loads((TASK_DIR / "reference.json").read_text())["artifact"]
+
+
+def ref_segments() -> list[tuple[float, ...]]:
+    return [tuple(d[k] for k in mb.KEYS) for d in reference()["q4"]["lines"]]
+
+
+def design(segs: list[tuple[float, ...]], **claims: float) -> dict[str, Any]:
+    doc = copy.deepcopy(reference())
+    doc["q4"]["lines"] = [
+        dict(zip(mb.KEYS, (round(float(v), 6) for v in s), strict=True)) for s in segs
+    ]
+    doc["q4"].update(claims)
+    return doc
+
+
+def run(task: Task, doc: dict[str, Any]) -> Evaluation:
+    return evaluate(task, read_artifact(json.dumps(doc), task.caps), Deadline(120))
+
+
+def replayed(ev: Evaluation) -> dict[str, float]:
+    assert ev.replay is not None and ev.replay.status == "ok", ev.replay
+    return {k: float(exact.parse_decimal(v)) for k, v in ev.replay.values.items()}
+
+
+def settle(task: Task, doc: dict[str, Any]) -> dict[str, Any]:
+    """`doc` with its three claims set to what its lines replay to."""
+    vals = replayed(run(task, doc))
+    out = copy.deepcopy(doc)
+    for c in CLAIMS:
+        out["q4"][c] = vals[f"q4.{c}"]
+    return out
+
+
+def failed_ids(ev: Evaluation) -> set[str]:
+    return {i.check.id for i in ev.gate.failed}
+
+
+def replay_values(task: Task, segs: list[tuple[float, ...]], **params: Any) -> dict[str, float]:
+    """Replay `segs` directly with the task's parameters, some overridden."""
+    from types import SimpleNamespace
+
+    assert task.replay_spec is not None
+    spec = SimpleNamespace(params={**task.replay_spec.params, **params})
+    doc = exact.loads(json.dumps(design(segs)))
+    out = mb.replay(doc, task, spec, Deadline(120))
+    return {k: float(v) for k, v in out.values.items()}
+
+
+def flat_grid(depth: float) -> mb.Grid:
+    return mb.Grid(0.0, 0.0, 0.02, np.full((251, 201), depth))
+
+
+def plane_grid(depth0: float, slope_x: float) -> mb.Grid:
+    """Depth depth0 + slope_x * x (x in metres), over the task's 4 x 5 nmi frame."""
+    x_m = np.arange(201) * 0.02 * 1852
+    return mb.Grid(0.0, 0.0, 0.02, np.tile(depth0 + slope_x * x_m, (251, 1)))
+
+
+# -- the data and the geometry ------------------------------------------------------------------
+
+
+def test_depth_grid_is_the_attachment(grid: mb.Grid) -> None:
+    """附件.xlsx: 201 x 251 nodes every 0.02 nmi over x in [0, 4], y in [0, 5], depths 20-197.2 m."""
+    assert (grid.nx, grid.ny, grid.step) == (201, 251, 0.02)
+    assert (grid.x0, grid.y0, grid.x1, grid.y1) == (0.0, 0.0, 4.0, 5.0)
+    assert grid.depth.min() == 20.0 and grid.depth.max() == 197.2
+    assert grid.depth[0, 0] == 24.4 and grid.depth[0, -1] == 197.2  # south-west, south-east
+    assert grid.depth[-1, 0] == 84.4 and grid.depth[-1, -1] == 65.2  # north-west, north-east
+
+
+def test_bilinear_depth_and_gradient(grid: mb.Grid) -> None:
+    """At nodes the depth is the table's; midway it is the mean; the gradient is the
+    bilinear surface's (checked by central differences)."""
+    d, _, _ = mb.depth_and_gradient(grid, np.array([0.02, 1.0]), np.array([0.04, 2.0]), 1852)
+    assert d[0] == pytest.approx(grid.depth[2, 1]) and d[1] == pytest.approx(grid.depth[100, 50])
+    x, y = np.array([1.013]), np.array([2.517])
+    d, gx, gy = mb.depth_and_gradient(grid, x, y, 1852)
+    h = 1e-6
+    dxp = (
+        mb.depth_and_gradient(grid, x + h, y, 1852)[0]
+        - mb.depth_and_gradient(grid, x - h, y, 1852)[0]
+    )
+    dyp = (
+        mb.depth_and_gradient(grid, x, y + h, 1852)[0]
+        - mb.depth_and_gradient(grid, x, y - h, 1852)[0]
+    )
+    assert gx[0] == pytest.approx(dxp[0] / (2 * h * 1852), rel=1e-6)
+    assert gy[0] == pytest.approx(dyp[0] / (2 * h * 1852), rel=1e-6)
+
+
+def test_reaches_are_the_beam_edges_on_the_sloped_bottom() -> None:
+    """Independent: intersect each 60-degree beam edge with the tilted bottom by bisection;
+    the horizontal distances are the replay's reaches, and their sum over cos(a) is the
+    statement's W = D sin60 (1/cos(60+a) + 1/cos(60-a))."""
+    half = math.radians(60)
+    for depth, slope_deg in ((70.0, 1.5), (120.0, 3.0), (20.0, -2.0), (110.0, 0.0)):
+        a = math.radians(slope_deg)
+        rp, rm = mb.reaches(np.array([depth]), np.array([math.tan(a)]), half, 1.0)
+
+        def edge(sign: float, depth: float = depth, a: float = a) -> float:
+            # ray x = s sin60 * sign, z = s cos60 (down); bottom z = depth + x tan a
+            lo, hi = 0.0, 10 * depth
+            for _ in range(200):
+                s = (lo + hi) / 2
+                x = sign * s * math.sin(half)
+                if s * math.cos(half) < depth + x * math.tan(a):
+                    lo = s
+                else:
+                    hi = s
+            return abs(sign * lo * math.sin(half))
+
+        assert rp[0] == pytest.approx(edge(+1), rel=1e-9)
+        assert rm[0] == pytest.approx(edge(-1), rel=1e-9)
+        w = depth * math.sin(half) * (1 / math.cos(half + a) + 1 / math.cos(half - a))
+        assert (rp[0] + rm[0]) / math.cos(a) == pytest.approx(w, rel=1e-12)
+
+
+def test_parallel_lines_on_a_flat_bottom_overlap_by_one_minus_d_over_w() -> None:
+    """Problem 1's eta = 1 - d/W: two parallel lines d apart on a flat 50 m bottom."""
+    g = flat_grid(50.0)
+    p = mb.Params()
+    w = 2 * 50.0 * math.tan(math.radians(60)) / 1852
+    for d in (0.5 * w, 0.85 * w, 0.95 * w):
+        geo = np.array([[1.0, 1.0, 1.0, 2.0], [1.0 + d, 1.0, 1.0 + d, 2.0]])
+        sw = mb.build_swaths(g, geo, [0, 1], p)
+        eta = mb.overlap_shares(sw, Deadline(60))
+        # line 0 runs north: its +n side is west; the neighbour lies east (-n side)
+        assert np.allclose(eta[sw.off[0] : sw.off[1], 1], 1 - d / w)
+        assert np.all(np.isnan(eta[sw.off[0] : sw.off[1], 0]))
+        assert np.allclose(eta[sw.off[1] : sw.off[2], 0], 1 - d / w)
+
+
+def test_overlap_along_the_ray_for_a_tilted_neighbour() -> None:
+    """A neighbour at 10 degrees on a planar slope: the overlap share from the formula
+    equals a direct measurement along each ping (sample the ray; a point is in the
+    neighbour's swath when its offset from that line is within the reach there), away from
+    the neighbour's ends; where the formula gives a gap the ping meets no other swath."""
+    g = plane_grid(60.0, math.tan(math.radians(1.0)))
+    p = mb.Params()
+    ang = math.radians(10)
+    geo = np.array(
+        [[1.5, 1.0, 1.5, 2.0], [1.62, 1.3, 1.62 + 0.6 * math.sin(ang), 1.3 + 0.6 * math.cos(ang)]]
+    )
+    sw = mb.build_swaths(g, geo, [0, 1], p)
+    eta = mb.overlap_shares(sw, Deadline(60))
+    half = math.radians(60)
+    a1, u1, n1 = sw.a[1], sw.u[1], sw.n[1]
+    checked = 0
+    for i in range(sw.off[0], sw.off[1]):
+        if np.isnan(eta[i, 1]):
+            continue
+        P, ray = sw.pts[i], -sw.n[0]  # the neighbour lies on line 0's -n side (east)
+        w = sw.rp[i] + sw.rm[i]
+        s = np.linspace(0, sw.rm[i], 20001)
+        pts = P + s[:, None] * ray
+        t = (pts - a1) @ u1
+        c = (pts - a1) @ n1
+        foot = a1 + np.clip(t, 0, sw.length[1])[:, None] * u1
+        d, gx, gy = mb.depth_and_gradient(g, foot[:, 0], foot[:, 1], 1852)
+        rp, rm = mb.reaches(d, gx * n1[0] + gy * n1[1], half, 1852)
+        inside = (t >= 0) & (t <= sw.length[1]) & (c <= rp) & (c >= -rm)
+        measured = inside.mean() * sw.rm[i] / w
+        if not 1.34 < P[1] < 1.86:
+            continue  # near the neighbour's ends its band is cut short (the stated approximation)
+        if eta[i, 1] <= 0:
+            assert measured == 0  # a gap
+        else:
+            assert eta[i, 1] == pytest.approx(measured, abs=2e-3)
+        checked += 1
+    assert checked > 30
+
+
+def naive_overlap(sw: mb.Swaths) -> np.ndarray:
+    """The stated adjacency rule, station by station and candidate by candidate."""
+    K, S = len(sw.ids), len(sw.pts)
+    eta = np.full((S, 2), np.nan)
+    rmax = [
+        max(sw.rp[sw.off[k] : sw.off[k + 1]].max(), sw.rm[sw.off[k] : sw.off[k + 1]].max())
+        for k in range(K)
+    ]
+    for k in range(K):
+        for i in range(sw.off[k], sw.off[k + 1]):
+            for side, sign in ((0, 1.0), (1, -1.0)):
+                r_side = sw.rp[i] if side == 0 else sw.rm[i]
+                best = None
+                for j in range(K):
+                    cos = abs(float(sw.n[k] @ sw.n[j]))
+                    if j == k or cos < 0.5:
+                        continue
+                    m = np.array([sign * sw.n[k], -sw.u[j]]).T
+                    v, t = np.linalg.solve(m, sw.a[j] - sw.pts[i])
+                    ok = (
+                        -1e-12 <= t <= sw.length[j] + 1e-12
+                        and -1e-12 <= v <= r_side + rmax[j] / cos
+                    )
+                    if ok and (best is None or v < best[0]):
+                        best = (max(v, 0.0), j, t, cos)
+                if best is None:
+                    continue
+                v, j, t, cos = best
+                face = sw.rp if sign * float(sw.n[k] @ sw.n[j]) < 0 else sw.rm
+                r_face = mb._interp(sw, np.array([j]), np.array([t]), face)[0]
+                w = sw.rp[i] + sw.rm[i]
+                eta[i, side] = min(r_side + r_face / cos - v, w) / w
+    return eta
+
+
+def test_pruned_search_matches_naive(grid: mb.Grid) -> None:
+    """The block-pruned nearest-crossing search equals the plain search on a mixed design:
+    random segments, a slanted parallel group and a fan (crossings everywhere)."""
+    rng = np.random.default_rng(3)
+    segs = []
+    for _ in range(20):
+        a = rng.uniform([0.3, 0.3], [3.7, 4.7])
+        ang, length = rng.uniform(0, np.pi), rng.uniform(0.05, 0.6)
+        b = np.clip(a + length * np.array([np.cos(ang), np.sin(ang)]), 0, [4, 5])
+        segs.append((*a, *b))
+    segs += [(x, 1.0, x + 0.05, 2.0) for x in np.linspace(1.0, 1.6, 8)]
+    segs += [(2.5, 3.5, 2.5 + 0.5 * np.cos(0.2 * k), 3.5 + 0.5 * np.sin(0.2 * k)) for k in range(6)]
+    sw = mb.build_swaths(
+        grid, np.array(segs), list(range(len(segs))), mb.Params(station_step_nmi=0.02)
+    )
+    fast = mb.overlap_shares(sw, Deadline(60))
+    slow = naive_overlap(sw)
+    assert np.array_equal(np.isnan(fast), np.isnan(slow))
+    both = ~np.isnan(fast)
+    assert both.sum() > 200
+    assert np.max(np.abs(fast[both] - slow[both])) < 1e-12
+
+
+def test_a_bent_line_is_not_its_own_neighbour_but_a_hairpin_is(task: Task) -> None:
+    """Pieces of a line bent by 30 degrees never cross each other's pings (no overlap
+    counted at the bend); a hairpin (the second piece runs back 0.05 nmi beside the first)
+    makes two adjacent strips, overlapping by far more than 20 % along their common length."""
+    bend = (2.0, 2.0)
+    first = (2.0, 1.0, *bend)
+    bent = replay_values(
+        task, [first, (*bend, 2.0 + math.sin(math.radians(30)), 2.0 + math.cos(math.radians(30)))]
+    )
+    assert bent["q4.overlap_over_20pct_length_nmi"] == 0
+    hairpin = replay_values(task, [first, (*bend, 2.05, 2.0), (2.05, 2.0, 2.05, 1.0)])
+    assert hairpin["q4.overlap_over_20pct_length_nmi"] == pytest.approx(1.0, abs=0.02)
+
+
+# -- discretisation -----------------------------------------------------------------------------
+
+
+def gap_design() -> list[tuple[float, ...]]:
+    """The reference without every third north-south segment: gaps of many widths."""
+    return [s for i, s in enumerate(ref_segments()) if s[0] != s[2] or i % 3]
+
+
+def uniform_design() -> list[tuple[float, ...]]:
+    """North-south lines every 0.1 nmi: narrow gaps beside grid-aligned lines."""
+    return [(0.05 + 0.1 * i, 0.0, 0.05 + 0.1 * i, 5.0) for i in range(40)]
+
+
+@pytest.mark.slow
+def test_refining_the_evaluation_grid(task: Task) -> None:
+    """The missed share on 0.01 nmi cells is within 0.05 percentage points of 0.005 and
+    0.0025 nmi cells (the gate's tolerance is 0.5 points + 5 %)."""
+    for segs in (ref_segments(), gap_design(), uniform_design()):
+        base = replay_values(task, segs)["q4.missed_area_pct"]
+        for step in ("0.005", "0.0025"):
+            fine = replay_values(task, segs, eval_step_nmi=step)["q4.missed_area_pct"]
+            assert abs(fine - base) < 0.05, (step, base, fine)
+    assert replay_values(task, gap_design())["q4.missed_area_pct"] > 1  # gaps are counted
+
+
+def test_refining_the_station_step(task: Task) -> None:
+    """Stations every 0.01 nmi: 0.005 and 0.0025 nmi move the over-20 % length by < 0.05 nmi
+    and the missed share by < 0.01 points."""
+    for segs in (ref_segments(), uniform_design()):
+        base = replay_values(task, segs)
+        for step in ("0.005", "0.0025"):
+            fine = replay_values(task, segs, station_step_nmi=step)
+            key = "q4.overlap_over_20pct_length_nmi"
+            assert abs(fine[key] - base[key]) < 0.05, (step, base[key], fine[key])
+            assert abs(fine["q4.missed_area_pct"] - base["q4.missed_area_pct"]) < 0.01
+
+
+# -- the reference and the score ------------------------------------------------------------------
+
+
+def test_reference_is_reproducible() -> None:
+    """reference/make_reference.py rebuilds the committed reference design."""
+    assert [tuple(float(v) for v in s) for s in mr.reference_segments()] == [
+        tuple(float(v) for v in s) for s in ref_segments()
+    ]
+
+
+def test_caps_agree(task: Task, params: mb.Params) -> None:
+    """The list's max_items (input caps) is the replay's segment cap."""
+    (ls,) = task.artifact_map.lists
+    assert ls.path == mb.LIST and ls.max_items == params.max_lines
+    assert task.caps.list_cap(mb.LIST) == params.max_lines
+
+
+def test_oracle_scores_one(task: Task) -> None:
+    ev = run(task, reference())
+    vals = replayed(ev)
+    assert vals["q4.missed_area_pct"] == 0 and vals["q4.endpoints_outside_area"] == 0
+    assert ev.gate.verdict == "pass" and ev.score.o_eval == 1
+    rep = verify_artifact(task, json.dumps(reference()).encode(), lean=True)
+    assert rep.exit_code == 0 and rep.lean == "ok" and rep.o_eval == 1.0, rep.failing
+
+
+def test_inflated_claims_are_misreported(task: Task) -> None:
+    for claim, factor, check in (
+        ("total_line_length_nmi", 0.9, "q4_total_length_replayed"),
+        ("overlap_over_20pct_length_nmi", 0.5, "q4_excess_overlap_replayed"),
+    ):
+        doc = reference()
+        doc["q4"][claim] *= factor
+        ev = run(task, doc)
+        assert check in failed_ids(ev) and ev.score.o_eval == 0
+        msg = next(i.message for i in ev.gate.failed if i.check.id == check)
+        assert "misreported" in msg
+    doc = settle(task, design(gap_design()))
+    doc["q4"]["missed_area_pct"] = 0.5
+    ev = run(task, doc)
+    assert "q4_missed_share_replayed" in failed_ids(ev)
+
+
+def test_the_issue_exploit_fails(task: Task) -> None:
+    """{length 1 nmi, missed 0 %, overlap 0}: without lines nothing is verifiable; with the
+    reference's lines it is misreported; with a real 1 nmi line it misses 99 % of the area."""
+    claims = {"total_line_length_nmi": 1, "missed_area_pct": 0, "overlap_over_20pct_length_nmi": 0}
+    bare = {"q4": dict(claims), "q3": reference()["q3"]}
+    ev = run(task, bare)
+    assert ev.replay is not None and ev.replay.status == "unreplayable"
+    assert "q4.lines" in ev.replay.error and ev.score.o_eval == 0
+    ev = run(task, design(ref_segments(), **claims))
+    assert {"q4_total_length_replayed", "q4_excess_overlap_replayed"} <= failed_ids(ev)
+    assert ev.score.o_eval == 0
+    one = design([(3.0, 2.0, 3.0, 3.0)], **claims)
+    ev = run(task, one)
+    assert replayed(ev)["q4.missed_area_pct"] > 90
+    assert "q4_area_is_surveyed" in failed_ids(ev) and ev.score.o_eval == 0
+    assert "q4_area_is_surveyed" in failed_ids(run(task, settle(task, one)))
+
+
+def expected_reward(task: Task, metric_id: str, value: float | Fraction) -> Fraction:
+    m = next(m for m in task.metrics if m.id == metric_id)
+    x = Fraction(str(value)) if isinstance(value, float) else value
+    return rules.reward(rules.Direction(m.spec.direction), x, m.anchor, m.band)
+
+
+def test_a_different_feasible_design_scores_per_its_replay(
+    task: Task, grid: mb.Grid, params: mb.Params
+) -> None:
+    """Full-length north-south lines with >= 10 % overlap: feasible, 335 nmi, over-20 %
+    along 207 nmi; scored by the rules on those replayed values."""
+    segs = mr.segments(grid, params, [mr.Block(0, 0, 4, 5, True)])
+    ev = run(task, settle(task, design(segs)))
+    assert ev.gate.verdict == "pass", [i.message for i in ev.gate.failed]
+    got = {ms.id: ms.reward for ms in ev.score.metrics}
+    vals = ev.replay.values  # type: ignore[union-attr]
+    for mid, path in (
+        ("q4_total_line_length", "q4.total_line_length_nmi"),
+        ("q4_missed_area_pct", "q4.missed_area_pct"),
+        ("q4_overlap_over_20pct_length", "q4.overlap_over_20pct_length_nmi"),
+    ):
+        assert got[mid] == expected_reward(task, mid, exact.parse_decimal(vals[path]))
+    assert got["q4_missed_area_pct"] == 1 and got["q4_overlap_over_20pct_length"] == 0
+    assert 0.3 < float(got["q4_total_line_length"]) < 0.35
+    assert 0.4 < ev.score.o_eval < 0.5
+
+
+def test_a_better_design_is_not_penalised(task: Task, grid: mb.Grid, params: mb.Params) -> None:
+    """The reference's procedure with 5 % minimum overlap instead of 10 %: shorter, less
+    over-20 % overlap, still complete: O-Eval 1."""
+    old = mr.ETA_MIN
+    try:
+        mr.ETA_MIN = 0.05
+        segs = mr.segments(grid, params, mr.layouts()["EW x<0.8, NS 12 bands"])
+    finally:
+        mr.ETA_MIN = old
+    ev = run(task, settle(task, design(segs)))
+    vals = replayed(ev)
+    ref = replayed(run(task, reference()))
+    for key in ("q4.total_line_length_nmi", "q4.overlap_over_20pct_length_nmi"):
+        assert vals[key] < ref[key]
+    assert vals["q4.missed_area_pct"] == 0
+    assert ev.gate.verdict == "pass" and ev.score.o_eval == 1
+
+
+# -- constraints -----------------------------------------------------------------------------------
+
+
+def test_an_endpoint_outside_the_area_fails_naming_the_segment(task: Task) -> None:
+    segs = ref_segments()
+    x0, y0, x1, y1 = segs[7]
+    segs[7] = (x0, y0, 4.2 if x1 > x0 else x1, y1)
+    ev = run(task, settle(task, design(segs)))
+    assert "q4_lines_inside_area" in failed_ids(ev) and ev.score.o_eval == 0
+    msg = next(i.message for i in ev.gate.failed if i.check.id == "q4_lines_inside_area")
+    assert "q4.lines[7] end" in msg
+    # exactly on the boundary is inside
+    edge = ref_segments()
+    edge[0] = (0, edge[0][1], 4, edge[0][3])
+    assert "q4_lines_inside_area" not in failed_ids(run(task, settle(task, design(edge))))
+
+
+def test_a_zero_length_segment_fails_naming_it(task: Task) -> None:
+    segs = ref_segments() + [(2.0, 2.0, 2.0, 2.0)]
+    ev = run(task, settle(task, design(segs)))
+    assert "q4_segments_have_length" in failed_ids(ev) and ev.score.o_eval == 0
+    msg = next(i.message for i in ev.gate.failed if i.check.id == "q4_segments_have_length")
+    assert f"q4.lines[{len(segs) - 1}]" in msg
+
+
+def test_missing_more_than_two_percent_fails(task: Task) -> None:
+    """Half the reference's lines: a honest report, but the area is not surveyed."""
+    doc = settle(task, design(ref_segments()[::2]))
+    ev = run(task, doc)
+    assert replayed(ev)["q4.missed_area_pct"] > 2
+    assert "q4_area_is_surveyed" in failed_ids(ev) and ev.score.o_eval == 0
+    msg = next(i.message for i in ev.gate.failed if i.check.id == "q4_area_is_surveyed")
+    assert "evaluation points" in msg or "evaluation cells" in msg
+
+
+def test_claims_must_be_coherent(task: Task) -> None:
+    doc = reference()
+    doc["q4"]["missed_area_pct"] = -1
+    assert "q4_missed_share_is_percent" in failed_ids(run(task, doc))
+    doc = reference()
+    doc["q4"]["overlap_over_20pct_length_nmi"] = 300
+    assert "q4_excess_overlap_within_lines" in failed_ids(run(task, doc))
+
+
+# -- bad input -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("mutate", "reason"),
+    [
+        (lambda d: d["q4"].pop("lines"), "q4.lines: missing"),
+        (lambda d: d["q4"].__setitem__("lines", {"a": 1}), "must be a list"),
+        (lambda d: d["q4"].__setitem__("lines", []), "empty"),
+        (lambda d: d["q4"]["lines"][3].pop("y_end_nmi"), "q4.lines[3].y_end_nmi: missing"),
+        (lambda d: d["q4"]["lines"][5].__setitem__("x_start_nmi", "1.5"), "not a number"),
+        (lambda d: d["q4"]["lines"][5].__setitem__("x_start_nmi", None), "q4.lines[5].x_start_nmi"),
+        (lambda d: d["q4"]["lines"][0].__setitem__("x_end_nmi", 1e9), "not a coordinate"),
+        (lambda d: d["q4"]["lines"].__setitem__(2, [1, 2, 3, 4]), "must be an object"),
+    ],
+)
+def test_bad_decisions_score_zero_with_a_reason(task: Task, mutate: Any, reason: str) -> None:
+    doc = reference()
+    mutate(doc)
+    ev = run(task, doc)
+    assert ev.replay is not None and ev.replay.status == "unreplayable"
+    assert reason in ev.replay.error, ev.replay.error
+    assert ev.score.o_eval == 0
+
+
+def test_nan_and_huge_numbers_are_refused(task: Task) -> None:
+    text = json.dumps(reference()).replace('"x_start_nmi": 0,', '"x_start_nmi": NaN,', 1)
+    ev = evaluate(task, read_artifact(text, task.caps))
+    assert ev.replay is not None and "not a finite number" in ev.replay.error
+    assert ev.score.o_eval == 0
+    text = json.dumps(reference()).replace('"x_start_nmi": 0,', '"x_start_nmi": 1e300,', 1)
+    ev = evaluate(task, read_artifact(text, task.caps))
+    assert ev.replay is not None and "not a coordinate" in ev.replay.error
+
+
+def test_stacked_lines_and_overlong_designs_are_refused(task: Task) -> None:
+    """Stacked or fanned lines (more than 200 candidate neighbours) and more than 1,000 nmi
+    of lines are refused as input, with the reason, before the costly work."""
+    ev = run(task, design([(1.0, 1.0, 1.0, 2.0)] * 202))
+    assert ev.replay is not None and ev.replay.status == "unreplayable"
+    assert "q4.lines[0]: 201 other segments" in ev.replay.error
+    fan = [(2.0, 2.5, 2.0 + math.cos(a), 2.5 + math.sin(a)) for a in np.linspace(0, math.pi, 700)]
+    ev = run(task, design(fan))
+    assert ev.replay is not None and "stacked or fanned" in ev.replay.error
+    ev = run(task, design([(x, 0.0, x, 5.0) for x in np.linspace(0.01, 3.99, 201)]))
+    assert ev.replay is not None and "over the cap of 1000 nmi" in ev.replay.error
+    assert ev.score.o_eval == 0
+
+
+def test_a_huge_table_is_refused_fast(task: Task) -> None:
+    """10^6 segments (and 1,001) are over the list cap: refused before parsing, by the
+    task's input caps; verify reports over_caps."""
+    row = '{"x_start_nmi": 1, "y_start_nmi": 1, "x_end_nmi": 1, "y_end_nmi": 2}'
+    for n in (1001, 10**6 // 40):
+        text = '{"q4": {"lines": [' + ",".join([row] * n) + "]}}"
+        with pytest.raises(ArtifactError, match="over the cap"):
+            read_artifact(text, task.caps)
+    big = '{"q4": {"lines": [' + ",".join([row] * 10**6) + "]}}"
+    rep = verify_artifact(task, big.encode(), lean=False)
+    assert rep.exit_code == 2 and rep.status == "over_caps" and rep.o_eval == 0
+
+
+def test_the_replay_checks_its_own_cap(task: Task, params: mb.Params) -> None:
+    """Called directly (not through the input caps), the replay refuses more segments than
+    its cap too."""
+    doc = exact.loads(json.dumps(design([(1.0, 1.0, 1.0, 2.0)] * (params.max_lines + 1))))
+    from types import SimpleNamespace
+
+    assert task.replay_spec is not None
+    with pytest.raises(ReplayInputError, match="over the cap of 1000"):
+        mb.replay(doc, task, SimpleNamespace(params=task.replay_spec.params), Deadline(60))
+
+
+def test_segments_outside_the_area_still_replay(task: Task) -> None:
+    """A segment entirely outside the area adds its length but no swath; the gate fails."""
+    segs = ref_segments() + [(4.5, 1.0, 4.5, 2.0)]
+    ev = run(task, settle(task, design(segs)))
+    vals = replayed(ev)
+    assert vals["q4.endpoints_outside_area"] == 2
+    assert vals["q4.total_line_length_nmi"] == pytest.approx(249.8875 + 1, abs=1e-9)
+    assert "q4_lines_inside_area" in failed_ids(ev)
+
+
+def test_replay_data_path_is_the_task_attachment(task: Task) -> None:
+    assert Path(task.data_dir / "attachments" / mb.ATTACHMENT).is_file()
