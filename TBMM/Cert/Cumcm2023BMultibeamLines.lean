@@ -5,13 +5,28 @@ noncomputable section
 namespace TBMM.Cert.Cumcm2023BMultibeamLines
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_missed_share_is_percent : Eq (Forms.interval (Rat.frac 87 25) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 100 1))) Bool.true := rfl
+theorem gate_q4_total_length_replayed : Eq (Forms.agree (Rat.frac 19991 80) (Rat.frac 19991 80) (Rat.frac 1 20) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_excess_overlap_within_lines : Eq (Forms.order (List.cons (Rat.frac 30 1) List.nil) (List.cons (Rat.frac 622 1) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+theorem gate_q4_missed_share_replayed : Eq (Forms.agree (Rat.frac 0 1) (Rat.frac 0 1) (Rat.frac 1 2) (Rat.frac 1 20)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_total_length_positive : Eq (Forms.threshold (Rat.frac 622 1) Cmp.gt (Rat.frac 0 1)) Bool.true := rfl
+theorem gate_q4_excess_overlap_replayed : Eq (Forms.agree (Rat.frac 41001 10000) (Rat.frac 1025029297 250000000) (Rat.frac 1 2) (Rat.frac 1 20)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem gate_q4_lines_inside_area : Eq (Forms.threshold (Rat.frac 0 1) Cmp.le (Rat.frac 0 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem gate_q4_segments_have_length : Eq (Forms.threshold (Rat.frac 0 1) Cmp.le (Rat.frac 0 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem gate_q4_area_is_surveyed : Eq (Forms.threshold (Rat.frac 0 1) Cmp.le (Rat.frac 2 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem gate_q4_missed_share_is_percent : Eq (Forms.interval (Rat.frac 0 1) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 100 1))) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem gate_q4_excess_overlap_within_lines : Eq (Forms.order (List.cons (Rat.frac 41001 10000) List.nil) (List.cons (Rat.frac 19991 80) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem gate_q3_line_count : Eq (Forms.count (Rat.frac 34 1) Option.none) Bool.true := rfl
@@ -20,25 +35,25 @@ set_option maxRecDepth 65536 in
 theorem gate_q3_length_covers_area : Eq (Forms.threshold (Rat.frac 125936 1) Cmp.ge (Rat.frac 36000 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem domain_q4_total_line_length : Eq (Reward.inDomain (Rat.frac 622 1) Domain.nonneg) Bool.true := rfl
+theorem domain_q4_total_line_length : Eq (Reward.inDomain (Rat.frac 19991 80) Domain.nonneg) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem score_q4_total_line_length : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 622 1)) (Rat.frac 622 1) (Rat.frac 125 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem score_q4_total_line_length : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 19991 80)) (Rat.frac 19991 80) (Rat.frac 125 1)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem domain_q4_missed_area_pct : Eq (Reward.inDomain (Rat.frac 87 25) Domain.percent) Bool.true := rfl
+theorem domain_q4_missed_area_pct : Eq (Reward.inDomain (Rat.frac 0 1) Domain.percent) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem score_q4_missed_area_pct : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.percent (Option.some (Rat.frac 87 25)) (Rat.frac 87 25) (Rat.frac 2 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem score_q4_missed_area_pct : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.percent (Option.some (Rat.frac 0 1)) (Rat.frac 0 1) (Rat.frac 2 1)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem domain_q4_overlap_over_20pct_length : Eq (Reward.inDomain (Rat.frac 30 1) Domain.nonneg) Bool.true := rfl
+theorem domain_q4_overlap_over_20pct_length : Eq (Reward.inDomain (Rat.frac 1025029297 250000000) Domain.nonneg) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem score_q4_overlap_over_20pct_length : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 30 1)) (Rat.frac 30 1) (Rat.frac 10 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem score_q4_overlap_over_20pct_length : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 1025029297 250000000)) (Rat.frac 1025029297 250000000) (Rat.frac 125 1)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 622 1)) (Rat.frac 622 1) (Rat.frac 125 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.percent (Option.some (Rat.frac 87 25)) (Rat.frac 87 25) (Rat.frac 2 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 30 1)) (Rat.frac 30 1) (Rat.frac 10 1))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 622 1)) (Rat.frac 622 1) (Rat.frac 125 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.percent (Option.some (Rat.frac 87 25)) (Rat.frac 87 25) (Rat.frac 2 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 30 1)) (Rat.frac 30 1) (Rat.frac 10 1))) List.nil))))) (Rat.frac 1 1)) Bool.true := rfl
+theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 19991 80)) (Rat.frac 19991 80) (Rat.frac 125 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.percent (Option.some (Rat.frac 0 1)) (Rat.frac 0 1) (Rat.frac 2 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 1025029297 250000000)) (Rat.frac 1025029297 250000000) (Rat.frac 125 1))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 19991 80)) (Rat.frac 19991 80) (Rat.frac 125 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.percent (Option.some (Rat.frac 0 1)) (Rat.frac 0 1) (Rat.frac 2 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 1025029297 250000000)) (Rat.frac 1025029297 250000000) (Rat.frac 125 1))) List.nil))))) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 1 1) (Rat.frac 1 1)) (Rat.frac 1 1)) Bool.true := rfl
@@ -47,40 +62,28 @@ set_option maxRecDepth 65536 in
 theorem robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 1 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem panel_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 622 1)) (Rat.frac 622 1) (Rat.frac 125 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.percent (Option.some (Rat.frac 87 25)) (Rat.frac 87 25) (Rat.frac 2 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 30 1)) (Rat.frac 30 1) (Rat.frac 10 1))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 622 1)) (Rat.frac 622 1) (Rat.frac 125 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.percent (Option.some (Rat.frac 87 25)) (Rat.frac 87 25) (Rat.frac 2 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 30 1)) (Rat.frac 30 1) (Rat.frac 10 1))) List.nil))))) (Rat.frac 1 1)) Bool.true := rfl
+theorem contract_q4_total_line_length_beyond : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 9991 80)) (Rat.frac 19991 80) (Rat.frac 125 1)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q4_total_line_length_beyond : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 497 1)) (Rat.frac 622 1) (Rat.frac 125 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem contract_q4_total_line_length_half : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 24991 80)) (Rat.frac 19991 80) (Rat.frac 125 1)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q4_total_line_length_half : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 1369 2)) (Rat.frac 622 1) (Rat.frac 125 1)) (Rat.frac 1 2)) Bool.true := rfl
+theorem contract_q4_total_line_length_edge : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 29991 80)) (Rat.frac 19991 80) (Rat.frac 125 1)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q4_total_line_length_edge : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 747 1)) (Rat.frac 622 1) (Rat.frac 125 1)) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_q4_missed_area_pct_half : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.percent (Option.some (Rat.frac 1 1)) (Rat.frac 0 1) (Rat.frac 2 1)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q4_missed_area_pct_beyond : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.percent (Option.some (Rat.frac 37 25)) (Rat.frac 87 25) (Rat.frac 2 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem contract_q4_missed_area_pct_edge : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.percent (Option.some (Rat.frac 2 1)) (Rat.frac 0 1) (Rat.frac 2 1)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q4_missed_area_pct_half : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.percent (Option.some (Rat.frac 112 25)) (Rat.frac 87 25) (Rat.frac 2 1)) (Rat.frac 1 2)) Bool.true := rfl
+theorem contract_q4_overlap_over_20pct_length_half : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 16650029297 250000000)) (Rat.frac 1025029297 250000000) (Rat.frac 125 1)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q4_missed_area_pct_edge : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.percent (Option.some (Rat.frac 137 25)) (Rat.frac 87 25) (Rat.frac 2 1)) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_q4_overlap_over_20pct_length_edge : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 32275029297 250000000)) (Rat.frac 1025029297 250000000) (Rat.frac 125 1)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q4_overlap_over_20pct_length_beyond : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 20 1)) (Rat.frac 30 1) (Rat.frac 10 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q4_overlap_over_20pct_length_half : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 35 1)) (Rat.frac 30 1) (Rat.frac 10 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q4_overlap_over_20pct_length_edge : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 40 1)) (Rat.frac 30 1) (Rat.frac 10 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 622 1) (Rat.frac 125 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.percent Option.none (Rat.frac 87 25) (Rat.frac 2 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 30 1) (Rat.frac 10 1))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 622 1) (Rat.frac 125 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.percent Option.none (Rat.frac 87 25) (Rat.frac 2 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 30 1) (Rat.frac 10 1))) List.nil))))) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem panel_self_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 622 1)) (Rat.frac 622 1) (Rat.frac 125 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.percent (Option.some (Rat.frac 87 25)) (Rat.frac 87 25) (Rat.frac 2 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 30 1)) (Rat.frac 30 1) (Rat.frac 10 1))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 622 1)) (Rat.frac 622 1) (Rat.frac 125 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.percent (Option.some (Rat.frac 87 25)) (Rat.frac 87 25) (Rat.frac 2 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 30 1)) (Rat.frac 30 1) (Rat.frac 10 1))) List.nil))))) (Rat.frac 1 1)) Bool.true := rfl
+theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 19991 80) (Rat.frac 125 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.percent Option.none (Rat.frac 0 1) (Rat.frac 2 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 1025029297 250000000) (Rat.frac 125 1))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 19991 80) (Rat.frac 125 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.percent Option.none (Rat.frac 0 1) (Rat.frac 2 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 1025029297 250000000) (Rat.frac 125 1))) List.nil))))) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem baseline_oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 0 1) (Rat.frac 1 1)) (Rat.frac 0 1)) Bool.true := rfl
