@@ -225,7 +225,8 @@ def test_overlap_along_the_ray_for_a_tilted_neighbour() -> None:
 
 
 def naive_overlap(sw: mb.Swaths) -> np.ndarray:
-    """The stated adjacency rule, station by station and candidate by candidate."""
+    """The stated adjacency rule, station by station and candidate by candidate (no
+    distance prefilter, no pruning)."""
     K, S = len(sw.ids), len(sw.pts)
     eta = np.full((S, 2), np.nan)
     rmax = [
@@ -239,14 +240,13 @@ def naive_overlap(sw: mb.Swaths) -> np.ndarray:
                 best = None
                 for j in range(K):
                     cos = abs(float(sw.n[k] @ sw.n[j]))
-                    if j == k or cos < 0.5:
+                    if j == k or cos < 1e-9:
                         continue
                     m = np.array([sign * sw.n[k], -sw.u[j]]).T
                     v, t = np.linalg.solve(m, sw.a[j] - sw.pts[i])
-                    ok = (
-                        -1e-12 <= t <= sw.length[j] + 1e-12
-                        and -1e-12 <= v <= r_side + rmax[j] / cos
-                    )
+                    ok = -1e-12 <= t <= sw.length[j] + 1e-12 and -1e-12 <= v <= r_side + rmax[
+                        j
+                    ] / max(cos, 0.5)
                     if ok and (best is None or v < best[0]):
                         best = (max(v, 0.0), j, t, cos)
                 if best is None:

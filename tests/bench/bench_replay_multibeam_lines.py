@@ -56,14 +56,14 @@ def largest_inputs() -> dict[str, list[tuple[float, float, float, float]]]:
     ys = np.linspace(0, 5, 21)
     xs = (np.arange(50) + 0.5) * 4 / 50
     stacks = [(0.6 + 0.7 * i, 3.0) for i in range(5)]
-    fans = [(0.5, 0.5), (2.0, 2.5), (3.5, 4.5)]
+    fans = [(0.8, 0.0), (3.2, 0.0), (0.8, 2.0), (3.2, 2.0)]
     return {
         "5 stacks of 200 x 1 nmi": [(x, y, x, y + 1.0) for x, y in stacks for _ in range(200)],
         f"stacked {int(1000 // diag)} full diagonals": [(0, 0, 4, 5)] * int(1000 // diag),
-        "3 fans of 300 x 1.1 nmi": [
-            (x, y, x + 1.1 * np.cos(a), y + 1.1 * np.sin(a))
+        "4 fans of 200 x 0.8 nmi": [
+            (x, y, x + 0.8 * np.cos(a), y + 0.8 * np.sin(a))
             for x, y in fans
-            for a in np.linspace(0.0, np.pi, 300, endpoint=False)
+            for a in np.linspace(0.0, np.pi, 200, endpoint=False)
         ],
         "200 parallel N-S lines": [(x, 0, x, 5) for x in np.linspace(0.01, 3.99, 200)],
         "250 parallel E-W lines": [(0, y, 4, y) for y in np.linspace(0.01, 4.99, 250)],

@@ -20,8 +20,7 @@ statement's own swath geometry (Problems 1-2) applied to the local bottom:
   low-discrepancy (R2) offset, so narrow gaps along the grid's rows or columns are counted
   in proportion to their width instead of all or nothing;
 * overlap of adjacent swaths: from each station, on each side, the nearest other line
-  running within 60 degrees of it and crossed by the ping's ray within reach is the
-  adjacent one; the overlap along the ping is the part of this swath's width the adjacent
+  crossed by the ping's ray within reach is the adjacent one; the overlap along the ping is the part of this swath's width the adjacent
   swath also covers (taken as a band of constant width around its line), as a share of
   this swath's width (Problem 1's eta = 1 - d/W for parallel lines on a flat bottom); the
   length where it exceeds the limit (20 %) is summed over stations, each adjacent pair
@@ -627,10 +626,9 @@ def segment_distance(a1: np.ndarray, b1: np.ndarray, a2: np.ndarray, b2: np.ndar
 def adjacent_candidates(
     sw: Swaths, rmax: np.ndarray, cap: int, dl: Deadline
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Pairs (k, j) such that a ping of k may meet j as its adjacent line: j runs within 60
-    degrees of k's direction (|n_k . n_j| >= 1/2; a line crossing at a steeper angle is a
-    tie line, not a neighbouring strip), lies within R_k + 2 R_j of k (so that a crossing
-    within reach r + R_j / |n_k . n_j| is possible).
+    """Pairs (k, j) such that a ping of k may meet j as its adjacent line: j lies within
+    R_k + 2 R_j of k, so that a crossing within reach, r + R_j / max(|n_k . n_j|, 1/2) <=
+    R_k + 2 R_j, is possible.
 
     More than `cap` candidates for one segment is not a survey layout (stacked or fanned
     lines): ReplayInputError names the segment, before any costly work."""
@@ -646,7 +644,6 @@ def adjacent_candidates(
         dl.check("multibeam neighbours")
         ks = np.arange(c0, min(K, c0 + rows))
         near = (lo_k[ks, None] <= hi_j[None]).all(-1) & (lo_j[None] <= hi_k[ks, None]).all(-1)
-        near &= np.abs(sw.u[ks] @ sw.u.T) >= 0.5
         near[np.arange(ks.size), ks] = False
         pk, pj = np.nonzero(near)
         pk = ks[pk]
@@ -658,8 +655,7 @@ def adjacent_candidates(
             k = int(ks[np.argmax(count)])
             raise ReplayInputError(
                 f"{LIST}[{sw.ids[k]}]: {int(count.max())} other segments run within reach of "
-                f"its swath and within 60 degrees of its direction (cap {cap}): stacked or "
-                "fanned lines, not a survey layout"
+                f"its swath (cap {cap}): stacked or fanned lines, not a survey layout"
             )
         out_k.append(pk)
         out_j.append(pj)
@@ -674,8 +670,9 @@ def overlap_shares(sw: Swaths, dl: Deadline, cap: int = 200) -> np.ndarray:
     from (ta, ca) to (tb, cb): the ping ray at station t crosses it iff t lies between ta
     and tb, at c = ca + (t - ta) (cb - ca) / (tb - ta), a linear function of the station
     index over a contiguous run of stations. The adjacent swath on a side is the one of the
-    nearest candidate line crossed within reach (this ping's reach plus that line's largest
-    reach, measured along the ray: divided by |n_k . n_j|); a line farther away leaves a gap.
+    nearest candidate line crossed within reach: this ping's reach plus that line's largest
+    reach measured along the ray (divided by |n_k . n_j|, at most doubled: a line crossing
+    at more than 60 degrees counts within r + 2 R_j); a line farther away leaves a gap.
     The pieces of a bent line (one starting where the other ends, turning by less than 90
     degrees) never cross each other's pings: each lies beyond the other's end along its axis."""
     S = len(sw.pts)
@@ -725,7 +722,7 @@ def overlap_shares(sw: Swaths, dl: Deadline, cap: int = 200) -> np.ndarray:
         dt, m = sw.dt[pk], sw.count[pk]
         i0 = np.clip(np.ceil(np.minimum(ta, tb) / dt - 0.5), 0, m).astype(np.int64)
         i1 = np.clip(np.floor(np.maximum(ta, tb) / dt - 0.5), -1, m - 1).astype(np.int64)
-        keep = i1 >= i0
+        keep = (i1 >= i0) & (np.abs(span) > 1e-12)  # a perpendicular line is never crossed
         pk, pj, ta, ca, cb, span, cos = (x[keep] for x in (pk, pj, ta, ca, cb, span, cos))
         i0, i1, dt = i0[keep], i1[keep], dt[keep]
         if pk.size == 0:
@@ -742,7 +739,7 @@ def overlap_shares(sw: Swaths, dl: Deadline, cap: int = 200) -> np.ndarray:
                 sign * dv,
                 i0,
                 i1,
-                rmax[pj] / cos,
+                rmax[pj] / np.maximum(cos, 0.5),
                 reach[:, side],
                 side_runs[side],
             )
