@@ -232,3 +232,68 @@ def bench_replay_crop_planting(task: Task, seconds: float = 2.0) -> BenchResult:
         assert rep is not None and rep.status == "ok", rep
         n += 1
     return BenchResult("replay", task.slug, n, time.perf_counter() - t0)
+
+
+def multibeam_lines_largest() -> dict[str, list[tuple[float, float, float, float]]]:
+    """The most expensive legal CUMCM 2023 B Problem 4 designs (segments x0, y0, x1, y1 in
+    nmi): at the caps of 1,000 segments, 1,000 nmi and 200 candidate neighbours per segment."""
+    import numpy as np
+
+    rng = np.random.default_rng(7)
+    diag = float(np.hypot(4, 5))
+    starts = rng.uniform([0, 0], [4, 5], (1000, 2))
+    ang = rng.uniform(0, 2 * np.pi, 1000)
+    ends = np.clip(starts + 0.99 * np.c_[np.cos(ang), np.sin(ang)], [0, 0], [4, 5])
+    ys = np.linspace(0, 5, 21)
+    xs = (np.arange(50) + 0.5) * 4 / 50
+    stacks = [(0.6 + 0.7 * i, 3.0) for i in range(5)]
+    fans = [(0.8, 0.0), (3.2, 0.0), (0.8, 2.0), (3.2, 2.0)]
+    return {
+        "5 stacks of 200 x 1 nmi": [(x, y, x, y + 1.0) for x, y in stacks for _ in range(200)],
+        f"stacked {int(1000 // diag)} full diagonals": [(0, 0, 4, 5)] * int(1000 // diag),
+        "4 fans of 200 x 0.8 nmi": [
+            (x, y, x + 0.8 * np.cos(a), y + 0.8 * np.sin(a))
+            for x, y in fans
+            for a in np.linspace(0.0, np.pi, 200, endpoint=False)
+        ],
+        "200 parallel N-S lines": [(x, 0, x, 5) for x in np.linspace(0.01, 3.99, 200)],
+        "250 parallel E-W lines": [(0, y, 4, y) for y in np.linspace(0.01, 4.99, 250)],
+        "random 1000 x <= 1 nmi": [tuple(np.r_[s, e]) for s, e in zip(starts, ends, strict=True)],
+        "bands 20 x 50 (1000 segments)": [(x, ys[b], x, ys[b + 1]) for b in range(20) for x in xs],
+    }
+
+
+def multibeam_lines_artifact(task: Task, segs: list[tuple[float, float, float, float]]) -> dict:
+    """A CUMCM 2023 B artifact carrying `segs` (claims 0: the replay's cost does not depend
+    on them), parsed within the task's caps."""
+    keys = ("x_start_nmi", "y_start_nmi", "x_end_nmi", "y_end_nmi")
+    lines = [dict(zip(keys, (round(float(v), 6) for v in s), strict=True)) for s in segs]
+    doc = {
+        "q4": {
+            "lines": lines,
+            "total_line_length_nmi": 0,
+            "missed_area_pct": 0,
+            "overlap_over_20pct_length_nmi": 0,
+        },
+        "q3": {"total_line_length_m": 125936, "line_count": 34},
+    }
+    return read_artifact(json.dumps(doc), task.caps)
+
+
+def bench_replay_multibeam_lines(task: Task, seconds: float = 2.0) -> BenchResult:
+    """Replays per CPU second of the most expensive legal CUMCM 2023 B Problem 4 designs
+    (`multibeam_lines_largest`, in rotation); the reciprocal is the CPU time per artifact
+    (target <= 2 s; tests/bench/bench_replay_multibeam_lines.py reports each design, cold
+    and warm, wall and CPU)."""
+    from tbmm.bounds import Deadline
+    from tbmm.replay import run_replay
+
+    docs = [multibeam_lines_artifact(task, s) for s in multibeam_lines_largest().values()]
+    run_replay(task, docs[0], Deadline(600))
+    n, t0 = 0, time.process_time()
+    while n == 0 or time.process_time() - t0 < seconds:
+        for d in docs:
+            _, rep = run_replay(task, d, Deadline(600))
+            assert rep is not None and rep.status == "ok", rep
+        n += len(docs)
+    return BenchResult("replay", task.slug, n, time.process_time() - t0)
