@@ -296,6 +296,103 @@ def test_a_bent_line_is_not_its_own_neighbour_but_a_hairpin_is(task: Task) -> No
     assert hairpin["q4.overlap_over_20pct_length_nmi"] == pytest.approx(1.0, abs=0.02)
 
 
+# -- adversarial layouts: overlap cannot be hidden by crossing or tilting lines ---------------
+
+
+def per_segment_excess(
+    grid: mb.Grid, params: mb.Params, segs: list[tuple[float, ...]]
+) -> np.ndarray:
+    """The replay's over-20 % length (nmi) per segment of `segs` (all inside the area)."""
+    sw = mb.build_swaths(grid, np.array(segs, dtype=float), list(range(len(segs))), params)
+    eta = mb.overlap_shares(sw, Deadline(60), params.max_neighbours)
+    over = np.nan_to_num(eta, nan=-np.inf) > params.overlap_limit
+    per = over.sum(axis=1) * 0.5 * sw.dt[sw.seg_of]
+    return np.bincount(sw.seg_of, weights=per, minlength=len(segs))
+
+
+def dense_lines(spacing: float) -> list[tuple[float, ...]]:
+    """Five north-south lines 2 nmi long over the deep east (depth 60-160 m)."""
+    return [(3.0 + i * spacing, 1.0, 3.0 + i * spacing, 3.0) for i in range(5)]
+
+
+def herringbone(spacing: float, tilt_deg: float = 35.0, piece: float = 0.05):
+    """The same five lines as zigzags (pieces tilted +-tilt_deg from north), neighbouring
+    lines in opposite phase: facing pieces cross at 2 * tilt_deg = 70 degrees, steeper than
+    the 60 degrees an adjacency rule restricted to near-parallel lines would look at."""
+    shift = piece * math.tan(math.radians(tilt_deg))
+    segs = []
+    for i in range(5):
+        x = 3.0 + i * spacing
+        pts = [
+            (x + (shift if (m % 2 == 1) != (i % 2 == 1) else 0.0), 1.0 + m * piece)
+            for m in range(round(2.0 / piece) + 1)
+        ]
+        segs += [(*a, *b) for a, b in zip(pts[:-1], pts[1:], strict=False)]
+    return segs
+
+
+@pytest.mark.parametrize("spacing", [0.1, 0.15, 0.2])
+def test_a_herringbone_does_not_hide_its_overlap(
+    grid: mb.Grid, params: mb.Params, spacing: float
+) -> None:
+    """Zigzag lines whose facing pieces cross at 70 degrees: every crossing line within
+    reach can be the adjacent one, so the herringbone reports at least the over-20 % length
+    of straight lines at the same spacing (its pieces run closer together than those
+    lines), never 0 as it would if steep crossings were exempt."""
+    straight = per_segment_excess(grid, params, dense_lines(spacing)).sum()
+    zig = per_segment_excess(grid, params, herringbone(spacing)).sum()
+    assert zig >= straight and zig > 1.0, (spacing, straight, zig)
+
+
+@pytest.mark.parametrize(
+    "ties",
+    [
+        [(3.0, y, 3.4, y) for y in (1.5, 2.0, 2.5)],  # perpendicular
+        [(3.0, 1.2, 3.4, 1.6), (3.0, 2.2, 3.4, 2.6)],  # 45 degrees
+        [(3.0, 2.0, 3.4, 2.0 + 0.4 * math.tan(math.radians(10)))],  # 80 degrees
+        [(3.05, 1.0, 3.05, 3.0), (3.15, 1.0, 3.35, 3.0)],  # in-between and slanted lines
+    ],
+)
+def test_crossing_lines_do_not_hide_the_overlap_of_parallel_ones(
+    task: Task, grid: mb.Grid, params: mb.Params, ties: list[tuple[float, ...]]
+) -> None:
+    """Dense parallel lines (overlap > 20 % along most of them) plus lines crossing or
+    running between them: the parallel lines' own over-20 % length does not drop (a nearer
+    crossing line only brings more overlap), and the design's total does not either."""
+    base = dense_lines(0.1)
+    alone = per_segment_excess(grid, params, base)
+    assert alone.sum() > 5
+    mixed = per_segment_excess(grid, params, base + ties)
+    assert np.all(mixed[: len(base)] >= alone - 1e-9), (alone, mixed[: len(base)])
+    assert replay_values(task, base + ties)["q4.overlap_over_20pct_length_nmi"] >= alone.sum()
+
+
+def test_duplicated_and_split_lines_count_as_overlap(task: Task) -> None:
+    """A line given twice, or split into collinear pieces that overlap, is surveyed twice:
+    the doubled stretch counts as over-20 % overlap on both copies (each copy lies on both
+    sides of the other's nadir); a line split end to end is not doubled."""
+    one = [(2.0, 1.0, 2.0, 3.0)]
+    assert replay_values(task, one)["q4.overlap_over_20pct_length_nmi"] == 0
+    twice = replay_values(task, one * 2)
+    assert twice["q4.overlap_over_20pct_length_nmi"] == pytest.approx(4.0, abs=0.02)
+    halves = replay_values(task, [(2.0, 1.0, 2.0, 2.2), (2.0, 1.8, 2.0, 3.0)])
+    assert halves["q4.overlap_over_20pct_length_nmi"] == pytest.approx(0.8, abs=0.03)
+    split = replay_values(task, [(2.0, 1.0, 2.0, 2.0), (2.0, 2.0, 2.0, 3.0)])
+    assert split["q4.overlap_over_20pct_length_nmi"] == 0
+
+
+def test_tiny_segments_neither_break_nor_help(task: Task) -> None:
+    """Segments of 1e-6 nmi (legal: positive length) replay without error, survey nothing
+    and do not lower the over-20 % length of the design they are added to."""
+    ref = replayed(run(task, reference()))
+    tiny = [(0.5 + 0.3 * i, 2.5, 0.5 + 0.3 * i + 1e-6, 2.5) for i in range(10)]
+    vals = replay_values(task, ref_segments() + tiny)
+    assert vals["q4.missed_area_pct"] == ref["q4.missed_area_pct"]
+    assert vals["q4.overlap_over_20pct_length_nmi"] >= ref["q4.overlap_over_20pct_length_nmi"]
+    alone = replay_values(task, tiny)
+    assert alone["q4.missed_area_pct"] == 100 and alone["q4.zero_length_segments"] == 0
+
+
 # -- discretisation -----------------------------------------------------------------------------
 
 
@@ -543,6 +640,24 @@ def test_a_huge_table_is_refused_fast(task: Task) -> None:
     big = '{"q4": {"lines": [' + ",".join([row] * 10**6) + "]}}"
     rep = verify_artifact(task, big.encode(), lean=False)
     assert rep.exit_code == 2 and rep.status == "over_caps" and rep.o_eval == 0
+
+
+@pytest.mark.slow
+def test_the_largest_legal_designs_replay(task: Task) -> None:
+    """The benchmark's most expensive legal designs (tbmm.bench.multibeam_lines_largest: at
+    the caps of 1,000 segments, 1,000 nmi and 200 candidate neighbours) are accepted, not
+    refused, and replay to finite values (a generous deadline: their CPU time against the
+    5 s budget is the benchmark's figure, never a timed assertion)."""
+    from tbmm.bench import multibeam_lines_artifact, multibeam_lines_largest
+    from tbmm.replay import run_replay
+
+    for name, segs in multibeam_lines_largest().items():
+        assert len(segs) <= 1000, name
+        _, rep = run_replay(task, multibeam_lines_artifact(task, segs), Deadline(600))
+        assert rep is not None and rep.status == "ok", (name, rep)
+        vals = {k: float(exact.parse_decimal(v)) for k, v in rep.values.items()}
+        assert all(math.isfinite(v) for v in vals.values()), (name, vals)
+        assert vals["q4.total_line_length_nmi"] <= 1000, name
 
 
 def test_the_replay_checks_its_own_cap(task: Task, params: mb.Params) -> None:
