@@ -660,6 +660,24 @@ def test_missing_more_than_two_percent_fails(task: Task) -> None:
     assert "evaluation points" in msg or "evaluation cells" in msg
 
 
+def test_a_forged_replayed_block_is_replaced(task: Task) -> None:
+    """An answer that carries its own `replayed` block (the reference's values) beside half
+    the reference's lines is scored on what its lines replay to: the block is discarded."""
+    doc = settle(task, design(ref_segments()[::2]))
+    doc["replayed"] = {
+        "q4": {
+            "total_line_length_nmi": 249.8875,
+            "missed_area_pct": 0,
+            "overlap_over_20pct_length_nmi": 4.1001,
+            "endpoints_outside_area": 0,
+            "zero_length_segments": 0,
+        }
+    }
+    ev = run(task, doc)
+    assert replayed(ev)["q4.missed_area_pct"] > 2
+    assert "q4_area_is_surveyed" in failed_ids(ev) and ev.score.o_eval == 0
+
+
 def test_claims_must_be_coherent(task: Task) -> None:
     doc = reference()
     doc["q4"]["missed_area_pct"] = -1
