@@ -248,6 +248,10 @@ def multibeam_lines_largest() -> dict[str, list[tuple[float, float, float, float
     xs = (np.arange(50) + 0.5) * 4 / 50
     stacks = [(0.6 + 0.7 * i, 3.0) for i in range(5)]
     fans = [(0.8, 0.0), (3.2, 0.0), (0.8, 2.0), (3.2, 2.0)]
+    # bundles of lines crossing at their midpoints within 10 degrees: every pair changes
+    # side at the crossing, which defeats the whole-segment pruning of the overlap search
+    spread = np.linspace(np.pi / 2 - 0.09, np.pi / 2 + 0.09, 200)
+    bundles = [(3.4, 0.6), (3.4, 2.5), (3.4, 4.4), (1.5, 1.5), (1.5, 3.5)]
     return {
         "5 stacks of 200 x 1 nmi": [(x, y, x, y + 1.0) for x, y in stacks for _ in range(200)],
         f"stacked {int(1000 // diag)} full diagonals": [(0, 0, 4, 5)] * int(1000 // diag),
@@ -255,6 +259,11 @@ def multibeam_lines_largest() -> dict[str, list[tuple[float, float, float, float
             (x, y, x + 0.8 * np.cos(a), y + 0.8 * np.sin(a))
             for x, y in fans
             for a in np.linspace(0.0, np.pi, 200, endpoint=False)
+        ],
+        "5 X bundles of 200 x 0.98 nmi": [
+            (x - 0.49 * np.cos(a), y - 0.49 * np.sin(a), x + 0.49 * np.cos(a), y + 0.49 * np.sin(a))
+            for x, y in bundles
+            for a in spread
         ],
         "200 parallel N-S lines": [(x, 0, x, 5) for x in np.linspace(0.01, 3.99, 200)],
         "250 parallel E-W lines": [(0, y, 4, y) for y in np.linspace(0.01, 4.99, 250)],

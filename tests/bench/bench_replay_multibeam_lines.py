@@ -7,8 +7,8 @@ the first artifact in a process (parses 附件.xlsx and builds the sample offset
 afterwards); warm = every later one. Besides the reference, the largest legal inputs
 (`tbmm.bench.multibeam_lines_largest`, also behind `tbmm bench`'s replay line): 1,000
 segments and 1,000 nmi of lines (the caps of artifact_map.toml and replay.toml), arranged
-the ways that cost the replay most: stacks and fans of lines at the cap of 200 candidate neighbours
-per segment, dense parallel lines, long diagonals over the deepest water
+the ways that cost the replay most: stacks, fans and crossing bundles of lines at the cap of
+200 candidate neighbours per segment, dense parallel lines, long diagonals over the deepest water
 (the widest swaths: most evaluation cells per segment), random short segments, and a
 1,000-segment band layout. Wall and CPU (process) seconds are reported: on a machine
 shared by other jobs the wall time can be a multiple of the CPU time.
