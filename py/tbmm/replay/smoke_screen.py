@@ -298,7 +298,9 @@ def target_excess(scene: Scene, P: np.ndarray, C: np.ndarray) -> np.ndarray:
     base = scene.target_base
     top = base + np.array([0.0, 0.0, scene.target_height])
     r, R = scene.target_radius, scene.cloud_radius
-    return np.maximum(rim_excess(P, C, base, r, R), rim_excess(P, C, top, r, R))
+    H = np.maximum(rim_excess(P, C, base, r, R), rim_excess(P, C, top, r, R))
+    # a degenerate geometry (none arises from finite decisions) counts as not hidden
+    return np.where(np.isnan(H), np.inf, H)
 
 
 # --- decisions ---------------------------------------------------------------------------
@@ -596,7 +598,7 @@ def replay_question(
                 bound += res.error_bound
                 if res.intervals:
                     used.append(f"drops[{d.index}] {union_length(res.intervals):.3f} s")
-        length = union_length(ivs)
+        length = float(union_length(ivs))
         total += length
         path = f"{qid}.{q.outputs[m]}"
         out.values[path] = length
