@@ -55,7 +55,7 @@ def oracle(task: Task) -> dict[str, Any]:
 
 
 def run(task: Task, doc: dict[str, Any]) -> Evaluation:
-    return evaluate(task, read_artifact(json.dumps(doc)))
+    return evaluate(task, read_artifact(json.dumps(doc), task.caps))
 
 
 def failed(ev: Evaluation) -> dict[str, str]:
@@ -77,10 +77,12 @@ def with_claims(task: Task, doc: dict[str, Any]) -> dict[str, Any]:
 # --- geometry against brute force ------------------------------------------------------
 
 
-def brute_rim_max(P: np.ndarray, C: np.ndarray, O: np.ndarray, r: float, R: float, n: int) -> float:
+def brute_rim_max(
+    P: np.ndarray, C: np.ndarray, ctr: np.ndarray, r: float, R: float, n: int
+) -> float:
     """max over n rim points of dist(C, segment [P, Q]) − R, by direct sampling."""
     th = np.linspace(0, 2 * math.pi, n, endpoint=False)
-    Q = np.stack([O[0] + r * np.cos(th), O[1] + r * np.sin(th), np.full(n, O[2])], axis=1)
+    Q = np.stack([ctr[0] + r * np.cos(th), ctr[1] + r * np.sin(th), np.full(n, ctr[2])], axis=1)
     v, w = Q - P, C - P
     s = np.clip((v @ w) / np.einsum("ij,ij->i", v, v), 0, 1)
     return float(np.max(np.linalg.norm(s[:, None] * v - w, axis=1)) - R)
@@ -89,13 +91,13 @@ def brute_rim_max(P: np.ndarray, C: np.ndarray, O: np.ndarray, r: float, R: floa
 def random_geometry(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Missile/cloud pairs around the target: far and near, on and off the sightline, with
     the missile inside the ball and rim points inside the ball among them."""
-    O = np.array([0.0, 200.0, 5.0])
-    P = O + rng.normal(size=(n, 3)) * np.array([8000, 3000, 800])
+    ctr = np.array([0.0, 200.0, 5.0])
+    P = ctr + rng.normal(size=(n, 3)) * np.array([8000, 3000, 800])
     P[:, 2] = np.abs(P[:, 2]) + 20
     lam = rng.choice([0.0, 0.002, 0.5, 0.95, 0.999, 1.0], size=n)
     C = (
         P
-        + lam[:, None] * (O - P)
+        + lam[:, None] * (ctr - P)
         + rng.normal(size=(n, 3)) * rng.choice([0.5, 3, 8, 30], size=(n, 1))
     )
     return P, C
@@ -104,13 +106,13 @@ def random_geometry(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.nd
 def test_rim_maximum_is_exact(scene: ss.Scene) -> None:
     rng = np.random.default_rng(7)
     P, C = random_geometry(rng, 400)
-    O = scene.target_base
+    ctr = scene.target_base
     r, R = scene.target_radius, scene.cloud_radius
-    got = ss.rim_excess(P, C, O, r, R)
+    got = ss.rim_excess(P, C, ctr, r, R)
     n = 20000
     slack = r * math.pi / n  # the sampled maximum is within r·Δθ/2 of the true one
     for k in range(len(P)):
-        b = brute_rim_max(P[k], C[k], O, r, R, n)
+        b = brute_rim_max(P[k], C[k], ctr, r, R, n)
         assert b - 1e-9 <= got[k] <= b + slack + 1e-9, (k, got[k], b)
 
 
@@ -146,29 +148,29 @@ def test_rims_decide_the_whole_cylinder(scene: ss.Scene) -> None:
         assert np.all(np.linalg.norm(s[:, None] * v - w, axis=1) <= R + 1e-9)
 
 
-def brute_shielding(
+def brute_covered(
     scene: ss.Scene, missile: str, drops: list[ss.Drop], dt: float, n_rim: int
-) -> float:
-    """Independent fixed-step measure of the union: midpoints of steps of dt, rims sampled at
-    n_rim points each, a time counted when one cloud hides every sampled point."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """Independent fixed-step classification: at the midpoints of steps of dt, whether one
+    cloud hides every point of both rims sampled at n_rim points (per-point segment/ball)."""
     P0 = scene.missiles[missile]
     u = (scene.decoy - P0) / np.linalg.norm(scene.decoy - P0)
-    end = scene.arrival(missile)
     th = np.linspace(0, 2 * math.pi, n_rim, endpoint=False)
     b = scene.target_base
-    rims = [
-        np.stack(
-            [
-                b[0] + scene.target_radius * np.cos(th),
-                b[1] + scene.target_radius * np.sin(th),
-                np.full(n_rim, b[2] + z),
-            ],
-            axis=1,
-        )
-        for z in (0.0, scene.target_height)
-    ]
-    Q = np.concatenate(rims)
-    ts = np.arange(0.0, end, dt) + dt / 2
+    Q = np.concatenate(
+        [
+            np.stack(
+                [
+                    b[0] + scene.target_radius * np.cos(th),
+                    b[1] + scene.target_radius * np.sin(th),
+                    np.full(n_rim, b[2] + z),
+                ],
+                axis=1,
+            )
+            for z in (0.0, scene.target_height)
+        ]
+    )
+    ts = np.arange(0.0, scene.arrival(missile), dt) + dt / 2
     covered = np.zeros(len(ts), dtype=bool)
     for d in drops:
         t0 = d.detonation_time
@@ -184,7 +186,7 @@ def brute_shielding(
             s = np.clip(np.sum(v * w, axis=2) / np.sum(v * v, axis=2), 0, 1)
             dist = np.linalg.norm(s[..., None] * v - w, axis=2)
             covered[chunk] |= np.all(dist <= scene.cloud_radius, axis=1)
-    return float(covered.sum() * dt)
+    return ts, covered
 
 
 def test_problem1_strategy(scene: ss.Scene) -> None:
@@ -195,38 +197,71 @@ def test_problem1_strategy(scene: ss.Scene) -> None:
     got = ss.union_length(res.intervals)
     assert abs(got - 1.39164) < 1e-4
     assert res.error_bound < 1e-5
-    assert abs(brute_shielding(scene, "M1", [d], 1e-3, 360) - got) < 3e-3
+    ts, covered = brute_covered(scene, "M1", [d], 2e-3, 360)
+    assert abs(covered.sum() * 2e-3 - got) < 5e-3  # midpoint rule: <= dt/2 per boundary
 
 
 def question_drops(doc: dict[str, Any], scene: ss.Scene, qid: str) -> list[ss.Drop]:
     return ss.read_drops(exact.loads(json.dumps(doc)), scene.questions[qid], scene)
 
 
-def test_reference_replay_agrees_with_fixed_step(task: Task, scene: ss.Scene, oracle: dict) -> None:
-    """Two methods on the reference strategy: the replay and a fixed step of 2 ms with 720
-    points per rim agree to 0.01 s per missile (the task's accuracy); the replay's own
-    rigorous bound is far smaller."""
+BRUTE_DT = 0.01
+
+
+@pytest.fixture(scope="module")
+def reference_brute(scene: ss.Scene, oracle: dict) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """The reference's Problem 5 classified the common way: 10 ms steps, 360 points per rim."""
     drops = question_drops(oracle, scene, "q5")
+    return {
+        m: brute_covered(scene, m, drops, BRUTE_DT, 360) for m in scene.questions["q5"].missiles
+    }
+
+
+def test_reference_replay_agrees_with_fixed_step(
+    task: Task, scene: ss.Scene, oracle: dict, reference_brute: dict
+) -> None:
+    """Two methods on the reference strategy. Pointwise: every fixed-step time farther than
+    20 ms from a boundary of the replayed union is classified alike. In measure: the
+    midpoint rule errs by at most dt/2 per boundary. The replay's rigorous bound is small."""
+    q = scene.questions["q5"]
+    drops = question_drops(oracle, scene, "q5")
+    pairs = [(m, d) for m in q.missiles for d in drops]
+    results = ss.blocked_intervals(scene, pairs)
+    for m in q.missiles:
+        ivs = sorted(
+            iv for (mm, _), r in zip(pairs, results, strict=True) if mm == m for iv in r.intervals
+        )
+        merged: list[list[float]] = []
+        for a, b in ivs:
+            if merged and a <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], b)
+            else:
+                merged.append([a, b])
+        ts, covered = reference_brute[m]
+        inside = np.zeros(len(ts), dtype=bool)
+        near = np.zeros(len(ts), dtype=bool)
+        for a, b in merged:
+            inside |= (ts >= a) & (ts <= b)
+            near |= (np.abs(ts - a) < 0.02) | (np.abs(ts - b) < 0.02)
+        assert np.array_equal(inside[~near], covered[~near]), m
+        length = sum(b - a for a, b in merged)
+        assert abs(covered.sum() * BRUTE_DT - length) <= len(merged) * BRUTE_DT + 1e-9, m
     ev = run(task, oracle)
-    assert ev.replay is not None
-    for m, name in scene.questions["q5"].outputs.items():
-        replayed = float(ev.replay.values[f"q5.{name}"])
-        assert abs(brute_shielding(scene, m, drops, 2e-3, 720) - replayed) < 0.01, m
-    bounds = [n for n in ev.replay.notes if "error bound" in n]
+    bounds = [n for n in ev.replay.notes if "error bound" in n]  # type: ignore[union-attr]
     assert bounds and all(float(n.split("bound ")[1].split()[0]) < 1e-3 for n in bounds)
 
 
 def test_agent_style_approximation_is_within_the_claim_tolerance(
-    task: Task, scene: ss.Scene, oracle: dict
+    task: Task, scene: ss.Scene, oracle: dict, reference_brute: dict
 ) -> None:
     """An honest answer computed the common way (10 ms steps, 360 points per rim) passes
     the agree checks: this is what the tolerance is sized for."""
     doc = copy.deepcopy(oracle)
     total = 0.0
     for m, name in scene.questions["q5"].outputs.items():
-        doc["q5"][name] = brute_shielding(scene, m, question_drops(oracle, scene, "q5"), 0.01, 360)
+        doc["q5"][name] = round(float(reference_brute[m][1].sum() * BRUTE_DT), 3)
         total += doc["q5"][name]
-    doc["q5"]["total_shielding_s"] = total
+    doc["q5"]["total_shielding_s"] = round(total, 3)
     ev = run(task, doc)
     assert not [n for n in failed(ev) if n.startswith("q5")], failed(ev)
     assert ev.score.o_eval == 1
@@ -310,15 +345,17 @@ def test_same_shielding_by_other_decisions_scores_one(task: Task, oracle: dict) 
 
 
 def test_weaker_feasible_strategy_scores_its_replay(task: Task, oracle: dict) -> None:
-    """Half of the drops, claims honest: feasible, scored below 1 by what it achieves."""
+    """One drop fewer, claims honest: feasible, scored below 1 by what it achieves."""
     doc = copy.deepcopy(oracle)
-    doc["q5"]["drops"] = doc["q5"]["drops"][::2]
+    doc["q5"]["drops"] = doc["q5"]["drops"][:-1]
     doc = with_claims(task, doc)
     ev = run(task, doc)
     assert ev.gate.verdict == "pass", failed(ev)
     assert 0 < ev.score.o_eval < 1
     total = next(m for m in ev.score.metrics if m.id == "q5_total_shielding")
-    assert total.value == exact.parse_decimal(ev.replay.values["q5.total_shielding_s"])  # type: ignore[union-attr]
+    assert total.value_text == ev.replay.values["q5.total_shielding_s"]  # type: ignore[union-attr]
+    expected = 1 - (total.anchor - exact.parse_decimal(total.value_text)) / total.band_effective
+    assert total.reward == max(Fraction(0), expected)
 
 
 def first_drop_of(doc: dict, uav: str) -> int:
@@ -400,7 +437,7 @@ def test_context_question_left_out_only_warns(task: Task, oracle: dict) -> None:
 
 def unreplayable(task: Task, doc: dict | str) -> Evaluation:
     text = doc if isinstance(doc, str) else json.dumps(doc)
-    ev = evaluate(task, read_artifact(text))
+    ev = evaluate(task, read_artifact(text, task.caps))
     assert ev.replay is not None and ev.replay.status == "unreplayable"
     assert ev.score.o_eval == 0
     assert all(m.reward == 0 for m in ev.score.metrics)
@@ -443,14 +480,20 @@ def test_bad_numbers_and_ids(task: Task, oracle: dict, patch: dict, reason: str)
 def test_drop_table_beyond_the_statement_is_refused(
     task: Task, spec: ReplaySpec, oracle: dict
 ) -> None:
-    """More drops than 5 UAVs x 3: refused before any geometry, even for a huge table."""
+    """More drops than 5 UAVs x 3: verification refuses the artifact as unreadable before
+    parsing numbers (the task's input caps come from the [[list]] bounds), and the replay
+    itself refuses it before any geometry, even a table of a million drops."""
+    doc = copy.deepcopy(oracle)
+    doc["q5"]["drops"] = doc["q5"]["drops"] + [doc["q5"]["drops"][0]] * (
+        16 - len(doc["q5"]["drops"])
+    )
+    report = verify_artifact(task, json.dumps(doc).encode(), lean=False)
+    assert report.exit_code == 2 and report.o_eval == 0
+    assert "q5.drops has 16 entries, over the cap of 15" in report.error
     huge = copy.deepcopy(oracle)
     huge["q5"]["drops"] = [huge["q5"]["drops"][0]] * 1_000_000
     with pytest.raises(ReplayInputError, match="at most 15"):
         ss.replay(huge, task, spec, Deadline(5))  # plain dict: the replay reads it as given
-    doc = copy.deepcopy(oracle)
-    doc["q5"]["drops"] = doc["q5"]["drops"] * 2 + [doc["q5"]["drops"][0]] * 20
-    assert "at most 15" in unreplayable(task, doc).replay.error  # type: ignore[union-attr]
 
 
 def test_drops_not_a_list(task: Task, oracle: dict) -> None:

@@ -256,13 +256,13 @@ def _critical_angles(
 _GRID = np.linspace(0.0, 2 * math.pi, 8, endpoint=False)
 
 
-def rim_excess(P: np.ndarray, C: np.ndarray, O: np.ndarray, r: float, R: float) -> np.ndarray:
-    """max over the horizontal circle (centre O, radius r) of dist(C, segment [P, Q]) − R,
+def rim_excess(P: np.ndarray, C: np.ndarray, ctr: np.ndarray, r: float, R: float) -> np.ndarray:
+    """max over the horizontal circle (centre ctr, radius r) of dist(C, segment [P, Q]) − R,
     for n missile positions P and cloud centres C (arrays (n, 3)); <= 0 means the whole
     circle is hidden from P by the ball (C, R)."""
-    d = O[None, :] - P
+    d = ctr[None, :] - P
     w = C - P
-    u = O[None, :] - C
+    u = ctr[None, :] - C
     a0 = np.einsum("ij,ij->i", w, d)
     a1, a2 = r * w[:, 0], r * w[:, 1]
     b0 = np.einsum("ij,ij->i", d, d) + r * r

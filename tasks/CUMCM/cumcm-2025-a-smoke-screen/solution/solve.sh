@@ -5,42 +5,162 @@ mkdir -p /root/results
 cat > /root/results/cumcm-2025-a-smoke-screen_result.json <<'TBMM_ANCHOR_EOF'
 {
   "q5": {
-    "total_shielding_s": 19.9,
-    "m1_shielding_s": 10.3,
-    "m2_shielding_s": 6.2,
-    "m3_shielding_s": 3.4,
-    "fy1_drops": [
+    "fy1": {
+      "heading_deg": 179.627834,
+      "speed_mps": 135.733811
+    },
+    "fy2": {
+      "heading_deg": 289.521381,
+      "speed_mps": 133.843511
+    },
+    "fy3": {
+      "heading_deg": 89.384121,
+      "speed_mps": 127.165639
+    },
+    "fy4": {
+      "heading_deg": 259.893807,
+      "speed_mps": 138.099094
+    },
+    "fy5": {
+      "heading_deg": 121.49527,
+      "speed_mps": 137.645484
+    },
+    "drops": [
       {
-        "heading_deg": 179.356,
-        "speed_mps": 120.0,
-        "release_time_s": 0.5
+        "uav": "FY1",
+        "release_time_s": 0.0,
+        "fuse_delay_s": 3.595777
       },
       {
-        "heading_deg": 180.0,
-        "speed_mps": 140.0,
-        "release_time_s": 3.0
+        "uav": "FY1",
+        "release_time_s": 3.452905,
+        "fuse_delay_s": 5.217418
+      },
+      {
+        "uav": "FY1",
+        "release_time_s": 5.435545,
+        "fuse_delay_s": 5.895584
+      },
+      {
+        "uav": "FY2",
+        "release_time_s": 5.435804,
+        "fuse_delay_s": 5.340181
+      },
+      {
+        "uav": "FY2",
+        "release_time_s": 6.811184,
+        "fuse_delay_s": 1.032548
+      },
+      {
+        "uav": "FY3",
+        "release_time_s": 19.326951,
+        "fuse_delay_s": 3.37705
+      },
+      {
+        "uav": "FY3",
+        "release_time_s": 20.341951,
+        "fuse_delay_s": 3.963604
+      },
+      {
+        "uav": "FY3",
+        "release_time_s": 24.773378,
+        "fuse_delay_s": 0.789318
+      },
+      {
+        "uav": "FY4",
+        "release_time_s": 0.660749,
+        "fuse_delay_s": 11.146595
+      },
+      {
+        "uav": "FY4",
+        "release_time_s": 2.184189,
+        "fuse_delay_s": 12.134693
+      },
+      {
+        "uav": "FY5",
+        "release_time_s": 11.467221,
+        "fuse_delay_s": 2.331228
+      },
+      {
+        "uav": "FY5",
+        "release_time_s": 18.309739,
+        "fuse_delay_s": 1.957308
       }
     ],
-    "fy3_drops": [
-      {
-        "heading_deg": 136.876,
-        "speed_mps": 139.551,
-        "release_time_s": 23.606
-      },
-      {
-        "heading_deg": 148.289,
-        "speed_mps": 138.277,
-        "release_time_s": 32.892
-      },
-      {
-        "heading_deg": 149.729,
-        "speed_mps": 135.931,
-        "release_time_s": 34.64
-      }
-    ]
+    "m1_shielding_s": 18.02433,
+    "m2_shielding_s": 13.65151,
+    "m3_shielding_s": 6.636855,
+    "total_shielding_s": 38.3127
   },
   "q2": {
-    "shielding_s": 4.5
+    "fy1": {
+      "heading_deg": 177.902094,
+      "speed_mps": 96.144251
+    },
+    "drops": [
+      {
+        "uav": "FY1",
+        "release_time_s": 0.0,
+        "fuse_delay_s": 2.888548
+      }
+    ],
+    "shielding_s": 4.528895
+  },
+  "q3": {
+    "fy1": {
+      "heading_deg": 179.649713,
+      "speed_mps": 140.0
+    },
+    "drops": [
+      {
+        "uav": "FY1",
+        "release_time_s": 0.0,
+        "fuse_delay_s": 3.603321
+      },
+      {
+        "uav": "FY1",
+        "release_time_s": 3.680014,
+        "fuse_delay_s": 5.382459
+      },
+      {
+        "uav": "FY1",
+        "release_time_s": 5.585775,
+        "fuse_delay_s": 6.053827
+      }
+    ],
+    "shielding_s": 7.618536
+  },
+  "q4": {
+    "fy1": {
+      "heading_deg": 177.894613,
+      "speed_mps": 96.083632
+    },
+    "fy2": {
+      "heading_deg": 303.363255,
+      "speed_mps": 137.966652
+    },
+    "fy3": {
+      "heading_deg": 75.303168,
+      "speed_mps": 136.511741
+    },
+    "drops": [
+      {
+        "uav": "FY1",
+        "release_time_s": 0.0,
+        "fuse_delay_s": 2.886355
+      },
+      {
+        "uav": "FY2",
+        "release_time_s": 7.227891,
+        "fuse_delay_s": 4.596136
+      },
+      {
+        "uav": "FY3",
+        "release_time_s": 21.84475,
+        "fuse_delay_s": 1.566642
+      }
+    ],
+    "shielding_s": 11.66057
   }
 }
 TBMM_ANCHOR_EOF
