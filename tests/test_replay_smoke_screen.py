@@ -217,6 +217,33 @@ def reference_brute(scene: ss.Scene, oracle: dict) -> dict[str, tuple[np.ndarray
     }
 
 
+def test_near_tangent_cloud_is_cheap_and_bounded(scene: ss.Scene) -> None:
+    """An adversarial cloud that just grazes the blocking condition (found by bisection on
+    the heading of the Problem 1 strategy): H touches 0, the worst case of a Lipschitz
+    search. The replay stays within a few thousand evaluations of H and its rigorous error
+    bound stays far below 0.01 s."""
+
+    def replay_at(heading: float) -> ss.PairResult:
+        d = ss.make_drop(scene, 0, "FY1", ss.uav_velocity(heading, 120), 1.5, 3.6)
+        budget = ss.Budget(10**6)
+        (res,) = ss.blocked_intervals(scene, [("M1", d)], budget=budget)
+        used.append(10**6 - budget.remaining)
+        return res
+
+    used: list[int] = []
+    lo, hi = 180.0, 181.0
+    assert replay_at(lo).intervals and not replay_at(hi).intervals
+    for _ in range(45):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if replay_at(mid).intervals else (lo, mid)
+    used.clear()
+    for heading in (lo, hi):
+        res = replay_at(heading)
+        assert ss.union_length(res.intervals) < 1e-3
+        assert res.error_bound < 1e-3
+    assert max(used) < 5000
+
+
 def test_reference_replay_agrees_with_fixed_step(
     task: Task, scene: ss.Scene, oracle: dict, reference_brute: dict
 ) -> None:

@@ -17,13 +17,16 @@ piecewise smooth in θ, and its maximum lies at a critical point of one piece or
 boundary between pieces; all of these are roots of trigonometric polynomials of degree
 <= 2 (solved as quartics), so H(t) = max over both rims of max_θ h is exact up to rounding.
 
-Time: H is Lipschitz in t with constant L = missile speed + sink speed (moving the missile
-by δ moves every point of a segment by at most δ; moving the cloud moves its centre by the
-same amount), so a segment [a, b] whose endpoint values satisfy (H(a) + H(b) − L·(b − a))/2
-> 0 contains no blocked instant, and one with (H(a) + H(b) + L·(b − a))/2 <= 0 is blocked
-throughout. Every other segment is halved until it is at most `time_floor_s` wide; such a
-leaf is counted by linear interpolation of H and contributes at most its Lipschitz slack
-to a rigorous error bound, which the replay reports in its notes.
+Time: H is Lipschitz in t. Globally |dH/dt| <= L = missile speed + sink speed (moving the
+missile by δ moves every point of a segment by at most δ; the cloud's centre moves by its
+own displacement); on a time segment a much smaller local constant holds (the missile flies
+almost along the sightline and the cloud's lever on it is short, `_local_lipschitz`). A
+segment [a, b] with (H(a) + H(b) − K·(b − a))/2 > 0 contains no blocked instant, one with
+(H(a) + H(b) + K·(b − a))/2 <= 0 is blocked throughout (K its constant). Every other
+segment is halved until it is at most `time_floor_s` wide; such a leaf is counted by linear
+interpolation of H and contributes at most its Lipschitz slack to a rigorous error bound,
+which the replay reports in its notes. Only the float rounding of H is not bounded (H is
+computed from coordinates of 1e4 m in double precision: ~1e-11 m).
 """
 
 from __future__ import annotations
@@ -399,6 +402,15 @@ def make_drop(
 
 
 @dataclass
+class Budget:
+    """Evaluations of H left for one replay (shared by its questions): past it, open
+    segments are counted as leaves, so adversarial input costs bounded time and shows up
+    as a larger error bound instead."""
+
+    remaining: int
+
+
+@dataclass
 class PairResult:
     """Blocked intervals of one (missile, cloud) pair and the rigorous error bound."""
 
@@ -410,6 +422,7 @@ def blocked_intervals(
     scene: Scene,
     pairs: Sequence[tuple[str, Drop]],
     deadline: Deadline | None = None,
+    budget: Budget | None = None,
 ) -> list[PairResult]:
     """For each (missile, drop) pair, the times at which that drop's cloud hides the whole
     target from the missile (breadth-first Lipschitz subdivision over all pairs at once)."""
@@ -441,7 +454,8 @@ def blocked_intervals(
     seg_a, seg_b = lo[live], hi[live]
     both = excess(np.concatenate([seg_i, seg_i]), np.concatenate([seg_a, seg_b]))
     ha, hb = both[: len(seg_i)], both[len(seg_i) :]
-    evaluations = 2 * len(seg_i)
+    budget = budget if budget is not None else Budget(scene.max_evaluations)
+    budget.remaining -= 2 * len(seg_i)
     floor = scene.time_floor
     while len(seg_i):
         if deadline is not None:
@@ -456,14 +470,14 @@ def blocked_intervals(
         for k in np.nonzero(leaf)[0]:
             _leaf(results[seg_i[k]], seg_a[k], seg_b[k], ha[k], hb[k], lip[k])
         split = ~free & ~full & ~leaf
-        if evaluations + int(split.sum()) > scene.max_evaluations:
+        if int(split.sum()) > budget.remaining:
             for k in np.nonzero(split)[0]:
                 _leaf(results[seg_i[k]], seg_a[k], seg_b[k], ha[k], hb[k], lip[k])
             break
         seg_i, seg_a, seg_b, ha, hb = (x[split] for x in (seg_i, seg_a, seg_b, ha, hb))
         mid = (seg_a + seg_b) / 2
         hm = excess(seg_i, mid)
-        evaluations += len(seg_i)
+        budget.remaining -= len(seg_i)
         seg_i = np.concatenate([seg_i, seg_i])
         seg_a, seg_b = np.concatenate([seg_a, mid]), np.concatenate([mid, seg_b])
         ha, hb = np.concatenate([ha, hm]), np.concatenate([hm, hb])
@@ -552,7 +566,11 @@ def union_length(intervals: list[tuple[float, float]]) -> float:
 
 
 def replay_question(
-    doc: dict[str, Any], q: Question, scene: Scene, deadline: Deadline | None = None
+    doc: dict[str, Any],
+    q: Question,
+    scene: Scene,
+    deadline: Deadline | None = None,
+    budget: Budget | None = None,
 ) -> Outcome:
     """Replay one question's decisions: shielding per missile, per-drop detonation
     altitude, and the counts of broken per-UAV rules (each explained by its drops)."""
@@ -586,7 +604,7 @@ def replay_question(
     out.details[f"{qid}.release_gap_violations"] = "; ".join(gap_bad) or "none"
     # Shielding: union over clouds, per missile.
     pairs = [(m, d) for m in q.missiles for d in drops]
-    results = blocked_intervals(scene, pairs, deadline)
+    results = blocked_intervals(scene, pairs, deadline, budget)
     total = 0.0
     bound = 0.0
     for m in q.missiles:
@@ -617,11 +635,12 @@ def replay(doc: dict[str, Any], task: Any, spec: ReplaySpec, deadline: Deadline)
     except ValueError as exc:  # a broken task file, not the agent's fault: fail loudly
         raise RuntimeError(str(exc)) from exc
     out = Outcome()
+    budget = Budget(scene.max_evaluations)
     for q in scene.questions.values():
         if not q.required and not has_decisions(doc, q):
             out.notes.append(f"{q.qid}: no decisions given; not replayed")
             continue
-        part = replay_question(doc, q, scene, deadline)
+        part = replay_question(doc, q, scene, deadline, budget)
         out.values.update(part.values)
         out.details.update(part.details)
         out.notes.extend(part.notes)

@@ -10,11 +10,15 @@ deterministic heuristic (the result is the best strategy found, not a proven opt
    alignment time, a point on the sightline, a detonation some seconds earlier; kept when
    the UAV can get there: speed 70-140 m/s, release >= 0, detonation above ground), the
    best refined by a batched (1+k) evolution strategy;
-2. per question, a start plan (each UAV on the track of its best single cloud) and
-   coordinate ascent over UAVs: batched random perturbations of one UAV's heading, speed
-   and drop timings (others fixed), "add a drop" moves on the UAV's current track from a
-   (detonation time, fuse) grid, and removal of drops that add nothing; only feasible
-   plans (the gate's rules) are kept.
+2. per question, a start plan: for several missiles, every assignment of UAVs to missiles
+   with each UAV on its best standalone track for its missile (filled greedily with drops
+   from a (release, fuse) grid); otherwise (and for the restarts) UAV by UAV, each on the
+   best of its candidate tracks given the UAVs placed before it;
+3. coordinate ascent over UAVs: re-choice of a UAV's track (its standalone tracks and
+   random neighbours of the current one, each filled greedily given the other UAVs),
+   batched random perturbations of its heading, speed and drop timings (others fixed),
+   and removal of drops that add nothing; only feasible plans (the gate's rules) are
+   kept. The best of `--restarts` runs is kept.
 
 `--write` stores the plans and their replayed claims in reference.json (the claims are the
 replay's own numbers, rounded as the replay rounds them); without it the result is printed.
@@ -23,12 +27,13 @@ replay's own numbers, rounded as the replay rounds them); without it the result 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import sys
 import time
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -339,15 +344,55 @@ class Search:
                     plan[u] = t = trial
 
 
-def solve(search: Search, q: ss.Question, singles: dict, rounds: int, log) -> Plan:
-    """Greedy start (UAV by UAV, each on the best of its standalone tracks given the UAVs
-    placed before it), then rounds of track re-choice and local perturbation per UAV."""
+def assignment_start(search: Search, q: ss.Question, singles: dict, log) -> Plan:
+    """A start plan for several missiles: per (UAV, missile) the best standalone track
+    filled against that missile alone; then every assignment of UAVs to missiles is scored
+    on all missiles (intervals computed once) and the best one is taken."""
+    options: dict[str, list[Track]] = {}
+    for u in q.uavs:
+        options[u] = []
+        for m in q.missiles:
+            sub = replace(q, missiles=(m,), outputs={m: q.outputs[m]})
+            tracks = search.standalone(u, sub, singles, keep=1)
+            if tracks:
+                options[u].append(tracks[0])
+    ivs = {
+        u: search.track_intervals(u, opts, q.missiles) if opts else []
+        for u, opts in options.items()
+    }
+    best, best_total = None, -1.0
+    for choice in itertools.product(*[range(len(options[u]) + 1) for u in q.uavs]):
+        per = {m: [] for m in q.missiles}
+        for u, k in zip(q.uavs, choice, strict=True):
+            if k < len(options[u]):
+                for m in q.missiles:
+                    per[m] += ivs[u][k][m]
+        total = sum(ss.union_length(per[m]) for m in q.missiles)
+        if total > best_total:
+            best, best_total = choice, total
+    assert best is not None
+    log(f"{q.qid} assignment start {best_total:.4f}")
+    return {
+        u: options[u][k].copy() if k < len(options[u]) else Track(180.0, 100.0, [])
+        for u, k in zip(q.uavs, best, strict=True)
+    }
+
+
+def solve(search: Search, q: ss.Question, singles: dict, rounds: int, log, first: bool) -> Plan:
+    """A start plan (the best UAV-to-missile assignment for the first run of a question with
+    several missiles; otherwise UAV by UAV in a random order, each on the best of its
+    standalone tracks given the UAVs placed before it), then rounds of track re-choice and
+    local perturbation per UAV."""
     pools = {u: search.standalone(u, q, singles) for u in q.uavs}
     log(f"{q.qid} standalone tracks scanned")
-    plan: Plan = {u: Track(180.0, 100.0, []) for u in q.uavs}
-    for u in q.uavs:
-        whole = [t for m in q.missiles for _, t in singles.get((u, m), [])[:2]]
-        search.track_scan(plan, u, q, pools[u] + whole, step=1.0)
+    if first and len(q.missiles) > 1:
+        plan = assignment_start(search, q, singles, log)
+    else:
+        plan = {u: Track(180.0, 100.0, []) for u in q.uavs}
+        order = list(q.uavs) if first else list(search.rng.permutation(list(q.uavs)))
+        for u in order:
+            whole = [t for m in q.missiles for _, t in singles.get((u, m), [])[:2]]
+            search.track_scan(plan, u, q, pools[u] + whole, step=1.0)
     total, per = search.plan_value(plan, q)
     log(f"{q.qid} start {total:.4f} {per}")
     for rnd in range(rounds):
@@ -407,7 +452,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--questions", default="q2,q3,q4,q5")
-    ap.add_argument("--restarts", type=int, default=3, help="runs per multi-UAV question")
+    ap.add_argument("--restarts", type=int, default=2, help="runs per multi-UAV question")
     ap.add_argument("--write", action="store_true", help="write reference.json")
     args = ap.parse_args()
     scene = load_scene()
@@ -430,7 +475,7 @@ def main() -> int:
         q = scene.questions[qid]
         best_plan, best_total = None, -1.0
         for run in range(args.restarts if len(q.uavs) > 1 else 1):
-            plan = solve(search, q, singles, args.rounds, log)
+            plan = solve(search, q, singles, args.rounds, log, first=run == 0)
             total, _ = search.plan_value(plan, q)
             log(f"{qid} restart {run + 1}: {total:.4f}")
             if total > best_total:
