@@ -450,13 +450,14 @@ def test_context_questions_have_their_own_rules(task: Task, oracle: dict) -> Non
     assert "q4_fy2_speed" in failed(run(task, doc))
 
 
-def test_context_question_left_out_only_warns(task: Task, oracle: dict) -> None:
+def test_context_question_left_out_scores_zero(task: Task, oracle: dict) -> None:
+    """Problems 2-4 are not scored but required (a missing field never pays)."""
     doc = copy.deepcopy(oracle)
     del doc["q3"]
     ev = run(task, doc)
-    assert ev.gate.verdict == "warn" and not ev.gate.unverifiable
-    assert ev.score.o_eval == 1
-    assert any("q3: no decisions given" in n for n in ev.replay.notes)  # type: ignore[union-attr]
+    assert ev.replay is not None and ev.replay.status == "unreplayable"
+    assert "q3: missing" in ev.replay.error
+    assert ev.score.o_eval == 0
 
 
 # --- bad input ----------------------------------------------------------------------------

@@ -74,7 +74,6 @@ class Question:
     max_drops_per_uav: int
     outputs: dict[str, str]  # missile id -> output name (per-missile shielding time)
     total: str  # output name of the sum over missiles ("" = none)
-    required: bool
 
     @property
     def max_drops(self) -> int:
@@ -135,7 +134,6 @@ def scene_from_params(params: Mapping[str, Any]) -> Scene:
                 max_drops_per_uav=int(q["max_drops_per_uav"]),
                 outputs=outputs,
                 total=str(q.get("total", "")),
-                required=bool(q.get("required", False)),
             )
         scene = Scene(
             g=_num(p["gravity_mps2"], "gravity_mps2"),
@@ -342,14 +340,6 @@ def _uav_velocity(block: dict[str, Any], qid: str, uav: str) -> np.ndarray:
     heading = _number(track.get("heading_deg"), f"{qid}.{key}.heading_deg")
     speed = _number(track.get("speed_mps"), f"{qid}.{key}.speed_mps")
     return uav_velocity(heading, speed)
-
-
-def has_decisions(doc: dict[str, Any], q: Question) -> bool:
-    """Whether the artifact gives any decision of question q (a context question may be left out)."""
-    block = doc.get(q.qid)
-    if not isinstance(block, dict):
-        return False
-    return "drops" in block or any(u.lower() in block for u in q.uavs)
 
 
 def read_drops(doc: dict[str, Any], q: Question, scene: Scene) -> list[Drop]:
@@ -629,7 +619,7 @@ def replay_question(
 
 
 def replay(doc: dict[str, Any], task: Any, spec: ReplaySpec, deadline: Deadline) -> Outcome:
-    """Replay every question the artifact gives decisions for (the required ones always)."""
+    """Replay every question of the task (each is required: a missing one is unusable input)."""
     try:
         scene = scene_from_params(spec.params)
     except ValueError as exc:  # a broken task file, not the agent's fault: fail loudly
@@ -637,9 +627,6 @@ def replay(doc: dict[str, Any], task: Any, spec: ReplaySpec, deadline: Deadline)
     out = Outcome()
     budget = Budget(scene.max_evaluations)
     for q in scene.questions.values():
-        if not q.required and not has_decisions(doc, q):
-            out.notes.append(f"{q.qid}: no decisions given; not replayed")
-            continue
         part = replay_question(doc, q, scene, deadline, budget)
         out.values.update(part.values)
         out.details.update(part.details)
