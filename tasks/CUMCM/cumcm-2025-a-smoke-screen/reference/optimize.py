@@ -321,7 +321,7 @@ class Search:
         self, u: str, plan: Plan, q: ss.Question, pool: list[Track], extra: int = 4
     ) -> list[Track]:
         cur = plan[u]
-        out = [Track(t.heading, t.speed) for t in pool]
+        out = [Track(t.heading, t.speed, list(t.drops)) for t in pool]
         for _ in range(extra):
             out.append(
                 Track(
@@ -344,13 +344,16 @@ class Search:
                     plan[u] = t = trial
 
 
-def assignment_start(search: Search, q: ss.Question, singles: dict, log) -> Plan:
+def assignment_start(
+    search: Search, q: ss.Question, singles: dict, seeds: dict[str, list[Track]], log
+) -> Plan:
     """A start plan for several missiles: per (UAV, missile) the best standalone track
-    filled against that missile alone; then every assignment of UAVs to missiles is scored
-    on all missiles (intervals computed once) and the best one is taken."""
+    filled against that missile alone (plus the UAV's tracks from earlier questions); then
+    every combination of one option per UAV is scored on all missiles (intervals computed
+    once) and the best one is taken."""
     options: dict[str, list[Track]] = {}
     for u in q.uavs:
-        options[u] = []
+        options[u] = [t.copy() for t in seeds.get(u, [])]
         for m in q.missiles:
             sub = replace(q, missiles=(m,), outputs={m: q.outputs[m]})
             tracks = search.standalone(u, sub, singles, keep=1)
@@ -378,15 +381,22 @@ def assignment_start(search: Search, q: ss.Question, singles: dict, log) -> Plan
     }
 
 
-def solve(search: Search, q: ss.Question, singles: dict, rounds: int, log, first: bool) -> Plan:
+def solve(
+    search: Search,
+    q: ss.Question,
+    singles: dict,
+    rounds: int,
+    log,
+    first: bool,
+    pools: dict[str, list[Track]],
+    seeds: dict[str, list[Track]],
+) -> Plan:
     """A start plan (the best UAV-to-missile assignment for the first run of a question with
     several missiles; otherwise UAV by UAV in a random order, each on the best of its
     standalone tracks given the UAVs placed before it), then rounds of track re-choice and
-    local perturbation per UAV."""
-    pools = {u: search.standalone(u, q, singles) for u in q.uavs}
-    log(f"{q.qid} standalone tracks scanned")
+    local perturbation per UAV. `pools` are each UAV's candidate tracks (module doc)."""
     if first and len(q.missiles) > 1:
-        plan = assignment_start(search, q, singles, log)
+        plan = assignment_start(search, q, singles, seeds, log)
     else:
         plan = {u: Track(180.0, 100.0, []) for u in q.uavs}
         order = list(q.uavs) if first else list(search.rng.permutation(list(q.uavs)))
@@ -397,7 +407,7 @@ def solve(search: Search, q: ss.Question, singles: dict, rounds: int, log, first
     log(f"{q.qid} start {total:.4f} {per}")
     for rnd in range(rounds):
         for u in q.uavs:
-            search.track_scan(plan, u, q, search.candidate_tracks(u, plan, q, pools[u]))
+            search.track_scan(plan, u, q, search.candidate_tracks(u, plan, q, pools[u]), step=1.0)
             search.improve_uav(plan, u, q, iters=30)
         if q.min_drops_per_uav == 0:
             search.prune(plan, q)
@@ -452,7 +462,7 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--questions", default="q2,q3,q4,q5")
-    ap.add_argument("--restarts", type=int, default=2, help="runs per multi-UAV question")
+    ap.add_argument("--restarts", type=int, default=4, help="runs per multi-UAV question")
     ap.add_argument("--write", action="store_true", help="write reference.json")
     args = ap.parse_args()
     scene = load_scene()
@@ -471,17 +481,25 @@ def main() -> int:
                 singles[(u, m)] = found
                 log(f"single {u} {m}: {found[0][0]:.4f}")
     artifact: dict = {}
-    for qid in sorted(args.questions.split(","), key=lambda k: k != "q5"):
+    seeds: dict[str, list[Track]] = {}
+    for qid in sorted(args.questions.split(","), key=lambda k: k == "q5"):
         q = scene.questions[qid]
         best_plan, best_total = None, -1.0
+        # each UAV's candidate tracks: its standalone best, and the complete tracks found for
+        # it in an earlier question (Problem 3's FY1, Problem 4's FY1-FY3)
+        pools = {u: search.standalone(u, q, singles) + seeds.get(u, []) for u in q.uavs}
+        log(f"{qid} standalone tracks scanned")
         for run in range(args.restarts if len(q.uavs) > 1 else 1):
-            plan = solve(search, q, singles, args.rounds, log, first=run == 0)
+            plan = solve(search, q, singles, args.rounds, log, run == 0, pools, seeds)
             total, _ = search.plan_value(plan, q)
             log(f"{qid} restart {run + 1}: {total:.4f}")
             if total > best_total:
                 best_plan, best_total = plan, total
         assert best_plan is not None
         artifact[qid] = to_artifact(best_plan, q)
+        for u, t in best_plan.items():
+            if t.drops:
+                seeds.setdefault(u, []).append(t.copy())
     artifact = with_replayed_claims(artifact)
     text = json.dumps({"artifact": artifact, "note": NOTE}, indent=2, ensure_ascii=False) + "\n"
     if args.write:
