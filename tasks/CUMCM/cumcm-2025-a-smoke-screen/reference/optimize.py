@@ -462,7 +462,12 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--questions", default="q2,q3,q4,q5")
-    ap.add_argument("--restarts", type=int, default=4, help="runs per multi-UAV question")
+    ap.add_argument(
+        "--restarts",
+        type=int,
+        default=4,
+        help="runs per question with several missiles (Problem 5)",
+    )
     ap.add_argument("--write", action="store_true", help="write reference.json")
     args = ap.parse_args()
     scene = load_scene()
@@ -485,11 +490,21 @@ def main() -> int:
     for qid in sorted(args.questions.split(","), key=lambda k: k == "q5"):
         q = scene.questions[qid]
         best_plan, best_total = None, -1.0
-        # each UAV's candidate tracks: its standalone best, and the complete tracks found for
-        # it in an earlier question (Problem 3's FY1, Problem 4's FY1-FY3)
-        pools = {u: search.standalone(u, q, singles) + seeds.get(u, []) for u in q.uavs}
+        # each UAV's candidate tracks: its standalone best, the tracks of its best single
+        # clouds for each missile, and the complete tracks found for it in an earlier
+        # question (Problem 3's FY1, Problem 4's FY1-FY3)
+        pools = {
+            u: search.standalone(u, q, singles)
+            + [
+                Track(t.heading, t.speed)
+                for m in q.missiles
+                for _, t in singles.get((u, m), [])[:2]
+            ]
+            + seeds.get(u, [])
+            for u in q.uavs
+        }
         log(f"{qid} standalone tracks scanned")
-        for run in range(args.restarts if len(q.uavs) > 1 else 1):
+        for run in range(args.restarts if len(q.missiles) > 1 else 1):
             plan = solve(search, q, singles, args.rounds, log, run == 0, pools, seeds)
             total, _ = search.plan_value(plan, q)
             log(f"{qid} restart {run + 1}: {total:.4f}")
