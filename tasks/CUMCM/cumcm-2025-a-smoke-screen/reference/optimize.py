@@ -97,7 +97,8 @@ class Search:
                     pairs.append((m, d))
                     owner.append((k, m))
         self.calls += len(pairs)
-        res = ss.blocked_intervals(self.scene, pairs)
+        # a search batch holds thousands of clouds: no per-replay evaluation cap here
+        res = ss.blocked_intervals(self.scene, pairs, budget=ss.Budget(10**12))
         out: list[dict[str, list[tuple[float, float]]]] = [
             {m: [] for m in missiles} for _ in tracks
         ]
@@ -243,8 +244,9 @@ class Search:
     def fill(
         self, u: str, t: Track, q: ss.Question, others: dict[str, list], step: float = 0.5
     ) -> Track:
-        """The best drops on a fixed track, chosen greedily by marginal union gain from an
-        (release, fuse) grid whose clouds are replayed once (given the other UAVs)."""
+        """t's drops plus the best further drops on its track, chosen greedily by marginal
+        union gain from a (release, fuse) grid whose clouds are replayed once (given the
+        other UAVs)."""
         fmax = math.sqrt(2 * self.scene.uavs[u][2] / self.scene.g)
         horizon = max(self.scene.arrival(m) for m in q.missiles)
         grid = [
@@ -254,29 +256,33 @@ class Search:
         ]
         ivs = self.track_intervals(u, [Track(t.heading, t.speed, [g]) for g in grid], q.missiles)
         useful = [i for i, iv in enumerate(ivs) if any(iv[m] for m in q.missiles)]
-        chosen: list[int] = []
+        drops = list(t.drops)[: q.max_drops_per_uav]
         acc = {m: list(others[m]) for m in q.missiles}
+        if drops:
+            own = self.track_intervals(u, [Track(t.heading, t.speed, drops)], q.missiles)[0]
+            for m in q.missiles:
+                acc[m] += own[m]
         base = sum(ss.union_length(acc[m]) for m in q.missiles)
-        while len(chosen) < q.max_drops_per_uav:
+        gap = self.scene.min_release_gap + 1e-9
+        while len(drops) < q.max_drops_per_uav:
             best, gain = None, 1e-6
             for i in useful:
                 r = grid[i][0]
-                if any(abs(r - grid[j][0]) < self.scene.min_release_gap + 1e-9 for j in chosen):
+                if any(abs(r - d[0]) < gap for d in drops):
                     continue
                 g = sum(ss.union_length(acc[m] + ivs[i][m]) for m in q.missiles) - base
                 if g > gain:
                     best, gain = i, g
             if best is None:
                 break
-            chosen.append(best)
+            drops.append(grid[best])
             for m in q.missiles:
                 acc[m] += ivs[best][m]
             base += gain
-        drops = [grid[i] for i in chosen]
         # a question's minimum number of drops (Problems 3, 4): pad with harmless drops
         r_last = max((r for r, _ in drops), default=-1.0)
         while len(drops) < q.min_drops_per_uav:
-            r_last = max(r_last + 1.0 + 1e-6, 0.0) if drops else 0.0
+            r_last = r_last + gap if drops else 0.0
             drops.append((r_last, 0.0))
         return Track(t.heading, t.speed, drops)
 
@@ -303,12 +309,11 @@ class Search:
 
     def standalone(self, u: str, q: ss.Question, singles: dict, keep: int = 6) -> list[Track]:
         """u's most promising tracks on its own: a coarse grid of headings and speeds plus the
-        tracks of its best single clouds, each filled (1 s grid) against no other UAV."""
+        tracks of its best single clouds (with their drop), each filled (1 s grid) against no
+        other UAV."""
         none = {m: [] for m in q.missiles}
         tracks = [Track(float(h), float(v)) for h in range(0, 360, 20) for v in (80.0, 140.0)]
-        tracks += [
-            Track(t.heading, t.speed) for m in q.missiles for _, t in singles.get((u, m), [])[:2]
-        ]
+        tracks += [t.copy() for m in q.missiles for _, t in singles.get((u, m), [])[:2]]
         scored = []
         for t in tracks:
             filled = self.fill(u, t, q, none, 1.0)
