@@ -574,3 +574,82 @@ def test_replay_toml_constants_are_the_statements(spec: ReplaySpec) -> None:
         p["cloud_life_s"],
     ) == ("300", "3", "10", "20")
     assert (p["target_radius_m"], p["target_height_m"], p["min_release_gap_s"]) == ("7", "10", "1")
+
+
+# --- adversarial: stacked grazing clouds, omitted claims ----------------------------------
+
+
+def grazing_strategy(scene: ss.Scene, oracle: dict) -> dict:
+    """The reference's Problem 5 with every blocking drop's fuse delay moved (by bisection,
+    all drops at once) to where its cloud just stops hiding the target from its missile:
+    every cloud grazes the criterion, the worst case of the replay's time search."""
+    doc = copy.deepcopy(oracle)
+    q5 = doc["q5"]
+
+    def drop(d: dict, fuse: float) -> ss.Drop:
+        b = q5[d["uav"].lower()]
+        vel = ss.uav_velocity(b["heading_deg"], b["speed_mps"])
+        return ss.make_drop(scene, 0, d["uav"], vel, d["release_time_s"], fuse)
+
+    def hides(pairs: list[tuple[str, ss.Drop]]) -> list[bool]:
+        res = ss.blocked_intervals(scene, pairs, budget=ss.Budget(10**8))
+        return [bool(r.intervals) for r in res]
+
+    work = []  # (drop, missile, blocking fuse, non-blocking fuse)
+    for d in q5["drops"]:
+        f = d["fuse_delay_s"]
+        missiles = ("M1", "M2", "M3")
+        hit = hides([(m, drop(d, f)) for m in missiles])
+        if any(hit):
+            m = missiles[hit.index(True)]
+            far = next(f + k for k in (0.5, 1, 2, 4, 8) if not hides([(m, drop(d, f + k))])[0])
+            work.append([d, m, f, far])
+    assert len(work) >= 10
+    for _ in range(32):  # the fuse to ~1e-9 s
+        mids = [(lo + hi) / 2 for _, _, lo, hi in work]
+        hit = hides([(m, drop(d, f)) for (d, m, _, _), f in zip(work, mids, strict=True)])
+        for w, f, h in zip(work, mids, hit, strict=True):
+            w[2 if h else 3] = f
+    for d, _, lo, _ in work:
+        d["fuse_delay_s"] = lo
+    return doc
+
+
+def test_stacked_grazing_clouds_are_refused_not_guessed(
+    task: Task, scene: ss.Scene, oracle: dict
+) -> None:
+    """A legal-size input built to exhaust the replay's work cap: every cloud grazes the
+    criterion. The replay still answers within its cap, but its error bound exceeds the
+    0.01 s the task asks for, so the gate refuses the strategy (naming the bound) instead of
+    scoring a value it cannot certify. Without the cap the same input shields ~nothing: an
+    honest strategy loses nothing by the refusal."""
+    doc = grazing_strategy(scene, oracle)
+    ev = run(task, doc)
+    assert ev.replay is not None and ev.replay.status == "ok"
+    msg = failed(ev)["q5_shielding_resolved"]
+    assert "shielding_error_bound_s" in msg
+    assert ev.gate.verdict == "fail" and ev.score.o_eval == 0
+    q5 = scene.questions["q5"]
+    free = ss.replay_question(exact.loads(json.dumps(doc)), q5, scene, None, ss.Budget(10**8))
+    assert free.values["q5.total_shielding_s"] < 0.01
+    assert free.values["q5.shielding_error_bound_s"] < 0.1
+
+
+@pytest.mark.parametrize("name", ["total_shielding_s", "m3_shielding_s"])
+def test_omitted_claim_scores_zero(task: Task, oracle: dict, name: str) -> None:
+    """A claim left out (the decisions kept) is not free credit: the agree check cannot be
+    evaluated and every metric is zeroed."""
+    doc = copy.deepcopy(oracle)
+    del doc["q5"][name]
+    ev = run(task, doc)
+    assert ev.score.o_eval == 0
+    check = f"q5_{name.removesuffix('_s')}_claim"
+    assert {m.id for m in task.metrics} == set(ev.gate.unverifiable)
+    assert any(check in reason for reason in ev.gate.unverifiable.values())
+
+
+def test_reference_is_resolved_far_below_the_accuracy(task: Task, oracle: dict) -> None:
+    ev = run(task, oracle)
+    for qid in ("q2", "q3", "q4", "q5"):
+        bound = ev.replay.values[f"{qid}.shielding_error_bound_s"]  # type: ignore[union-attr]
+        assert exact.parse_decimal(bound) < Fraction(1, 10**4)

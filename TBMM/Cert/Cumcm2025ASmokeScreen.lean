@@ -149,6 +149,9 @@ set_option maxRecDepth 65536 in
 theorem gate_q5_release_gap : Eq (Forms.threshold (Rat.frac 0 1) Cmp.le (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
+theorem gate_q5_shielding_resolved : Eq (Forms.threshold (Rat.frac 607189 50000000000) Cmp.le (Rat.frac 1 100)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
 theorem gate_q5_total_shielding_claim : Eq (Forms.agree (Rat.frac 383127 10000) (Rat.frac 383127 10000) (Rat.frac 3 10) (Rat.frac 1 100)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
@@ -180,6 +183,9 @@ theorem gate_q2_drops_per_uav : Eq (Forms.threshold (Rat.frac 0 1) Cmp.le (Rat.f
 
 set_option maxRecDepth 65536 in
 theorem gate_q2_release_gap : Eq (Forms.threshold (Rat.frac 0 1) Cmp.le (Rat.frac 0 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem gate_q2_shielding_resolved : Eq (Forms.threshold (Rat.frac 953741 2500000000000) Cmp.le (Rat.frac 1 100)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem gate_q2_shielding_claim : Eq (Forms.agree (Rat.frac 905779 200000) (Rat.frac 905779 200000) (Rat.frac 1 10) (Rat.frac 1 100)) Bool.true := rfl
@@ -222,6 +228,9 @@ theorem gate_q3_drops_per_uav : Eq (Forms.threshold (Rat.frac 0 1) Cmp.le (Rat.f
 
 set_option maxRecDepth 65536 in
 theorem gate_q3_release_gap : Eq (Forms.threshold (Rat.frac 0 1) Cmp.le (Rat.frac 0 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem gate_q3_shielding_resolved : Eq (Forms.threshold (Rat.frac 264261 20000000000) Cmp.le (Rat.frac 1 100)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem gate_q3_shielding_claim : Eq (Forms.agree (Rat.frac 952317 125000) (Rat.frac 952317 125000) (Rat.frac 1 10) (Rat.frac 1 100)) Bool.true := rfl
@@ -276,6 +285,9 @@ theorem gate_q4_drops_per_uav : Eq (Forms.threshold (Rat.frac 0 1) Cmp.le (Rat.f
 
 set_option maxRecDepth 65536 in
 theorem gate_q4_release_gap : Eq (Forms.threshold (Rat.frac 0 1) Cmp.le (Rat.frac 0 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem gate_q4_shielding_resolved : Eq (Forms.threshold (Rat.frac 12277 8000000000) Cmp.le (Rat.frac 1 100)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem gate_q4_shielding_claim : Eq (Forms.agree (Rat.frac 1166057 100000) (Rat.frac 1166057 100000) (Rat.frac 1 10) (Rat.frac 1 100)) Bool.true := rfl

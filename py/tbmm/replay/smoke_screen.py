@@ -615,6 +615,16 @@ def replay_question(
         out.values[f"{qid}.{q.total}"] = total
         out.details[f"{qid}.{q.total}"] = f"sum over {', '.join(q.missiles)}"
     out.notes.append(f"{qid}: shielding error bound {bound:.2e} s (Lipschitz leaves)")
+    # The bound is an output so that the gate can refuse what the replay cannot resolve to
+    # the task's accuracy (input that exhausts the work cap, or clouds that graze the
+    # criterion en masse): past the bound, a leaf counted as blocked might not be.
+    path = f"{qid}.shielding_error_bound_s"
+    out.values[path] = bound
+    left = f"; evaluations of H left in the work cap: {budget.remaining}" if budget else ""
+    out.details[path] = (
+        f"sum of the Lipschitz slack of the unresolved time segments over {len(pairs)} "
+        f"cloud-missile pairs{left}"
+    )
     return out
 
 
