@@ -11,28 +11,28 @@ set_option maxRecDepth 65536 in
 theorem gate_q5_fy1_heading : Eq (Forms.interval (Rat.frac 89813917 500000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 360 1))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_fy2_speed : Eq (Forms.interval (Rat.frac 133843511 1000000) (Option.some (Rat.frac 70 1)) (Option.some (Rat.frac 140 1))) Bool.true := rfl
+theorem gate_q5_fy2_speed : Eq (Forms.interval (Rat.frac 133844753 1000000) (Option.some (Rat.frac 70 1)) (Option.some (Rat.frac 140 1))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_fy2_heading : Eq (Forms.interval (Rat.frac 289521381 1000000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 360 1))) Bool.true := rfl
+theorem gate_q5_fy2_heading : Eq (Forms.interval (Rat.frac 289547907 1000000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 360 1))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_fy3_speed : Eq (Forms.interval (Rat.frac 127165639 1000000) (Option.some (Rat.frac 70 1)) (Option.some (Rat.frac 140 1))) Bool.true := rfl
+theorem gate_q5_fy3_speed : Eq (Forms.interval (Rat.frac 127123251 1000000) (Option.some (Rat.frac 70 1)) (Option.some (Rat.frac 140 1))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_fy3_heading : Eq (Forms.interval (Rat.frac 89384121 1000000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 360 1))) Bool.true := rfl
+theorem gate_q5_fy3_heading : Eq (Forms.interval (Rat.frac 44694491 500000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 360 1))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_fy4_speed : Eq (Forms.interval (Rat.frac 69049547 500000) (Option.some (Rat.frac 70 1)) (Option.some (Rat.frac 140 1))) Bool.true := rfl
+theorem gate_q5_fy4_speed : Eq (Forms.interval (Rat.frac 5530587 40000) (Option.some (Rat.frac 70 1)) (Option.some (Rat.frac 140 1))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_fy4_heading : Eq (Forms.interval (Rat.frac 259893807 1000000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 360 1))) Bool.true := rfl
+theorem gate_q5_fy4_heading : Eq (Forms.interval (Rat.frac 8120899 31250) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 360 1))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_fy5_speed : Eq (Forms.interval (Rat.frac 34411371 250000) (Option.some (Rat.frac 70 1)) (Option.some (Rat.frac 140 1))) Bool.true := rfl
+theorem gate_q5_fy5_speed : Eq (Forms.interval (Rat.frac 68806493 500000) (Option.some (Rat.frac 70 1)) (Option.some (Rat.frac 140 1))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_fy5_heading : Eq (Forms.interval (Rat.frac 12149527 100000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 360 1))) Bool.true := rfl
+theorem gate_q5_fy5_heading : Eq (Forms.interval (Rat.frac 121789637 1000000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 360 1))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem gate_q5_release_after_tasking_0 : Eq (Forms.interval (Rat.frac 0 1) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
@@ -44,34 +44,37 @@ set_option maxRecDepth 65536 in
 theorem gate_q5_release_after_tasking_2 : Eq (Forms.interval (Rat.frac 1087109 200000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_release_after_tasking_3 : Eq (Forms.interval (Rat.frac 1358951 250000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem gate_q5_release_after_tasking_3 : Eq (Forms.interval (Rat.frac 5437299 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_release_after_tasking_4 : Eq (Forms.interval (Rat.frac 425699 62500) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem gate_q5_release_after_tasking_4 : Eq (Forms.interval (Rat.frac 6688553 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_release_after_tasking_5 : Eq (Forms.interval (Rat.frac 19326951 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem gate_q5_release_after_tasking_5 : Eq (Forms.interval (Rat.frac 7907333 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_release_after_tasking_6 : Eq (Forms.interval (Rat.frac 20341951 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem gate_q5_release_after_tasking_6 : Eq (Forms.interval (Rat.frac 19305719 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_release_after_tasking_7 : Eq (Forms.interval (Rat.frac 12386689 500000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem gate_q5_release_after_tasking_7 : Eq (Forms.interval (Rat.frac 10154441 500000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_release_after_tasking_8 : Eq (Forms.interval (Rat.frac 660749 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem gate_q5_release_after_tasking_8 : Eq (Forms.interval (Rat.frac 24438477 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_release_after_tasking_9 : Eq (Forms.interval (Rat.frac 2184189 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem gate_q5_release_after_tasking_9 : Eq (Forms.interval (Rat.frac 78777 125000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_release_after_tasking_10 : Eq (Forms.interval (Rat.frac 11467221 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem gate_q5_release_after_tasking_10 : Eq (Forms.interval (Rat.frac 2167407 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_release_after_tasking_11 : Eq (Forms.interval (Rat.frac 18309739 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem gate_q5_release_after_tasking_11 : Eq (Forms.interval (Rat.frac 11463749 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_fuse_nonneg_0 : Eq (Forms.interval (Rat.frac 3595777 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem gate_q5_release_after_tasking_12 : Eq (Forms.interval (Rat.frac 3686987 200000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem gate_q5_fuse_nonneg_0 : Eq (Forms.interval (Rat.frac 898989 250000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem gate_q5_fuse_nonneg_1 : Eq (Forms.interval (Rat.frac 2608709 500000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
@@ -80,34 +83,37 @@ set_option maxRecDepth 65536 in
 theorem gate_q5_fuse_nonneg_2 : Eq (Forms.interval (Rat.frac 184237 31250) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_fuse_nonneg_3 : Eq (Forms.interval (Rat.frac 5340181 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem gate_q5_fuse_nonneg_3 : Eq (Forms.interval (Rat.frac 2669829 500000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_fuse_nonneg_4 : Eq (Forms.interval (Rat.frac 258137 250000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem gate_q5_fuse_nonneg_4 : Eq (Forms.interval (Rat.frac 43589 40000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_fuse_nonneg_5 : Eq (Forms.interval (Rat.frac 67541 20000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem gate_q5_fuse_nonneg_5 : Eq (Forms.interval (Rat.frac 387 62500) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_fuse_nonneg_6 : Eq (Forms.interval (Rat.frac 990901 250000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem gate_q5_fuse_nonneg_6 : Eq (Forms.interval (Rat.frac 68139 20000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_fuse_nonneg_7 : Eq (Forms.interval (Rat.frac 394659 500000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem gate_q5_fuse_nonneg_7 : Eq (Forms.interval (Rat.frac 2010083 500000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_fuse_nonneg_8 : Eq (Forms.interval (Rat.frac 2229319 200000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem gate_q5_fuse_nonneg_8 : Eq (Forms.interval (Rat.frac 29313 25000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_fuse_nonneg_9 : Eq (Forms.interval (Rat.frac 12134693 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem gate_q5_fuse_nonneg_9 : Eq (Forms.interval (Rat.frac 2224439 200000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_fuse_nonneg_10 : Eq (Forms.interval (Rat.frac 582807 250000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem gate_q5_fuse_nonneg_10 : Eq (Forms.interval (Rat.frac 12134883 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_fuse_nonneg_11 : Eq (Forms.interval (Rat.frac 489327 250000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem gate_q5_fuse_nonneg_11 : Eq (Forms.interval (Rat.frac 1192587 500000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_detonation_above_ground_0 : Eq (Forms.threshold (Rat.frac 347329 200) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
+theorem gate_q5_fuse_nonneg_12 : Eq (Forms.interval (Rat.frac 1855373 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem gate_q5_detonation_above_ground_0 : Eq (Forms.threshold (Rat.frac 1736639 1000) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem gate_q5_detonation_above_ground_1 : Eq (Forms.threshold (Rat.frac 333323 200) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
@@ -116,31 +122,34 @@ set_option maxRecDepth 65536 in
 theorem gate_q5_detonation_above_ground_2 : Eq (Forms.threshold (Rat.frac 814843 500) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_detonation_above_ground_3 : Eq (Forms.threshold (Rat.frac 157533 125) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
+theorem gate_q5_detonation_above_ground_3 : Eq (Forms.threshold (Rat.frac 1260291 1000) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_detonation_above_ground_4 : Eq (Forms.threshold (Rat.frac 174347 125) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
+theorem gate_q5_detonation_above_ground_4 : Eq (Forms.threshold (Rat.frac 1394181 1000) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_detonation_above_ground_5 : Eq (Forms.threshold (Rat.frac 6441181 10000) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
+theorem gate_q5_detonation_above_ground_5 : Eq (Forms.threshold (Rat.frac 1400 1) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_detonation_above_ground_6 : Eq (Forms.threshold (Rat.frac 3115101 5000) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
+theorem gate_q5_detonation_above_ground_6 : Eq (Forms.threshold (Rat.frac 3215621 5000) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_detonation_above_ground_7 : Eq (Forms.threshold (Rat.frac 435592 625) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
+theorem gate_q5_detonation_above_ground_7 : Eq (Forms.threshold (Rat.frac 248323 400) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_detonation_above_ground_8 : Eq (Forms.threshold (Rat.frac 148899 125) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
+theorem gate_q5_detonation_above_ground_8 : Eq (Forms.threshold (Rat.frac 1386527 2000) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_detonation_above_ground_9 : Eq (Forms.threshold (Rat.frac 1078471 1000) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
+theorem gate_q5_detonation_above_ground_9 : Eq (Forms.threshold (Rat.frac 596927 500) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_detonation_above_ground_10 : Eq (Forms.threshold (Rat.frac 127337 100) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
+theorem gate_q5_detonation_above_ground_10 : Eq (Forms.threshold (Rat.frac 1078449 1000) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_detonation_above_ground_11 : Eq (Forms.threshold (Rat.frac 320307 250) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
+theorem gate_q5_detonation_above_ground_11 : Eq (Forms.threshold (Rat.frac 318031 250) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+theorem gate_q5_detonation_above_ground_12 : Eq (Forms.threshold (Rat.frac 320783 250) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem gate_q5_drops_per_uav : Eq (Forms.threshold (Rat.frac 0 1) Cmp.le (Rat.frac 0 1)) Bool.true := rfl
@@ -149,34 +158,34 @@ set_option maxRecDepth 65536 in
 theorem gate_q5_release_gap : Eq (Forms.threshold (Rat.frac 0 1) Cmp.le (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_shielding_resolved : Eq (Forms.threshold (Rat.frac 607189 50000000000) Cmp.le (Rat.frac 1 100)) Bool.true := rfl
+theorem gate_q5_shielding_resolved : Eq (Forms.threshold (Rat.frac 660529 50000000000) Cmp.le (Rat.frac 1 100)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_total_shielding_claim : Eq (Forms.agree (Rat.frac 383127 10000) (Rat.frac 383127 10000) (Rat.frac 3 10) (Rat.frac 1 100)) Bool.true := rfl
+theorem gate_q5_total_shielding_claim : Eq (Forms.agree (Rat.frac 202793 5000) (Rat.frac 202793 5000) (Rat.frac 3 10) (Rat.frac 1 100)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_m1_shielding_claim : Eq (Forms.agree (Rat.frac 1802433 100000) (Rat.frac 1802433 100000) (Rat.frac 1 10) (Rat.frac 1 100)) Bool.true := rfl
+theorem gate_q5_m1_shielding_claim : Eq (Forms.agree (Rat.frac 112759 6250) (Rat.frac 112759 6250) (Rat.frac 1 10) (Rat.frac 1 100)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_m2_shielding_claim : Eq (Forms.agree (Rat.frac 1365151 100000) (Rat.frac 1365151 100000) (Rat.frac 1 10) (Rat.frac 1 100)) Bool.true := rfl
+theorem gate_q5_m2_shielding_claim : Eq (Forms.agree (Rat.frac 1586911 100000) (Rat.frac 1586911 100000) (Rat.frac 1 10) (Rat.frac 1 100)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_m3_shielding_claim : Eq (Forms.agree (Rat.frac 1327371 200000) (Rat.frac 1327371 200000) (Rat.frac 1 10) (Rat.frac 1 100)) Bool.true := rfl
+theorem gate_q5_m3_shielding_claim : Eq (Forms.agree (Rat.frac 1662013 250000) (Rat.frac 1662013 250000) (Rat.frac 1 10) (Rat.frac 1 100)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q2_fy1_speed : Eq (Forms.interval (Rat.frac 96144251 1000000) (Option.some (Rat.frac 70 1)) (Option.some (Rat.frac 140 1))) Bool.true := rfl
+theorem gate_q2_fy1_speed : Eq (Forms.interval (Rat.frac 70 1) (Option.some (Rat.frac 70 1)) (Option.some (Rat.frac 140 1))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q2_fy1_heading : Eq (Forms.interval (Rat.frac 88951047 500000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 360 1))) Bool.true := rfl
+theorem gate_q2_fy1_heading : Eq (Forms.interval (Rat.frac 35328373 200000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 360 1))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem gate_q2_release_after_tasking_0 : Eq (Forms.interval (Rat.frac 0 1) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q2_fuse_nonneg_0 : Eq (Forms.interval (Rat.frac 722137 250000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem gate_q2_fuse_nonneg_0 : Eq (Forms.interval (Rat.frac 2496687 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q2_detonation_above_ground_0 : Eq (Forms.threshold (Rat.frac 439779 250) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
+theorem gate_q2_detonation_above_ground_0 : Eq (Forms.threshold (Rat.frac 221182 125) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem gate_q2_drops_per_uav : Eq (Forms.threshold (Rat.frac 0 1) Cmp.le (Rat.frac 0 1)) Bool.true := rfl
@@ -185,10 +194,10 @@ set_option maxRecDepth 65536 in
 theorem gate_q2_release_gap : Eq (Forms.threshold (Rat.frac 0 1) Cmp.le (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q2_shielding_resolved : Eq (Forms.threshold (Rat.frac 953741 2500000000000) Cmp.le (Rat.frac 1 100)) Bool.true := rfl
+theorem gate_q2_shielding_resolved : Eq (Forms.threshold (Rat.frac 654131 1250000000000) Cmp.le (Rat.frac 1 100)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q2_shielding_claim : Eq (Forms.agree (Rat.frac 905779 200000) (Rat.frac 905779 200000) (Rat.frac 1 10) (Rat.frac 1 100)) Bool.true := rfl
+theorem gate_q2_shielding_claim : Eq (Forms.agree (Rat.frac 4542871 1000000) (Rat.frac 4542871 1000000) (Rat.frac 1 10) (Rat.frac 1 100)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem gate_q3_fy1_speed : Eq (Forms.interval (Rat.frac 140 1) (Option.some (Rat.frac 70 1)) (Option.some (Rat.frac 140 1))) Bool.true := rfl
@@ -203,25 +212,25 @@ set_option maxRecDepth 65536 in
 theorem gate_q3_release_after_tasking_1 : Eq (Forms.interval (Rat.frac 1840007 500000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_release_after_tasking_2 : Eq (Forms.interval (Rat.frac 223431 40000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem gate_q3_release_after_tasking_2 : Eq (Forms.interval (Rat.frac 5585639 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_fuse_nonneg_0 : Eq (Forms.interval (Rat.frac 3603321 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem gate_q3_fuse_nonneg_0 : Eq (Forms.interval (Rat.frac 720739 200000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem gate_q3_fuse_nonneg_1 : Eq (Forms.interval (Rat.frac 5382459 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_fuse_nonneg_2 : Eq (Forms.interval (Rat.frac 6053827 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem gate_q3_fuse_nonneg_2 : Eq (Forms.interval (Rat.frac 605419 100000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_detonation_above_ground_0 : Eq (Forms.threshold (Rat.frac 1736379 1000) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
+theorem gate_q3_detonation_above_ground_0 : Eq (Forms.threshold (Rat.frac 868183 500) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem gate_q3_detonation_above_ground_1 : Eq (Forms.threshold (Rat.frac 1658043 1000) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_detonation_above_ground_2 : Eq (Forms.threshold (Rat.frac 1620421 1000) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
+theorem gate_q3_detonation_above_ground_2 : Eq (Forms.threshold (Rat.frac 1620399 1000) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem gate_q3_drops_per_uav : Eq (Forms.threshold (Rat.frac 0 1) Cmp.le (Rat.frac 0 1)) Bool.true := rfl
@@ -230,55 +239,55 @@ set_option maxRecDepth 65536 in
 theorem gate_q3_release_gap : Eq (Forms.threshold (Rat.frac 0 1) Cmp.le (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_shielding_resolved : Eq (Forms.threshold (Rat.frac 264261 20000000000) Cmp.le (Rat.frac 1 100)) Bool.true := rfl
+theorem gate_q3_shielding_resolved : Eq (Forms.threshold (Rat.frac 4447913 1000000000000) Cmp.le (Rat.frac 1 100)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_shielding_claim : Eq (Forms.agree (Rat.frac 952317 125000) (Rat.frac 952317 125000) (Rat.frac 1 10) (Rat.frac 1 100)) Bool.true := rfl
+theorem gate_q3_shielding_claim : Eq (Forms.agree (Rat.frac 7618921 1000000) (Rat.frac 7618921 1000000) (Rat.frac 1 10) (Rat.frac 1 100)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_fy1_speed : Eq (Forms.interval (Rat.frac 6005227 62500) (Option.some (Rat.frac 70 1)) (Option.some (Rat.frac 140 1))) Bool.true := rfl
+theorem gate_q4_fy1_speed : Eq (Forms.interval (Rat.frac 79817263 1000000) (Option.some (Rat.frac 70 1)) (Option.some (Rat.frac 140 1))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_fy1_heading : Eq (Forms.interval (Rat.frac 177894613 1000000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 360 1))) Bool.true := rfl
+theorem gate_q4_fy1_heading : Eq (Forms.interval (Rat.frac 177230587 1000000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 360 1))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_fy2_speed : Eq (Forms.interval (Rat.frac 34491663 250000) (Option.some (Rat.frac 70 1)) (Option.some (Rat.frac 140 1))) Bool.true := rfl
+theorem gate_q4_fy2_speed : Eq (Forms.interval (Rat.frac 69031927 500000) (Option.some (Rat.frac 70 1)) (Option.some (Rat.frac 140 1))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_fy2_heading : Eq (Forms.interval (Rat.frac 60672651 200000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 360 1))) Bool.true := rfl
+theorem gate_q4_fy2_heading : Eq (Forms.interval (Rat.frac 303359107 1000000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 360 1))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_fy3_speed : Eq (Forms.interval (Rat.frac 136511741 1000000) (Option.some (Rat.frac 70 1)) (Option.some (Rat.frac 140 1))) Bool.true := rfl
+theorem gate_q4_fy3_speed : Eq (Forms.interval (Rat.frac 68256217 500000) (Option.some (Rat.frac 70 1)) (Option.some (Rat.frac 140 1))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_fy3_heading : Eq (Forms.interval (Rat.frac 1176612 15625) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 360 1))) Bool.true := rfl
+theorem gate_q4_fy3_heading : Eq (Forms.interval (Rat.frac 37642843 500000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 360 1))) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem gate_q4_release_after_tasking_0 : Eq (Forms.interval (Rat.frac 0 1) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_release_after_tasking_1 : Eq (Forms.interval (Rat.frac 7227891 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem gate_q4_release_after_tasking_1 : Eq (Forms.interval (Rat.frac 7218073 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_release_after_tasking_2 : Eq (Forms.interval (Rat.frac 87379 4000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem gate_q4_release_after_tasking_2 : Eq (Forms.interval (Rat.frac 10927303 500000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_fuse_nonneg_0 : Eq (Forms.interval (Rat.frac 577271 200000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem gate_q4_fuse_nonneg_0 : Eq (Forms.interval (Rat.frac 2640877 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_fuse_nonneg_1 : Eq (Forms.interval (Rat.frac 574517 125000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem gate_q4_fuse_nonneg_1 : Eq (Forms.interval (Rat.frac 1149279 250000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_fuse_nonneg_2 : Eq (Forms.interval (Rat.frac 783321 500000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem gate_q4_fuse_nonneg_2 : Eq (Forms.interval (Rat.frac 779291 500000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_detonation_above_ground_0 : Eq (Forms.threshold (Rat.frac 879589 500) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
+theorem gate_q4_detonation_above_ground_0 : Eq (Forms.threshold (Rat.frac 882913 500) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_detonation_above_ground_1 : Eq (Forms.threshold (Rat.frac 129649 100) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
+theorem gate_q4_detonation_above_ground_1 : Eq (Forms.threshold (Rat.frac 648223 500) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_detonation_above_ground_2 : Eq (Forms.threshold (Rat.frac 859967 1250) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
+theorem gate_q4_detonation_above_ground_2 : Eq (Forms.threshold (Rat.frac 688097 1000) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem gate_q4_drops_per_uav : Eq (Forms.threshold (Rat.frac 0 1) Cmp.le (Rat.frac 0 1)) Bool.true := rfl
@@ -287,37 +296,37 @@ set_option maxRecDepth 65536 in
 theorem gate_q4_release_gap : Eq (Forms.threshold (Rat.frac 0 1) Cmp.le (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_shielding_resolved : Eq (Forms.threshold (Rat.frac 12277 8000000000) Cmp.le (Rat.frac 1 100)) Bool.true := rfl
+theorem gate_q4_shielding_resolved : Eq (Forms.threshold (Rat.frac 818039 500000000000) Cmp.le (Rat.frac 1 100)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_shielding_claim : Eq (Forms.agree (Rat.frac 1166057 100000) (Rat.frac 1166057 100000) (Rat.frac 1 10) (Rat.frac 1 100)) Bool.true := rfl
+theorem gate_q4_shielding_claim : Eq (Forms.agree (Rat.frac 1166979 100000) (Rat.frac 1166979 100000) (Rat.frac 1 10) (Rat.frac 1 100)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem domain_q5_total_shielding : Eq (Reward.inDomain (Rat.frac 383127 10000) Domain.nonneg) Bool.true := rfl
+theorem domain_q5_total_shielding : Eq (Reward.inDomain (Rat.frac 202793 5000) Domain.nonneg) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem score_q5_total_shielding : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 383127 10000)) (Rat.frac 383127 10000) (Rat.frac 12 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem score_q5_total_shielding : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 202793 5000)) (Rat.frac 202793 5000) (Rat.frac 12 1)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem domain_q5_m1_shielding : Eq (Reward.inDomain (Rat.frac 1802433 100000) Domain.nonneg) Bool.true := rfl
+theorem domain_q5_m1_shielding : Eq (Reward.inDomain (Rat.frac 112759 6250) Domain.nonneg) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem score_q5_m1_shielding : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1802433 100000)) (Rat.frac 1802433 100000) (Rat.frac 5 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem score_q5_m1_shielding : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 112759 6250)) (Rat.frac 112759 6250) (Rat.frac 5 1)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem domain_q5_m2_shielding : Eq (Reward.inDomain (Rat.frac 1365151 100000) Domain.nonneg) Bool.true := rfl
+theorem domain_q5_m2_shielding : Eq (Reward.inDomain (Rat.frac 1586911 100000) Domain.nonneg) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem score_q5_m2_shielding : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1365151 100000)) (Rat.frac 1365151 100000) (Rat.frac 5 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem score_q5_m2_shielding : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1586911 100000)) (Rat.frac 1586911 100000) (Rat.frac 5 1)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem domain_q5_m3_shielding : Eq (Reward.inDomain (Rat.frac 1327371 200000) Domain.nonneg) Bool.true := rfl
+theorem domain_q5_m3_shielding : Eq (Reward.inDomain (Rat.frac 1662013 250000) Domain.nonneg) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem score_q5_m3_shielding : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1327371 200000)) (Rat.frac 1327371 200000) (Rat.frac 2 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem score_q5_m3_shielding : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1662013 250000)) (Rat.frac 1662013 250000) (Rat.frac 2 1)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 383127 10000)) (Rat.frac 383127 10000) (Rat.frac 12 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1802433 100000)) (Rat.frac 1802433 100000) (Rat.frac 5 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1365151 100000)) (Rat.frac 1365151 100000) (Rat.frac 5 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1327371 200000)) (Rat.frac 1327371 200000) (Rat.frac 2 1))) List.nil))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 383127 10000)) (Rat.frac 383127 10000) (Rat.frac 12 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1802433 100000)) (Rat.frac 1802433 100000) (Rat.frac 5 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1365151 100000)) (Rat.frac 1365151 100000) (Rat.frac 5 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1327371 200000)) (Rat.frac 1327371 200000) (Rat.frac 2 1))) List.nil)))))) (Rat.frac 1 1)) Bool.true := rfl
+theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 202793 5000)) (Rat.frac 202793 5000) (Rat.frac 12 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 112759 6250)) (Rat.frac 112759 6250) (Rat.frac 5 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1586911 100000)) (Rat.frac 1586911 100000) (Rat.frac 5 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1662013 250000)) (Rat.frac 1662013 250000) (Rat.frac 2 1))) List.nil))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 202793 5000)) (Rat.frac 202793 5000) (Rat.frac 12 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 112759 6250)) (Rat.frac 112759 6250) (Rat.frac 5 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1586911 100000)) (Rat.frac 1586911 100000) (Rat.frac 5 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1662013 250000)) (Rat.frac 1662013 250000) (Rat.frac 2 1))) List.nil)))))) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 1 1) (Rat.frac 1 1)) (Rat.frac 1 1)) Bool.true := rfl
@@ -326,43 +335,43 @@ set_option maxRecDepth 65536 in
 theorem robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 1 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q5_total_shielding_beyond : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 503127 10000)) (Rat.frac 383127 10000) (Rat.frac 12 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem contract_q5_total_shielding_beyond : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 262793 5000)) (Rat.frac 202793 5000) (Rat.frac 12 1)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q5_total_shielding_half : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 323127 10000)) (Rat.frac 383127 10000) (Rat.frac 12 1)) (Rat.frac 1 2)) Bool.true := rfl
+theorem contract_q5_total_shielding_half : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 172793 5000)) (Rat.frac 202793 5000) (Rat.frac 12 1)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q5_total_shielding_edge : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 263127 10000)) (Rat.frac 383127 10000) (Rat.frac 12 1)) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_q5_total_shielding_edge : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 142793 5000)) (Rat.frac 202793 5000) (Rat.frac 12 1)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q5_m1_shielding_beyond : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 2302433 100000)) (Rat.frac 1802433 100000) (Rat.frac 5 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem contract_q5_m1_shielding_beyond : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 144009 6250)) (Rat.frac 112759 6250) (Rat.frac 5 1)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q5_m1_shielding_half : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1552433 100000)) (Rat.frac 1802433 100000) (Rat.frac 5 1)) (Rat.frac 1 2)) Bool.true := rfl
+theorem contract_q5_m1_shielding_half : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 48567 3125)) (Rat.frac 112759 6250) (Rat.frac 5 1)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q5_m1_shielding_edge : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1302433 100000)) (Rat.frac 1802433 100000) (Rat.frac 5 1)) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_q5_m1_shielding_edge : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 81509 6250)) (Rat.frac 112759 6250) (Rat.frac 5 1)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q5_m2_shielding_beyond : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1865151 100000)) (Rat.frac 1365151 100000) (Rat.frac 5 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem contract_q5_m2_shielding_beyond : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 2086911 100000)) (Rat.frac 1586911 100000) (Rat.frac 5 1)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q5_m2_shielding_half : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1115151 100000)) (Rat.frac 1365151 100000) (Rat.frac 5 1)) (Rat.frac 1 2)) Bool.true := rfl
+theorem contract_q5_m2_shielding_half : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1336911 100000)) (Rat.frac 1586911 100000) (Rat.frac 5 1)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q5_m2_shielding_edge : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 865151 100000)) (Rat.frac 1365151 100000) (Rat.frac 5 1)) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_q5_m2_shielding_edge : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1086911 100000)) (Rat.frac 1586911 100000) (Rat.frac 5 1)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q5_m3_shielding_beyond : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1727371 200000)) (Rat.frac 1327371 200000) (Rat.frac 2 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem contract_q5_m3_shielding_beyond : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 2162013 250000)) (Rat.frac 1662013 250000) (Rat.frac 2 1)) (Rat.frac 1 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q5_m3_shielding_half : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1127371 200000)) (Rat.frac 1327371 200000) (Rat.frac 2 1)) (Rat.frac 1 2)) Bool.true := rfl
+theorem contract_q5_m3_shielding_half : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1412013 250000)) (Rat.frac 1662013 250000) (Rat.frac 2 1)) (Rat.frac 1 2)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem contract_q5_m3_shielding_edge : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 927371 200000)) (Rat.frac 1327371 200000) (Rat.frac 2 1)) (Rat.frac 0 1)) Bool.true := rfl
+theorem contract_q5_m3_shielding_edge : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1162013 250000)) (Rat.frac 1662013 250000) (Rat.frac 2 1)) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
-theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.nonneg Option.none (Rat.frac 383127 10000) (Rat.frac 12 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg Option.none (Rat.frac 1802433 100000) (Rat.frac 5 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg Option.none (Rat.frac 1365151 100000) (Rat.frac 5 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg Option.none (Rat.frac 1327371 200000) (Rat.frac 2 1))) List.nil))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.nonneg Option.none (Rat.frac 383127 10000) (Rat.frac 12 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg Option.none (Rat.frac 1802433 100000) (Rat.frac 5 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg Option.none (Rat.frac 1365151 100000) (Rat.frac 5 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg Option.none (Rat.frac 1327371 200000) (Rat.frac 2 1))) List.nil)))))) (Rat.frac 0 1)) Bool.true := rfl
+theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.nonneg Option.none (Rat.frac 202793 5000) (Rat.frac 12 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg Option.none (Rat.frac 112759 6250) (Rat.frac 5 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg Option.none (Rat.frac 1586911 100000) (Rat.frac 5 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg Option.none (Rat.frac 1662013 250000) (Rat.frac 2 1))) List.nil))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.nonneg Option.none (Rat.frac 202793 5000) (Rat.frac 12 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg Option.none (Rat.frac 112759 6250) (Rat.frac 5 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg Option.none (Rat.frac 1586911 100000) (Rat.frac 5 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg Option.none (Rat.frac 1662013 250000) (Rat.frac 2 1))) List.nil)))))) (Rat.frac 0 1)) Bool.true := rfl
 
 set_option maxRecDepth 65536 in
 theorem baseline_oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 0 1) (Rat.frac 1 1)) (Rat.frac 0 1)) Bool.true := rfl

@@ -1,6 +1,11 @@
 """Search for the reference strategies of CUMCM 2025 A (Problems 2-5) with the task's replay.
 
     uv run python tasks/CUMCM/cumcm-2025-a-smoke-screen/reference/optimize.py [--rounds N] [--write]
+    uv run python tasks/CUMCM/cumcm-2025-a-smoke-screen/reference/optimize.py \
+        --start tasks/CUMCM/cumcm-2025-a-smoke-screen/reference/run1.json --rounds 4 --write
+
+The second form (how reference.json was made; reference/README.md) polishes stored plans by
+step 3 below, with each question's own single clouds and standalone tracks as candidates.
 
 Every candidate is scored by the replay itself (`tbmm.replay.smoke_screen`, the scene of
 replay.toml), so what is found is what the verifier measures. The search is a seeded,
@@ -476,12 +481,17 @@ def with_replayed_claims(artifact: dict) -> dict:
 
 
 NOTE = (
-    "Verified reference strategies for Problems 2-5, found by reference/optimize.py (seeded, "
-    "deterministic on one machine; `uv run python tasks/CUMCM/cumcm-2025-a-smoke-screen/"
-    "reference/optimize.py --write` regenerates this file) and replayed by "
-    "tbmm.replay.smoke_screen: every claim is the replay's own value. The search is a "
-    "heuristic (single clouds aimed at each missile's sightline, greedy drops on candidate "
-    "tracks, coordinate ascent over UAVs): the best strategies found, not proven optima."
+    "Verified reference strategies for Problems 2-5, found by reference/optimize.py and "
+    "replayed by tbmm.replay.smoke_screen: every claim is the replay's own value. The search "
+    "is a seeded heuristic (single clouds aimed at each missile's sightline, greedy drops on "
+    "candidate tracks, coordinate ascent over UAVs): the best strategies found, not proven "
+    "optima. {how}"
+)
+HOW_SCRATCH = "From scratch: `optimize.py --write`."
+HOW_POLISH = (
+    "Polished from {start}: `uv run python tasks/CUMCM/cumcm-2025-a-smoke-screen/reference/"
+    "optimize.py --start {start} --rounds {rounds} --write` (reference/README.md has the "
+    "provenance of the start and the figures)."
 )
 
 
@@ -499,9 +509,10 @@ def main() -> int:
     ap.add_argument(
         "--start",
         type=Path,
-        help="polish: start each question from this reference.json's plans (no single-cloud "
-        "scan, no restarts) and keep the ascent's result, never worse than the start; "
-        "questions not in --questions are copied unchanged",
+        help="polish: start each question from this reference.json's plans (candidates: the "
+        "question's own single clouds and standalone tracks; no restarts) and keep the "
+        "ascent's result, never worse than the start; questions not in --questions are "
+        "copied unchanged",
     )
     args = ap.parse_args()
     scene = load_scene()
@@ -520,10 +531,22 @@ def main() -> int:
         for qid in args.questions.split(","):
             q = scene.questions[qid]
             plan = from_artifact(start[qid], q)
-            pools = {u: search.standalone(u, q, {}) for u in q.uavs}
+            singles = {}
+            for u, m in itertools.product(q.uavs, q.missiles):
+                found = search.single(u, m, q, n=1500, keep=8, iters=50)
+                if found:
+                    singles[(u, m)] = found
+            # candidates: u's standalone tracks and its best single clouds, complete
+            pools = {
+                u: search.standalone(u, q, singles)
+                + [t.copy() for m in q.missiles for _, t in singles.get((u, m), [])[:2]]
+                for u in q.uavs
+            }
+            log(f"{qid} candidates: {sum(map(len, pools.values()))} tracks")
             plan = ascend(search, q, plan, args.rounds, log, pools)
             artifact[qid] = to_artifact(plan, q)
-        return finish(artifact, args.write, log, search)
+        how = HOW_POLISH.format(start=args.start.as_posix(), rounds=args.rounds)
+        return finish(artifact, args.write, log, search, how)
 
     singles: dict = {}
     q5 = scene.questions["q5"]
@@ -563,12 +586,13 @@ def main() -> int:
         for u, t in best_plan.items():
             if t.drops:
                 seeds.setdefault(u, []).append(t.copy())
-    return finish(artifact, args.write, log, search)
+    return finish(artifact, args.write, log, search, HOW_SCRATCH)
 
 
-def finish(artifact: dict, write: bool, log, search: Search) -> int:
+def finish(artifact: dict, write: bool, log, search: Search, how: str) -> int:
     artifact = with_replayed_claims(artifact)
-    text = json.dumps({"artifact": artifact, "note": NOTE}, indent=2, ensure_ascii=False) + "\n"
+    note = NOTE.format(how=how)
+    text = json.dumps({"artifact": artifact, "note": note}, indent=2, ensure_ascii=False) + "\n"
     if write:
         (TASK / "reference.json").write_text(text, encoding="utf-8")
     print(text)

@@ -10,26 +10,26 @@ cat > /root/results/cumcm-2025-a-smoke-screen_result.json <<'TBMM_ANCHOR_EOF'
       "speed_mps": 135.733811
     },
     "fy2": {
-      "heading_deg": 289.521381,
-      "speed_mps": 133.843511
+      "heading_deg": 289.547907,
+      "speed_mps": 133.844753
     },
     "fy3": {
-      "heading_deg": 89.384121,
-      "speed_mps": 127.165639
+      "heading_deg": 89.388982,
+      "speed_mps": 127.123251
     },
     "fy4": {
-      "heading_deg": 259.893807,
-      "speed_mps": 138.099094
+      "heading_deg": 259.868768,
+      "speed_mps": 138.264675
     },
     "fy5": {
-      "heading_deg": 121.49527,
-      "speed_mps": 137.645484
+      "heading_deg": 121.789637,
+      "speed_mps": 137.612986
     },
     "drops": [
       {
         "uav": "FY1",
         "release_time_s": 0.0,
-        "fuse_delay_s": 3.595777
+        "fuse_delay_s": 3.595956
       },
       {
         "uav": "FY1",
@@ -43,68 +43,73 @@ cat > /root/results/cumcm-2025-a-smoke-screen_result.json <<'TBMM_ANCHOR_EOF'
       },
       {
         "uav": "FY2",
-        "release_time_s": 5.435804,
-        "fuse_delay_s": 5.340181
+        "release_time_s": 5.437299,
+        "fuse_delay_s": 5.339658
       },
       {
         "uav": "FY2",
-        "release_time_s": 6.811184,
-        "fuse_delay_s": 1.032548
+        "release_time_s": 6.688553,
+        "fuse_delay_s": 1.089725
+      },
+      {
+        "uav": "FY2",
+        "release_time_s": 7.907333,
+        "fuse_delay_s": 0.006192
       },
       {
         "uav": "FY3",
-        "release_time_s": 19.326951,
-        "fuse_delay_s": 3.37705
+        "release_time_s": 19.305719,
+        "fuse_delay_s": 3.40695
       },
       {
         "uav": "FY3",
-        "release_time_s": 20.341951,
-        "fuse_delay_s": 3.963604
+        "release_time_s": 20.308882,
+        "fuse_delay_s": 4.020166
       },
       {
         "uav": "FY3",
-        "release_time_s": 24.773378,
-        "fuse_delay_s": 0.789318
+        "release_time_s": 24.438477,
+        "fuse_delay_s": 1.17252
       },
       {
         "uav": "FY4",
-        "release_time_s": 0.660749,
-        "fuse_delay_s": 11.146595
+        "release_time_s": 0.630216,
+        "fuse_delay_s": 11.122195
       },
       {
         "uav": "FY4",
-        "release_time_s": 2.184189,
-        "fuse_delay_s": 12.134693
+        "release_time_s": 2.167407,
+        "fuse_delay_s": 12.134883
       },
       {
         "uav": "FY5",
-        "release_time_s": 11.467221,
-        "fuse_delay_s": 2.331228
+        "release_time_s": 11.463749,
+        "fuse_delay_s": 2.385174
       },
       {
         "uav": "FY5",
-        "release_time_s": 18.309739,
-        "fuse_delay_s": 1.957308
+        "release_time_s": 18.434935,
+        "fuse_delay_s": 1.855373
       }
     ],
-    "m1_shielding_s": 18.02433,
-    "m2_shielding_s": 13.65151,
-    "m3_shielding_s": 6.636855,
-    "total_shielding_s": 38.3127
+    "m1_shielding_s": 18.04144,
+    "m2_shielding_s": 15.86911,
+    "m3_shielding_s": 6.648052,
+    "total_shielding_s": 40.5586
   },
   "q2": {
     "fy1": {
-      "heading_deg": 177.902094,
-      "speed_mps": 96.144251
+      "heading_deg": 176.641865,
+      "speed_mps": 70.0
     },
     "drops": [
       {
         "uav": "FY1",
         "release_time_s": 0.0,
-        "fuse_delay_s": 2.888548
+        "fuse_delay_s": 2.496687
       }
     ],
-    "shielding_s": 4.528895
+    "shielding_s": 4.542871
   },
   "q3": {
     "fy1": {
@@ -115,7 +120,7 @@ cat > /root/results/cumcm-2025-a-smoke-screen_result.json <<'TBMM_ANCHOR_EOF'
       {
         "uav": "FY1",
         "release_time_s": 0.0,
-        "fuse_delay_s": 3.603321
+        "fuse_delay_s": 3.603695
       },
       {
         "uav": "FY1",
@@ -124,43 +129,43 @@ cat > /root/results/cumcm-2025-a-smoke-screen_result.json <<'TBMM_ANCHOR_EOF'
       },
       {
         "uav": "FY1",
-        "release_time_s": 5.585775,
-        "fuse_delay_s": 6.053827
+        "release_time_s": 5.585639,
+        "fuse_delay_s": 6.05419
       }
     ],
-    "shielding_s": 7.618536
+    "shielding_s": 7.618921
   },
   "q4": {
     "fy1": {
-      "heading_deg": 177.894613,
-      "speed_mps": 96.083632
+      "heading_deg": 177.230587,
+      "speed_mps": 79.817263
     },
     "fy2": {
-      "heading_deg": 303.363255,
-      "speed_mps": 137.966652
+      "heading_deg": 303.359107,
+      "speed_mps": 138.063854
     },
     "fy3": {
-      "heading_deg": 75.303168,
-      "speed_mps": 136.511741
+      "heading_deg": 75.285686,
+      "speed_mps": 136.512434
     },
     "drops": [
       {
         "uav": "FY1",
         "release_time_s": 0.0,
-        "fuse_delay_s": 2.886355
+        "fuse_delay_s": 2.640877
       },
       {
         "uav": "FY2",
-        "release_time_s": 7.227891,
-        "fuse_delay_s": 4.596136
+        "release_time_s": 7.218073,
+        "fuse_delay_s": 4.597116
       },
       {
         "uav": "FY3",
-        "release_time_s": 21.84475,
-        "fuse_delay_s": 1.566642
+        "release_time_s": 21.854606,
+        "fuse_delay_s": 1.558582
       }
     ],
-    "shielding_s": 11.66057
+    "shielding_s": 11.66979
   }
 }
 TBMM_ANCHOR_EOF
