@@ -5,42 +5,167 @@ mkdir -p /root/results
 cat > /root/results/cumcm-2025-a-smoke-screen_result.json <<'TBMM_ANCHOR_EOF'
 {
   "q5": {
-    "total_shielding_s": 19.9,
-    "m1_shielding_s": 10.3,
-    "m2_shielding_s": 6.2,
-    "m3_shielding_s": 3.4,
-    "fy1_drops": [
+    "fy1": {
+      "heading_deg": 179.627834,
+      "speed_mps": 135.733811
+    },
+    "fy2": {
+      "heading_deg": 289.547907,
+      "speed_mps": 133.844753
+    },
+    "fy3": {
+      "heading_deg": 89.388982,
+      "speed_mps": 127.123251
+    },
+    "fy4": {
+      "heading_deg": 259.868768,
+      "speed_mps": 138.264675
+    },
+    "fy5": {
+      "heading_deg": 121.789637,
+      "speed_mps": 137.612986
+    },
+    "drops": [
       {
-        "heading_deg": 179.356,
-        "speed_mps": 120.0,
-        "release_time_s": 0.5
+        "uav": "FY1",
+        "release_time_s": 0.0,
+        "fuse_delay_s": 3.595956
       },
       {
-        "heading_deg": 180.0,
-        "speed_mps": 140.0,
-        "release_time_s": 3.0
+        "uav": "FY1",
+        "release_time_s": 3.452905,
+        "fuse_delay_s": 5.217418
+      },
+      {
+        "uav": "FY1",
+        "release_time_s": 5.435545,
+        "fuse_delay_s": 5.895584
+      },
+      {
+        "uav": "FY2",
+        "release_time_s": 5.437299,
+        "fuse_delay_s": 5.339658
+      },
+      {
+        "uav": "FY2",
+        "release_time_s": 6.688553,
+        "fuse_delay_s": 1.089725
+      },
+      {
+        "uav": "FY2",
+        "release_time_s": 7.907333,
+        "fuse_delay_s": 0.006192
+      },
+      {
+        "uav": "FY3",
+        "release_time_s": 19.305719,
+        "fuse_delay_s": 3.40695
+      },
+      {
+        "uav": "FY3",
+        "release_time_s": 20.308882,
+        "fuse_delay_s": 4.020166
+      },
+      {
+        "uav": "FY3",
+        "release_time_s": 24.438477,
+        "fuse_delay_s": 1.17252
+      },
+      {
+        "uav": "FY4",
+        "release_time_s": 0.630216,
+        "fuse_delay_s": 11.122195
+      },
+      {
+        "uav": "FY4",
+        "release_time_s": 2.167407,
+        "fuse_delay_s": 12.134883
+      },
+      {
+        "uav": "FY5",
+        "release_time_s": 11.463749,
+        "fuse_delay_s": 2.385174
+      },
+      {
+        "uav": "FY5",
+        "release_time_s": 18.434935,
+        "fuse_delay_s": 1.855373
       }
     ],
-    "fy3_drops": [
-      {
-        "heading_deg": 136.876,
-        "speed_mps": 139.551,
-        "release_time_s": 23.606
-      },
-      {
-        "heading_deg": 148.289,
-        "speed_mps": 138.277,
-        "release_time_s": 32.892
-      },
-      {
-        "heading_deg": 149.729,
-        "speed_mps": 135.931,
-        "release_time_s": 34.64
-      }
-    ]
+    "m1_shielding_s": 18.04144,
+    "m2_shielding_s": 15.86911,
+    "m3_shielding_s": 6.648052,
+    "total_shielding_s": 40.5586
   },
   "q2": {
-    "shielding_s": 4.5
+    "fy1": {
+      "heading_deg": 176.641865,
+      "speed_mps": 70.0
+    },
+    "drops": [
+      {
+        "uav": "FY1",
+        "release_time_s": 0.0,
+        "fuse_delay_s": 2.496687
+      }
+    ],
+    "shielding_s": 4.542871
+  },
+  "q3": {
+    "fy1": {
+      "heading_deg": 179.649713,
+      "speed_mps": 140.0
+    },
+    "drops": [
+      {
+        "uav": "FY1",
+        "release_time_s": 0.0,
+        "fuse_delay_s": 3.603695
+      },
+      {
+        "uav": "FY1",
+        "release_time_s": 3.680014,
+        "fuse_delay_s": 5.382459
+      },
+      {
+        "uav": "FY1",
+        "release_time_s": 5.585639,
+        "fuse_delay_s": 6.05419
+      }
+    ],
+    "shielding_s": 7.618921
+  },
+  "q4": {
+    "fy1": {
+      "heading_deg": 177.230587,
+      "speed_mps": 79.817263
+    },
+    "fy2": {
+      "heading_deg": 303.359107,
+      "speed_mps": 138.063854
+    },
+    "fy3": {
+      "heading_deg": 75.285686,
+      "speed_mps": 136.512434
+    },
+    "drops": [
+      {
+        "uav": "FY1",
+        "release_time_s": 0.0,
+        "fuse_delay_s": 2.640877
+      },
+      {
+        "uav": "FY2",
+        "release_time_s": 7.218073,
+        "fuse_delay_s": 4.597116
+      },
+      {
+        "uav": "FY3",
+        "release_time_s": 21.854606,
+        "fuse_delay_s": 1.558582
+      }
+    ],
+    "shielding_s": 11.66979
   }
 }
 TBMM_ANCHOR_EOF
