@@ -282,6 +282,10 @@ def test_agent_process_uid_seen_from_host(session: SandboxSession) -> None:
     while time.monotonic() < deadline and not uids:
         for pid in session.cgroup.pids():  # type: ignore[union-attr]
             try:
+                # the agent's own process: the cgroup also holds the harness's supervisor
+                # and bwrap's setup stages (host root by design, before the command starts)
+                if Path(f"/proc/{pid}/comm").read_text().strip() != "sleep":
+                    continue
                 status = Path(f"/proc/{pid}/status").read_text()
             except OSError:
                 continue
