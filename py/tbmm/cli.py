@@ -16,10 +16,16 @@ from tbmm.tasks import TASKS_ROOT, Task, TaskFormatError, find_task, load_suite
 
 
 class _LazyGroup(TyperGroup):
-    """`tbmm run` (the harness) and `tbmm lean` import a lot; they are loaded when named (or
-    listed by --help), so `tbmm score`/`gate`/`verify` start without them."""
+    """`tbmm run` (the harness), `tbmm lean` and `tbmm export`/`ingest` (Harbor) import a lot;
+    they are loaded when named (or listed by --help), so `tbmm score`/`gate`/`verify` start
+    without them."""
 
-    LAZY = {"run": ("harness.cli", "run_command"), "lean": ("tbmm.lean.cli", "lean_app")}
+    LAZY = {
+        "run": ("harness.cli", "run_command"),
+        "lean": ("tbmm.lean.cli", "lean_app"),
+        "export": ("tbmm.harbor.cli", "export_app"),
+        "ingest": ("tbmm.harbor.cli", "ingest_app"),
+    }
 
     def list_commands(self, ctx: Any) -> list[str]:
         return [*super().list_commands(ctx), *(n for n in self.LAZY if n not in self.commands)]

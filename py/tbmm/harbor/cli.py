@@ -1,0 +1,85 @@
+"""`tbmm export harbor` and `tbmm ingest harbor` (mounted by tbmm.cli)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+err = Console(stderr=True)
+
+export_app = typer.Typer(help="Export the suite for other frameworks.", no_args_is_help=True)
+ingest_app = typer.Typer(
+    help="Read results produced elsewhere into the results store.", no_args_is_help=True
+)
+
+
+def _fail(msg: str, code: int = 2) -> typer.Exit:
+    err.print(f"[red]error:[/red] {msg}", highlight=False)
+    return typer.Exit(code)
+
+
+@export_app.command("harbor")
+def export_harbor_cmd(
+    out: Annotated[Path, typer.Argument(help="Folder to write the Harbor dataset into.")],
+    tasks: Annotated[str, typer.Option("--tasks", help="all | SLUG[,SLUG...]")] = "all",
+    wheelhouse: Annotated[
+        Path | None,
+        typer.Option(
+            "--wheelhouse",
+            help="Use this prepared wheelhouse (one tbmm wheel + requirements.txt) instead "
+            "of building one from the checkout.",
+        ),
+    ] = None,
+    verifier_base: Annotated[
+        str,
+        typer.Option("--verifier-base", help="Base image of the verifier environment (Python 3.11, glibc >= 2.35)."),
+    ] = "python:3.11-slim-bookworm",
+    agent_image: Annotated[
+        str | None,
+        typer.Option(
+            "--agent-image",
+            help="Build the agent environment FROM this prebuilt image (with python3 and the "
+            "scientific stack) instead of python:3.12-slim + pip.",
+        ),
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Replace a previous export in OUT.")] = False,
+    allow_incomplete: Annotated[
+        bool,
+        typer.Option("--allow-incomplete", help="Also export tasks with a missing official attachment."),
+    ] = False,
+    tasks_root: Annotated[Path | None, typer.Option("--tasks-root")] = None,
+) -> None:
+    """Write a self-contained Harbor dataset: task folders (agent environment without any
+    scoring data), a separate verifier environment per task that installs tbmm offline,
+    tests/test.sh writing Harbor's reward files, and the dataset manifest."""
+    from harness.cli import select_tasks
+    from tbmm.harbor.export import ExportError, export_harbor
+
+    try:
+        chosen = select_tasks(
+            tasks,
+            tasks_root,
+            allow_incomplete=allow_incomplete,
+            note=lambda m: err.print(f"[yellow]note:[/yellow] {m}", highlight=False),
+        )
+        res = export_harbor(
+            out,
+            chosen,
+            wheelhouse=wheelhouse,
+            verifier_base=verifier_base,
+            agent_image=agent_image,
+            force=force,
+            progress=lambda m: err.print(f"  {m}", highlight=False),
+        )
+    except (ExportError, KeyError, ValueError, OSError) as exc:
+        raise _fail(str(exc).strip("'")) from exc
+    err.print(
+        f"wrote {len(res.tasks)} Harbor tasks to {res.out} (dataset.toml; wheelhouse "
+        f"{res.wheelhouse_bytes / 2**20:.1f} MiB, hard-linked into every task's tests/; "
+        f"{res.wheel} sha256 {res.wheel_sha256[:16]}…)\n"
+        f"run: harbor run -p {res.out} -a oracle -e docker   then: tbmm ingest harbor jobs/<job>",
+        highlight=False,
+    )
