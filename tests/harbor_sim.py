@@ -114,6 +114,12 @@ def run_test_sh(
     if artifact_dir is not None:
         binds += ["--ro-bind", str(artifact_dir), "/root/results"]
     argv = _base(
-        [*binds, *image_env(task_dir), "bash", "-c", "bash /tests/test.sh > /logs/verifier/test-stdout.txt 2>&1"]
+        [
+            *binds,
+            *image_env(task_dir),
+            "bash",
+            "-c",
+            "bash /tests/test.sh > /logs/verifier/test-stdout.txt 2>&1",
+        ]
     )
     return subprocess.run(argv, capture_output=True, text=True, timeout=600)

@@ -35,7 +35,10 @@ def export_harbor_cmd(
     ] = None,
     verifier_base: Annotated[
         str,
-        typer.Option("--verifier-base", help="Base image of the verifier environment (Python 3.11, glibc >= 2.35)."),
+        typer.Option(
+            "--verifier-base",
+            help="Base image of the verifier environment (Python 3.11, glibc >= 2.35).",
+        ),
     ] = "python:3.11-slim-bookworm",
     agent_image: Annotated[
         str | None,
@@ -45,10 +48,14 @@ def export_harbor_cmd(
             "scientific stack) instead of python:3.12-slim + pip.",
         ),
     ] = None,
-    force: Annotated[bool, typer.Option("--force", help="Replace a previous export in OUT.")] = False,
+    force: Annotated[
+        bool, typer.Option("--force", help="Replace a previous export in OUT.")
+    ] = False,
     allow_incomplete: Annotated[
         bool,
-        typer.Option("--allow-incomplete", help="Also export tasks with a missing official attachment."),
+        typer.Option(
+            "--allow-incomplete", help="Also export tasks with a missing official attachment."
+        ),
     ] = False,
     tasks_root: Annotated[Path | None, typer.Option("--tasks-root")] = None,
 ) -> None:

@@ -263,7 +263,9 @@ def build_wheelhouse(dest: Path, checkout: Path) -> Wheelhouse:
     uv.lock and download those wheels for the verifier's Python and platform."""
     uv = shutil.which("uv")
     if uv is None:
-        raise ExportError("`uv` is needed to build the wheel (pip install uv), or pass --wheelhouse")
+        raise ExportError(
+            "`uv` is needed to build the wheel (pip install uv), or pass --wheelhouse"
+        )
     dest.mkdir(parents=True, exist_ok=True)
     _run([uv, "build", "--wheel", "-o", str(dest), str(checkout)], "uv build", cwd=checkout)
     deps = _run(
@@ -338,7 +340,11 @@ def check_wheel_tasks(wheel: Path, tasks: Iterable[Any]) -> None:
 def task_files(task_dir: Path) -> list[Path]:
     """The files Harbor packages for a task (config, instruction, README, environment,
     tests, solution), sorted by their relative path."""
-    out = [task_dir / f for f in ("task.toml", "instruction.md", "README.md") if (task_dir / f).is_file()]
+    out = [
+        task_dir / f
+        for f in ("task.toml", "instruction.md", "README.md")
+        if (task_dir / f).is_file()
+    ]
     for sub in ("environment", "tests", "solution"):
         d = task_dir / sub
         if d.is_dir():
