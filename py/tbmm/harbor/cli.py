@@ -90,3 +90,46 @@ def export_harbor_cmd(
         f"run: harbor run -p {res.out} -a oracle -e docker   then: tbmm ingest harbor jobs/<job>",
         highlight=False,
     )
+
+
+@ingest_app.command("harbor")
+def ingest_harbor_cmd(
+    job_dir: Annotated[Path, typer.Argument(help="A Harbor job directory (<jobs>/<job>).")],
+    db: Annotated[Path, typer.Option("--db", help="SQLite results store.")] = Path(
+        "runs/tbmm.sqlite"
+    ),
+    name: Annotated[
+        str | None,
+        typer.Option("--name", help="Entry id for these trials (default: harbor-<agent>@<model>)."),
+    ] = None,
+    tasks_root: Annotated[Path | None, typer.Option("--tasks-root")] = None,
+) -> None:
+    """Store a Harbor job's trials: each collected artifact verified again by tbmm (Harbor's
+    reward kept for the record), ATIF trajectories, agent logs, tokens and cost. Trials whose
+    infrastructure failed are listed, not scored. Idempotent: a stored trial is skipped."""
+    from harness.harbor_ingest import IngestError, ingest_job
+    from harness.store import StoreError
+
+    try:
+        s = ingest_job(
+            job_dir,
+            db,
+            name=name,
+            tasks_root=tasks_root,
+            say=lambda m: err.print(f"  {m}", highlight=False),
+        )
+    except (IngestError, StoreError, OSError) as exc:
+        raise _fail(str(exc)) from exc
+    for line in s.errors:
+        err.print(f"[yellow]error, not scored:[/yellow] {line}", highlight=False)
+    for line in s.skipped:
+        err.print(f"[yellow]skipped:[/yellow] {line}", highlight=False)
+    for line in s.reward_mismatches:
+        err.print(f"[magenta]reward mismatch:[/magenta] {line}", highlight=False)
+    err.print(
+        f"{job_dir}: stored {len(s.stored)} trial(s) into {db} "
+        f"({', '.join(s.entries) or 'no entry'}); {s.already} already stored, "
+        f"{len(s.errors)} infrastructure error(s) not scored, {len(s.skipped)} skipped",
+        highlight=False,
+    )
+    raise typer.Exit(1 if s.errors else 0)

@@ -1,0 +1,409 @@
+"""`tbmm ingest harbor JOB_DIR`: a Harbor job directory into the results store.
+
+Harbor runs the agents (on its local or cloud environments) and its verifier writes a
+reward; tbmm stores its OWN verdict: every trial's collected artifact is verified again
+here (`tbmm.verify`, Lean included), and Harbor's reward is kept beside it for the record
+(a reward that disagrees with ours is reported, never stored as the score).
+
+Per trial directory (layout in `tbmm.harbor.layout`), from `result.json` (Harbor's
+TrialResult, read as plain JSON so Harbor need not be installed): the task (`tbmm/<slug>`),
+the agent and model, timings, token usage and cost, the exception if any; the artifact
+from `artifacts/<output path>`; the ATIF trajectory `agent/trajectory.json`, stored as it is;
+the agent's log files and the verifier's output.
+
+Which trials are scores: a trial without an exception, or whose exception is the agent's
+(Harbor's policy says its reward is valid: timeout, non-zero exit, context exceeded...), or
+comes from Harbor's verifier alone (the artifact was collected; ours decides), is verified
+and stored. A trial whose infrastructure failed (the environment never started, the model
+API was unreachable, setup failed: the agent never ran, or Harbor's policy says the reward
+is not valid) is NOT a score: it is listed as an error and not stored, so a later ingest
+of the re-run job stores the retry.
+
+Seeds: the trials of one (entry, task) get seeds 0, 1, ... in the order they started;
+a trial already stored (matched by Harbor's trial id) is skipped, a new one takes the next
+free seed, so ingesting the same job twice stores nothing new and several jobs of the same
+agent add up.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import stat
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from harness.runner import Entry, Verifier, _verdict_fields, default_verifier
+from harness.store import Store, TrialRecord
+from tbmm.harbor import layout
+
+HARBOR_RESULT = "harbor_result.json"  # blob: Harbor's result.json, as written
+HARBOR_REWARD = "harbor_reward.json"  # blob: what Harbor's verifier said
+LOG_CAP = 16 * 2**20  # each copied log file keeps at most this many bytes (head)
+# Raised by Harbor's verifier after the agent phase: the artifact is there, ours decides.
+VERIFIER_SIDE = frozenset(
+    {
+        "VerifierTimeoutError",
+        "RewardFileNotFoundError",
+        "RewardFileEmptyError",
+        "VerifierOutputParseError",
+        "AddTestsDirError",
+        "DownloadVerifierDirError",
+    }
+)
+MODEL_FREE_AGENTS = frozenset({"oracle", "nop"})  # Harbor agents that call no model
+
+
+class IngestError(ValueError):
+    """The directory is not a Harbor job directory; the message says why."""
+
+
+@dataclass
+class HarborTrial:
+    """One trial directory of a Harbor job, as read from its result.json."""
+
+    dir: Path
+    result: dict[str, Any]
+
+    @property
+    def trial_id(self) -> str:
+        return str(self.result.get("id") or self.result.get("trial_name") or self.dir.name)
+
+    @property
+    def task_name(self) -> str:
+        return str(self.result.get("task_name") or "")
+
+    @property
+    def slug(self) -> str:
+        return self.task_name.rpartition("/")[2]
+
+    @property
+    def agent(self) -> str:
+        return str((self.result.get("agent_info") or {}).get("name") or "unknown")
+
+    @property
+    def model(self) -> str | None:
+        info = (self.result.get("agent_info") or {}).get("model_info") or {}
+        name = info.get("name") or ((self.result.get("config") or {}).get("agent") or {}).get(
+            "model_name"
+        )
+        if not name:
+            return None
+        provider = info.get("provider")
+        return f"{provider}/{name}" if provider and "/" not in str(name) else str(name)
+
+    @property
+    def exception(self) -> dict[str, Any] | None:
+        return self.result.get("exception_info") or None
+
+    @property
+    def environment(self) -> str:
+        env = (self.result.get("config") or {}).get("environment") or {}
+        return str(env.get("type") or env.get("import_path") or "docker")
+
+    def seconds(self, phase: str) -> float:
+        t = self.result.get(phase) or {}
+        a, b = _time(t.get("started_at")), _time(t.get("finished_at"))
+        return max(0.0, b - a) if a is not None and b is not None else 0.0
+
+    @property
+    def started(self) -> float:
+        return _time(self.result.get("started_at")) or 0.0
+
+    @property
+    def agent_ran(self) -> bool:
+        return _time((self.result.get("agent_execution") or {}).get("started_at")) is not None
+
+    def infrastructure_error(self) -> str | None:
+        """Why this trial is not a score (None: it is one)."""
+        exc = self.exception
+        if exc is None:
+            return None
+        kind = str(exc.get("exception_type") or "Exception")
+        why = f"{kind}: {str(exc.get('exception_message') or '').strip()[:300]}"
+        if kind in VERIFIER_SIDE:
+            return None
+        if not self.agent_ran:
+            return f"the agent never ran ({why})"
+        policy = exc.get("policy") or {}
+        if policy.get("has_valid_reward") is False:
+            return why
+        return None
+
+    def exit_reason(self) -> str:
+        exc = self.exception
+        if exc is None or exc.get("exception_type") in VERIFIER_SIDE:
+            return "completed"
+        kind = str(exc.get("exception_type"))
+        return "timeout" if kind == "AgentTimeoutError" else f"harbor:{kind}"
+
+
+def _time(s: Any) -> float | None:
+    if not isinstance(s, str) or not s:
+        return None
+    try:
+        return datetime.fromisoformat(s.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def read_job(job_dir: Path) -> list[HarborTrial]:
+    """Every trial directory of a Harbor job (a directory with a TrialResult result.json)."""
+    job_dir = Path(job_dir)
+    if not job_dir.is_dir():
+        raise IngestError(f"{job_dir}: not a directory")
+    trials = []
+    for d in sorted(p for p in job_dir.iterdir() if p.is_dir() and not p.is_symlink()):
+        f = d / layout.TRIAL_RESULT
+        if not f.is_file():
+            continue
+        try:
+            doc = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise IngestError(f"{f}: not readable JSON ({exc})") from exc
+        if isinstance(doc, dict) and "task_name" in doc and "trial_name" in doc:
+            trials.append(HarborTrial(d, doc))
+    if not trials and not (job_dir / layout.TRIAL_RESULT).is_file():
+        raise IngestError(
+            f"{job_dir}: no trial results (expected <job>/<trial>/result.json of a Harbor job)"
+        )
+    return trials
+
+
+def read_collected(trial_dir: Path, output_path: str, max_bytes: int) -> tuple[str, bytes | None]:
+    """(artifact status, bytes) of a collected artifact. The path must stay inside the
+    trial's artifacts/ without any symlink on the way: the agent controlled that tree."""
+    base = trial_dir / layout.ARTIFACTS_DIR
+    rel = [p for p in Path(output_path).parts if p not in ("/", "", "..")]
+    cur = base
+    for part in rel:
+        cur = cur / part
+        try:
+            st = os.lstat(cur)
+        except FileNotFoundError:
+            return "missing", None
+        if stat.S_ISLNK(st.st_mode):
+            return "not_regular_file", None
+    try:
+        fd = os.open(cur, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return "not_regular_file", None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return "not_regular_file", None
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            data = fh.read(max_bytes + 1)
+    finally:
+        os.close(fd)
+    return ("too_large" if len(data) > max_bytes else "ok"), data
+
+
+def _copy_capped(src: Path, dst: Path) -> None:
+    """A regular file's head (at most LOG_CAP bytes); anything else is skipped."""
+    try:
+        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            dst.write_bytes(fh.read(LOG_CAP))
+    finally:
+        os.close(fd)
+
+
+@dataclass
+class IngestSummary:
+    job_dir: Path
+    entries: list[str] = field(default_factory=list)
+    stored: list[tuple[str, str, int]] = field(default_factory=list)  # (entry, task, seed)
+    already: int = 0
+    errors: list[str] = field(default_factory=list)  # infrastructure failures, not stored
+    skipped: list[str] = field(default_factory=list)  # not tbmm tasks, unreadable trials
+    reward_mismatches: list[str] = field(default_factory=list)
+
+
+def entry_for(trial: HarborTrial, name: str | None) -> Entry:
+    """The leaderboard entry of a Harbor trial: the agent (as `harbor-<agent>`) and model,
+    with the agent's version and kwargs as settings; `name` replaces the derived id."""
+    cfg = (trial.result.get("config") or {}).get("agent") or {}
+    settings: dict[str, Any] = {"via": "harbor"}
+    version = (trial.result.get("agent_info") or {}).get("version")
+    if version:
+        settings["agent_version"] = str(version)
+    if cfg.get("kwargs"):
+        settings["agent_kwargs"] = cfg["kwargs"]
+    return _NamedEntry(f"harbor-{trial.agent}", trial.model, settings, name)
+
+
+@dataclass(frozen=True)
+class _NamedEntry(Entry):
+    name: str | None = None
+
+    @property
+    def entry_id(self) -> str:  # type: ignore[override]
+        return self.name or super().entry_id
+
+
+def _stored_ids(store: Store, entry_id: str) -> dict[str, set[int]]:
+    """Harbor trial ids already stored for an entry, per task: {trial_id: seeds}."""
+    out: dict[str, set[int]] = {}
+    for row in store.trials(entry_id):
+        f = store.runs_dir / str(row.get("blob_dir") or "") / HARBOR_RESULT
+        try:
+            tid = str(json.loads(f.read_text()).get("id"))
+        except (OSError, ValueError, AttributeError):
+            continue
+        out.setdefault(tid, set()).add(int(row["seed"]))
+    return out
+
+
+def ingest_job(
+    job_dir: Path,
+    db: Path,
+    *,
+    name: str | None = None,
+    tasks_root: Path | None = None,
+    verifier: Verifier | None | str = "default",
+    say: Callable[[str], None] | None = None,
+) -> IngestSummary:
+    """Store every scoring trial of a Harbor job (see the module docstring)."""
+    from tbmm.tasks import TASKS_ROOT, load_suite
+
+    say = say or (lambda _m: None)
+    trials = read_job(job_dir)
+    by_slug = {t.slug: t for t in load_suite(tasks_root or TASKS_ROOT)}
+    if verifier == "default":
+        verifier, _why = default_verifier()
+    summary = IngestSummary(Path(job_dir))
+    store = Store(db)
+    try:
+        store.clean_tmp()
+        groups: dict[tuple[str, str], list[HarborTrial]] = {}
+        entries: dict[str, Entry] = {}
+        for tr in trials:
+            if tr.slug not in by_slug:
+                summary.skipped.append(f"{tr.dir.name}: task {tr.task_name!r} is not a tbmm task")
+                continue
+            why = tr.infrastructure_error()
+            if why is not None:
+                summary.errors.append(f"{tr.dir.name} ({tr.slug}): {why}")
+                continue
+            entry = entry_for(tr, name)
+            entries[entry.entry_id] = entry
+            groups.setdefault((entry.entry_id, tr.slug), []).append(tr)
+        for entry in entries.values():
+            store.ensure_entry(entry.entry_id, entry.agent, entry.model, entry.settings)
+        summary.entries = sorted(entries)
+        known = {eid: _stored_ids(store, eid) for eid in entries}
+        for (eid, slug), group in sorted(groups.items()):
+            task = by_slug[slug]
+            taken = {s for seeds in known[eid].values() for s in seeds}
+            taken |= {s for t, s in store.done(eid) if t == slug}
+            for tr in sorted(group, key=lambda t: (t.started, t.dir.name)):
+                if tr.trial_id in known[eid]:
+                    summary.already += 1
+                    continue
+                seed = next(s for s in range(len(taken) + 1) if s not in taken)
+                rec = _record(tr, entries[eid], task, seed, verifier, store, summary)
+                taken.add(seed)
+                summary.stored.append((eid, slug, seed))
+                say(f"{slug} seed {seed}: {rec.artifact_status}, O-Eval {rec.o_eval_exact}")
+    finally:
+        store.close()
+    return summary
+
+
+def _record(
+    tr: HarborTrial,
+    entry: Entry,
+    task: Any,
+    seed: int,
+    verifier: Verifier | None,
+    store: Store,
+    summary: IngestSummary,
+) -> TrialRecord:
+    scratch = store.scratch_dir()
+    blobs = scratch / "blobs"
+    blobs.mkdir()
+    try:
+        status, data = read_collected(tr.dir, task.output_path, task.caps.max_bytes)
+        v0 = time.monotonic()
+        fields: dict[str, Any] = {}
+        detail = f"harbor trial {tr.result.get('trial_name')} ({tr.environment})"
+        if verifier is not None:
+            try:
+                fields = _verdict_fields(verifier(task, data if status == "ok" else None))
+            except Exception as exc:  # a verifier crash is not a score either way
+                fields = {"verdict": {"error": f"{type(exc).__name__}: {exc}"}}
+                detail += "; verification raised"
+        verify_s = time.monotonic() - v0
+        exc = tr.exception
+        if exc is not None:
+            detail += f"; {exc.get('exception_type')}: {str(exc.get('exception_message'))[:300]}"
+        rewards = (tr.result.get("verifier_result") or {}).get("rewards")
+        ours = fields.get("o_eval")
+        theirs = rewards.get("reward") if isinstance(rewards, dict) else None
+        if theirs is not None and ours is not None and float(theirs) != float(ours):
+            summary.reward_mismatches.append(
+                f"{tr.dir.name}: Harbor's reward {theirs}, tbmm's verdict {ours} (stored)"
+            )
+        # blobs: Harbor's own record, the artifact, our verdict, the ATIF trajectory, logs
+        (blobs / HARBOR_RESULT).write_text(json.dumps(tr.result, indent=1))
+        if rewards is not None:
+            (blobs / HARBOR_REWARD).write_text(json.dumps(rewards, indent=1, sort_keys=True))
+        if data is not None and status == "ok":
+            (blobs / Path(task.output_path).name).write_bytes(data)
+        if fields.get("verdict") is not None:
+            (blobs / "verdict.json").write_text(json.dumps(fields["verdict"], indent=1))
+        agent_dir = tr.dir / layout.AGENT_DIR
+        if agent_dir.is_dir() and not agent_dir.is_symlink():
+            for f in sorted(agent_dir.iterdir()):
+                target = f.name if f.name == layout.TRAJECTORY else f"agent-{f.name}"
+                _copy_capped(f, blobs / target)
+        _copy_capped(tr.dir / "verifier" / layout.TEST_STDOUT, blobs / "verifier-stdout.txt")
+        usage = tr.result.get("agent_result") or {}
+        cost = usage.get("cost_usd")
+        rec = TrialRecord(
+            entry_id=entry.entry_id,
+            agent=entry.agent,
+            model=entry.model,
+            task=task.slug,
+            suite=task.suite,
+            seed=seed,
+            backend=f"harbor:{tr.environment}",
+            started_at=tr.started,
+            finished_at=_time(tr.result.get("finished_at")) or tr.started,
+            duration_s=_span(tr),
+            setup_s=tr.seconds("environment_setup") + tr.seconds("agent_setup"),
+            agent_s=tr.seconds("agent_execution"),
+            verify_s=verify_s,
+            exit_reason=tr.exit_reason(),
+            detail=detail,
+            turns=0,
+            artifact_status=status,
+            artifact_size=len(data) if data is not None else None,
+            artifact_sha256=hashlib.sha256(data).hexdigest() if data is not None else None,
+            artifact=data if status == "ok" else None,
+            tokens_in=int(usage.get("n_input_tokens") or 0),
+            tokens_out=int(usage.get("n_output_tokens") or 0),
+            requests=0,
+            cost_usd=0.0 if tr.agent in MODEL_FREE_AGENTS else cost,
+            **fields,
+        )
+        store.commit(rec, blobs)
+        return rec
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _span(tr: HarborTrial) -> float:
+    a, b = _time(tr.result.get("started_at")), _time(tr.result.get("finished_at"))
+    return max(0.0, b - a) if a is not None and b is not None else 0.0
