@@ -98,7 +98,15 @@ def run_command(
     model: str | None = typer.Option(None, "--model", help="model name (llm / CLI agents)"),
     tasks: str = typer.Option("all", "--tasks", help="all | SLUG[,SLUG...]"),
     seeds: int = typer.Option(1, "--seeds", min=1, help="seeds 0..N-1 per task"),
-    backend: str = typer.Option("auto", "--backend", help="auto | docker | sandbox | bwrap"),
+    backend: str = typer.Option(
+        "auto", "--backend", help="auto | docker | sandbox | bwrap | harbor (needs --env)"
+    ),
+    harbor_env: str | None = typer.Option(
+        None, "--env", help="--backend harbor: Harbor environment (docker, daytona, modal, ...)"
+    ),
+    harbor_dataset: Path | None = typer.Option(
+        None, "--harbor-dataset", help="--backend harbor: a `tbmm export harbor` dataset to run"
+    ),
     allow_weaker_isolation: bool = typer.Option(
         False,
         "--allow-weaker-isolation",
@@ -137,6 +145,10 @@ def run_command(
     Tasks with a missing official attachment ("incomplete") are skipped by `--tasks all`
     and refused by name unless --allow-incomplete."""
     console = Console(stderr=True)
+    if backend == "harbor":
+        _run_harbor(agent, model, tasks, seeds, harbor_env, harbor_dataset, concurrency, db,
+                    resume, tasks_root, allow_incomplete, console)  # fmt: skip
+        return
     price = (price_in, price_out) if price_in is not None and price_out is not None else None
     the_agent = build_agent(
         agent,
@@ -179,6 +191,51 @@ def run_command(
         f"skipped {summary.skipped} already stored, {summary.wall_s:.1f}s -> {db}"
     )
     _print_leaderboard(db, tasks_root)
+
+
+def _run_harbor(
+    agent: str,
+    model: str | None,
+    tasks: str,
+    seeds: int,
+    env: str | None,
+    dataset: Path | None,
+    concurrency: int,
+    db: Path,
+    resume: bool,
+    tasks_root: Path | None,
+    allow_incomplete: bool,
+    console: Console,
+) -> None:
+    """`--backend harbor`: Harbor runs the sweep on `--env`, tbmm ingests the job."""
+    from harness.harbor_ingest import IngestError
+    from harness.harbor_run import HarborUnavailable, run_with_harbor
+
+    say = lambda m: console.print(m, highlight=False)  # noqa: E731
+    try:
+        if env is None:
+            raise ValueError("--backend harbor needs --env (a Harbor environment: docker, daytona, modal, ...)")
+        if resume:
+            raise ValueError("--resume does not apply to --backend harbor: each run adds --seeds attempts")
+        selected = select_tasks(tasks, tasks_root, allow_incomplete=allow_incomplete, note=say)
+        summary, code = run_with_harbor(
+            agent=agent, model=model, tasks=selected, seeds=seeds, env=env,
+            concurrency=concurrency, db=db, dataset=dataset, say=say,
+        )  # fmt: skip
+    except (HarborUnavailable, IngestError, RuntimeError, ValueError, KeyError, OSError) as exc:
+        console.print(f"[red]error:[/red] {str(exc).strip(chr(39))}", highlight=False)
+        raise typer.Exit(2) from exc
+    for line in summary.errors:
+        console.print(f"[yellow]error, not scored:[/yellow] {line}", highlight=False)
+    console.print(
+        f"harbor exited {code}; stored {len(summary.stored)} trial(s) "
+        f"({', '.join(summary.entries) or 'no entry'}), {len(summary.errors)} infrastructure "
+        f"error(s) not scored -> {db}",
+        highlight=False,
+    )
+    _print_leaderboard(db, tasks_root)
+    if code != 0 or summary.errors:
+        raise typer.Exit(1)
 
 
 def check_isolation(
