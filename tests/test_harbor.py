@@ -400,3 +400,28 @@ def test_a_verifier_crash_writes_no_reward(tmp_path: Path) -> None:
     assert res["report"] is None and "KeyError" in res["error"]
     assert hr.write_outputs(res, tmp_path) == 3
     assert sorted(p.name for p in tmp_path.iterdir()) == ["verdict.json"]
+
+
+def test_cli_export_with_a_prepared_wheelhouse(
+    exported: Path, full_suite: list[Task], tmp_path: Path
+) -> None:
+    """`tbmm export harbor OUT --tasks SLUG --wheelhouse DIR` (the command line; the wheelhouse
+    of a previous export, as an installed tbmm without a checkout would use)."""
+    from typer.testing import CliRunner
+
+    from tbmm.cli import app
+
+    t = full_suite[-1]
+    out = tmp_path / "ds"
+    wh = exported / t.slug / "tests" / "wheelhouse"
+    r = CliRunner().invoke(
+        app, ["export", "harbor", str(out), "--tasks", t.slug, "--wheelhouse", str(wh)]
+    )
+    assert r.exit_code == 0, r.output
+    assert sorted(p.name for p in out.iterdir()) == ["README.md", "dataset.toml", t.slug]
+    same = exported / t.slug
+    for rel in ("task.toml", "tests/test.sh", "tests/Dockerfile", "environment/Dockerfile"):
+        assert (out / t.slug / rel).read_text() == (same / rel).read_text(), rel
+    assert hx.content_digest(out / t.slug) == hx.content_digest(same)
+    r = CliRunner().invoke(app, ["export", "harbor", str(out), "--tasks", t.slug])
+    assert r.exit_code == 2 and "not empty" in r.output

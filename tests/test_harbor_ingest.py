@@ -245,3 +245,16 @@ def test_collected_artifact_behind_a_symlinked_directory_is_not_read(
     results.mkdir()
     (results / Path(t.manifest.output_path).name).write_bytes(b"x" * 100)
     assert read_collected(trial, t.manifest.output_path, 10)[0] == "too_large"
+
+
+def test_cli_ingest(job: dict[str, Any], tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from tbmm.cli import app
+
+    db = tmp_path / "r.sqlite"
+    r = CliRunner().invoke(app, ["ingest", "harbor", str(job["dir"]), "--db", str(db)])
+    assert r.exit_code == 1, r.output  # infrastructure errors were listed
+    assert "error, not scored" in r.output and "stored 5 trial(s)" in r.output
+    r = CliRunner().invoke(app, ["ingest", "harbor", str(job["dir"]), "--db", str(db)])
+    assert "stored 0 trial(s)" in r.output and "5 already stored" in r.output

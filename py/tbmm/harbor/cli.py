@@ -10,10 +10,24 @@ from rich.console import Console
 
 err = Console(stderr=True)
 
-export_app = typer.Typer(help="Export the suite for other frameworks.", no_args_is_help=True)
-ingest_app = typer.Typer(
-    help="Read results produced elsewhere into the results store.", no_args_is_help=True
+export_app = typer.Typer(
+    help="Export the suite for other frameworks.", no_args_is_help=True, add_completion=False
 )
+ingest_app = typer.Typer(
+    help="Read results produced elsewhere into the results store.",
+    no_args_is_help=True,
+    add_completion=False,
+)
+
+
+@export_app.callback()
+def _export() -> None:
+    """Export the suite for other frameworks (`tbmm export harbor OUT`)."""
+
+
+@ingest_app.callback()
+def _ingest() -> None:
+    """Read results produced elsewhere into the results store (`tbmm ingest harbor JOB_DIR`)."""
 
 
 def _fail(msg: str, code: int = 2) -> typer.Exit:
