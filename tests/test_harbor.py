@@ -180,10 +180,11 @@ def _blobs(path: Path) -> list[bytes]:
 
 
 def leaks(task_dir: Path, task: Task) -> list[str]:
-    """What of the task's scoring data is visible to the agent (environment/, instruction)."""
+    """What of the task's scoring data the export put into the agent's environment/ (the
+    instruction is checked to be the task's own, byte for byte: what it says is the task
+    author's matter, the same in tbmm's own runs)."""
     found = []
     visible = [p for p in (task_dir / "environment").rglob("*") if p.is_file()]
-    visible.append(task_dir / "instruction.md")
     numbers = _anchor_numbers(task)
     for p in visible:
         if p.name in SCORING_NAMES or p.suffix == ".whl":
@@ -197,6 +198,7 @@ def test_agent_environment_holds_no_scoring_data(exported: Path, full_suite: lis
     for t in full_suite:
         d = exported / t.slug
         assert leaks(d, t) == [], t.slug
+        assert (d / "instruction.md").read_bytes() == (t.dir / "instruction.md").read_bytes()
         # exactly the task's agent data, byte for byte, and a Dockerfile
         ours = sorted(
             p.relative_to(t.dir / "environment").as_posix()
@@ -218,7 +220,6 @@ def test_the_leak_check_finds_planted_scoring_data(
     t = next(x for x in full_suite if _anchor_numbers(x))
     d = tmp_path / t.slug
     shutil.copytree(exported / t.slug / "environment", d / "environment")
-    shutil.copyfile(exported / t.slug / "instruction.md", d / "instruction.md")
     (d / "environment" / "data" / "notes.txt").write_text(f"x = {sorted(_anchor_numbers(t))[0]}")
     shutil.copyfile(t.dir / "scoring.toml", d / "environment" / "scoring.toml")
     with zipfile.ZipFile(d / "environment" / "data" / "hidden.xlsx", "w") as zf:
@@ -289,7 +290,7 @@ def _expected(task: Task, data: bytes | None) -> dict[str, Any]:
 
 def _failing(task: Task, anchor: bytes) -> bytes:
     """The oracle's artifact with one gate check broken (or `{}` if none can be)."""
-    doc = read_artifact(anchor)
+    doc = read_artifact(anchor, task.caps)
     for _inst, path, value in violations(task, doc):
         return (exact.dumps(with_leaf(doc, path, value)) + "\n").encode()
     return b"{}\n"
@@ -411,7 +412,7 @@ def test_cli_export_with_a_prepared_wheelhouse(
 
     from tbmm.cli import app
 
-    t = full_suite[-1]
+    t = [x for x in full_suite if not x.incomplete][-1]  # `--tasks` refuses incomplete ones
     out = tmp_path / "ds"
     wh = exported / t.slug / "tests" / "wheelhouse"
     r = CliRunner().invoke(
