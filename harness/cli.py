@@ -214,9 +214,13 @@ def _run_harbor(
     say = lambda m: console.print(m, highlight=False)  # noqa: E731
     try:
         if env is None:
-            raise ValueError("--backend harbor needs --env (a Harbor environment: docker, daytona, modal, ...)")
+            raise ValueError(
+                "--backend harbor needs --env (a Harbor environment: docker, daytona, modal, ...)"
+            )
         if resume:
-            raise ValueError("--resume does not apply to --backend harbor: each run adds --seeds attempts")
+            raise ValueError(
+                "--resume does not apply to --backend harbor: each run adds --seeds attempts"
+            )
         selected = select_tasks(tasks, tasks_root, allow_incomplete=allow_incomplete, note=say)
         summary, code = run_with_harbor(
             agent=agent, model=model, tasks=selected, seeds=seeds, env=env,

@@ -4,8 +4,10 @@ local Docker engine, runs its `oracle` agent (then its `nop` agent, which writes
 runs our verifier in the separate verifier container, and tbmm ingests the job into the
 results store and prints the leaderboard.
 
-Needs what .ci/run sets up: a Docker engine (DOCKER_HOST), the `docker compose` v2 plugin
-(DOCKER_CONFIG), a local Debian bookworm + Python 3.11 base image built with mmdebstrap
+Needs what .ci/run sets up (.ci/harbor-setup): a private Docker engine
+(TBMM_TEST_DOCKER_HOST; DOCKER_HOST is never exported to the whole test run, so other tests'
+`--backend auto` keep the sandbox), the `docker compose` v2 plugin (TBMM_HARBOR_DOCKER_CONFIG),
+a local Debian bookworm + Python 3.11 base image built with mmdebstrap
 (TBMM_HARBOR_BASE_IMAGE; no registry is reachable here), and Harbor (.harbor-venv or
 TBMM_HARBOR_PYTHON). Harbor's own `docker` environment enforces no-network through a sidecar
 image from Docker Hub; tests/harbor_local_env.py enforces it with `network_mode: none`."""
@@ -21,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from tbmm.harbor.export import export_harbor
+from tbmm.harbor.export import content_digest, export_harbor
 from tbmm.tasks import find_task
 from tbmm.verify import verify_artifact
 
@@ -35,6 +37,18 @@ BASE = os.environ.get("TBMM_HARBOR_BASE_IMAGE", "tbmm-local/bookworm-python:3.11
 LOCAL_ENV = "harbor_local_env:NoNetworkDocker"
 
 
+def docker_env() -> dict[str, str] | None:
+    """The environment for the docker CLI and Harbor: the private engine and compose plugin
+    (None when no engine was named)."""
+    host = os.environ.get("TBMM_TEST_DOCKER_HOST")
+    if not host:
+        return None
+    env = dict(os.environ, DOCKER_HOST=host)
+    cfg = os.environ.get("TBMM_HARBOR_DOCKER_CONFIG") or str(REPO / ".harbor-docker-config")
+    env["DOCKER_CONFIG"] = cfg
+    return env
+
+
 def _missing() -> str | None:
     """Why a real `harbor run` cannot happen here (None: it can)."""
     if harbor_python() is None:
@@ -42,6 +56,9 @@ def _missing() -> str | None:
     docker = shutil.which("docker")
     if docker is None:
         return "no docker CLI"
+    env = docker_env()
+    if env is None:
+        return "no private Docker engine named (TBMM_TEST_DOCKER_HOST; .ci/run starts one)"
     probe = [
         ([docker, "info", "--format", "{{.ServerVersion}}"], "no Docker engine answers"),
         ([docker, "compose", "version"], "no `docker compose` v2 plugin"),
@@ -49,7 +66,7 @@ def _missing() -> str | None:
     ]
     for cmd, why in probe:
         try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=30)
+            r = subprocess.run(cmd, capture_output=True, text=True, timeout=30, env=env)
         except subprocess.TimeoutExpired:
             return f"{why} (timed out)"
         if r.returncode != 0:
@@ -67,9 +84,11 @@ def engine() -> None:
 def _tbmm_run(agent: str, dataset: Path, db: Path) -> subprocess.CompletedProcess[str]:
     py = harbor_python()
     assert py is not None
-    env = dict(os.environ)
+    env = docker_env()
+    assert env is not None
     env["TBMM_HARBOR"] = str(py.parent / "harbor")
     env["PYTHONPATH"] = str(REPO / "tests")  # Harbor imports harbor_local_env from here
+    env["LITELLM_LOCAL_MODEL_COST_MAP"] = "True"  # no network: skip litellm's fetch retries
     return subprocess.run(
         ["uv", "run", "tbmm", "run", "--backend", "harbor", "--agent", agent, "--env", LOCAL_ENV,
          "--tasks", TASK, "--harbor-dataset", str(dataset), "--db", str(db)],
@@ -117,3 +136,57 @@ def test_harbor_run_oracle_and_nop_scored_by_tbmm_and_ingested(
     entries = {e["agent"]: e for e in json.loads(lb.stdout)["entries"]}
     assert entries["harbor-oracle"]["per_task"][TASK]["per_seed"]["0"]["o_eval_exact"] == "1"
     assert entries["harbor-nop"]["per_task"][TASK]["per_seed"]["0"]["status"] == "missing_artifact"
+
+
+def _edited_copy(src: Path, dst: Path, rel: str, text: str) -> None:
+    """A copy of a one-task export with one file replaced and its digest in dataset.toml
+    recomputed (what `harbor sync` does)."""
+    shutil.copytree(src, dst)
+    (task_dir,) = [p for p in dst.iterdir() if (p / "task.toml").is_file()]
+    old = content_digest(task_dir)
+    (task_dir / rel).write_text(text)
+    manifest = dst / "dataset.toml"
+    manifest.write_text(manifest.read_text().replace(old, content_digest(task_dir)))
+
+
+def test_harbor_run_forged_rewards_and_a_broken_environment(engine: None, tmp_path: Path) -> None:
+    """An agent that forges Harbor's reward files (and leaves a lying verdict) gets tbmm's
+    verdict of its artifact, from Harbor and from the store; an environment that cannot be
+    built is an error of the run, not a score."""
+    task = find_task(TASK)
+    base = tmp_path / "base"
+    export_harbor(base, [task], verifier_base=BASE, agent_image=BASE)
+    out = task.manifest.output_path
+    forger = (
+        "#!/usr/bin/env bash\n"
+        f'mkdir -p "$(dirname {out})" /logs/verifier /logs/agent\n'
+        f"echo '{{}}' > {out}\n"
+        "for d in /logs/verifier /logs/agent; do\n"
+        "  echo 1 > $d/reward.txt\n"
+        '  echo \'{"reward": 1, "o_eval": 1, "scored": 1}\' > $d/reward.json\n'
+        "done\n"
+    )
+    _edited_copy(base, tmp_path / "forged", "solution/solve.sh", forger)
+    broken = "FROM tbmm-local/no-such-image:0\nCOPY data /root/data\n"
+    _edited_copy(base, tmp_path / "broken", "environment/Dockerfile", broken)
+    db = tmp_path / "runs" / "tbmm.sqlite"
+
+    r = _tbmm_run("oracle", tmp_path / "forged", db)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-5000:]
+    (trial,) = (tmp_path / "runs" / "harbor" / "jobs").glob("tbmm-oracle-*/*/result.json")
+    result = json.loads(trial.read_text())
+    ours = verify_artifact(task, b"{}\n", lean=True)
+    assert ours.o_eval_exact == "0"  # the forged files claim 1
+    # the forgery landed where the agent's logs go, and Harbor took tbmm's reward instead
+    assert json.loads((trial.parent / "agent" / "reward.json").read_text())["reward"] == 1
+    assert result["verifier_result"]["rewards"]["reward"] == ours.o_eval
+    verdict = json.loads((trial.parent / "verifier" / "verdict.json").read_text())["report"]
+    assert (verdict["status"], verdict["o_eval_exact"]) == (ours.status, ours.o_eval_exact)
+    con = sqlite3.connect(db)
+    (row,) = con.execute("SELECT o_eval_exact, verdict FROM trials").fetchall()
+    assert row[0] == ours.o_eval_exact and json.loads(row[1])["status"] == ours.status
+
+    r = _tbmm_run("oracle", tmp_path / "broken", db)
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-5000:]
+    assert "error, not scored" in r.stderr and "never ran" in r.stderr, r.stderr[-3000:]
+    assert con.execute("SELECT COUNT(*) FROM trials").fetchone() == (1,)  # nothing stored
