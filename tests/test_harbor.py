@@ -37,10 +37,13 @@ SCORING_NAMES |= {"reference.json", "replay.toml", "artifact_map.toml", "verific
 
 
 def harbor_python() -> Path | None:
-    """Harbor's interpreter: $TBMM_HARBOR_PYTHON, else .harbor-venv (made by .ci/run)."""
+    """Harbor's interpreter: $TBMM_HARBOR_PYTHON, else .harbor-venv (made by .ci/run), else
+    a venv at $TBMM_HARBOR_VENV (where other tests keep theirs)."""
     env = os.environ.get("TBMM_HARBOR_PYTHON")
-    cand = Path(env) if env else HARBOR_VENV / "bin" / "python"
-    return cand if cand.is_file() else None
+    if env:
+        return Path(env) if Path(env).is_file() else None
+    venvs = [HARBOR_VENV, *([Path(v)] if (v := os.environ.get("TBMM_HARBOR_VENV")) else [])]
+    return next((c for v in venvs if (c := v / "bin" / "python").is_file()), None)
 
 
 @pytest.fixture(scope="module")
