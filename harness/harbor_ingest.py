@@ -46,6 +46,9 @@ from tbmm.harbor import layout
 HARBOR_RESULT = "harbor_result.json"  # blob: Harbor's result.json, as written
 HARBOR_REWARD = "harbor_reward.json"  # blob: what Harbor's verifier said
 LOG_CAP = 16 * 2**20  # each copied log file keeps at most this many bytes (head)
+# The agent writes its log folder: at most this many files and bytes of it are kept per trial.
+AGENT_FILES_CAP = 64
+AGENT_BYTES_CAP = 64 * 2**20
 # Raised by Harbor's verifier after the agent phase: the artifact is there, ours decides.
 VERIFIER_SIDE = frozenset(
     {
@@ -204,19 +207,39 @@ def read_collected(trial_dir: Path, output_path: str, max_bytes: int) -> tuple[s
     return ("too_large" if len(data) > max_bytes else "ok"), data
 
 
-def _copy_capped(src: Path, dst: Path) -> None:
-    """A regular file's head (at most LOG_CAP bytes); anything else is skipped."""
+def _copy_capped(src: Path, dst: Path, cap: int = LOG_CAP) -> int:
+    """A regular file's head (at most `cap` bytes); anything else is skipped. Bytes copied."""
     try:
         fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
-        return
+        return 0
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return
+            return 0
         with os.fdopen(fd, "rb", closefd=False) as fh:
-            dst.write_bytes(fh.read(LOG_CAP))
+            data = fh.read(max(0, cap))
+        dst.write_bytes(data)
+        return len(data)
     finally:
         os.close(fd)
+
+
+def copy_agent_logs(agent_dir: Path, blobs: Path) -> list[str]:
+    """The agent's log files (top level, regular files; the ATIF trajectory under its own
+    name, the others as `agent-<name>`) within AGENT_FILES_CAP files and AGENT_BYTES_CAP
+    bytes, each at most LOG_CAP. What was left out, for the trial's detail."""
+    if not agent_dir.is_dir() or agent_dir.is_symlink():
+        return []
+    names = sorted(f.name for f in agent_dir.iterdir())
+    # the trajectory first: it is what viewers and training pipelines read
+    names.sort(key=lambda n: n != layout.TRAJECTORY)
+    left = AGENT_BYTES_CAP
+    for i, name in enumerate(names):
+        if i >= AGENT_FILES_CAP or left <= 0:
+            return [f"agent logs: {len(names) - i} file(s) not kept (caps)"]
+        target = name if name == layout.TRAJECTORY else f"agent-{name}"
+        left -= _copy_capped(agent_dir / name, blobs / target, min(LOG_CAP, left))
+    return []
 
 
 @dataclass
@@ -363,11 +386,8 @@ def _record(
             (blobs / Path(task.output_path).name).write_bytes(data)
         if fields.get("verdict") is not None:
             (blobs / "verdict.json").write_text(json.dumps(fields["verdict"], indent=1))
-        agent_dir = tr.dir / layout.AGENT_DIR
-        if agent_dir.is_dir() and not agent_dir.is_symlink():
-            for f in sorted(agent_dir.iterdir()):
-                target = f.name if f.name == layout.TRAJECTORY else f"agent-{f.name}"
-                _copy_capped(f, blobs / target)
+        for note in copy_agent_logs(tr.dir / layout.AGENT_DIR, blobs):
+            detail += f"; {note}"
         _copy_capped(tr.dir / "verifier" / layout.TEST_STDOUT, blobs / "verifier-stdout.txt")
         usage = tr.result.get("agent_result") or {}
         cost = usage.get("cost_usd")

@@ -11,6 +11,7 @@ tests/test_harbor_run.py."""
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import subprocess
 from pathlib import Path
@@ -258,3 +259,34 @@ def test_cli_ingest(job: dict[str, Any], tmp_path: Path) -> None:
     assert "error, not scored" in r.output and "stored 5 trial(s)" in r.output
     r = CliRunner().invoke(app, ["ingest", "harbor", str(job["dir"]), "--db", str(db)])
     assert "stored 0 trial(s)" in r.output and "5 already stored" in r.output
+
+
+def test_agent_logs_are_capped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The agent writes its log folder: what ingest keeps of it is bounded in files and bytes,
+    the trajectory is kept first, links and folders are not followed."""
+    from harness import harbor_ingest as hi
+
+    monkeypatch.setattr(hi, "AGENT_FILES_CAP", 5)
+    monkeypatch.setattr(hi, "AGENT_BYTES_CAP", 1000)
+    monkeypatch.setattr(hi, "LOG_CAP", 300)
+    agent, blobs = tmp_path / "agent", tmp_path / "blobs"
+    agent.mkdir()
+    blobs.mkdir()
+    for i in range(8):
+        (agent / f"a{i}.txt").write_bytes(b"x" * 500)
+    (agent / "trajectory.json").write_text("{}")
+    (tmp_path / "secret").write_text("not yours")
+    notes = hi.copy_agent_logs(agent, blobs)
+    kept = sorted(p.name for p in blobs.iterdir())
+    assert kept[-1] == "trajectory.json" and len(kept) <= 5
+    assert sum(p.stat().st_size for p in blobs.iterdir()) <= 1000
+    assert all(p.stat().st_size <= 300 for p in blobs.iterdir())
+    assert notes and "not kept" in notes[0]
+    only = tmp_path / "only"
+    only.mkdir()
+    (only / "link.txt").symlink_to(tmp_path / "secret")
+    (only / "sub").mkdir()
+    os.mkfifo(only / "fifo")  # opened without blocking, never read
+    out = tmp_path / "out"
+    out.mkdir()
+    assert hi.copy_agent_logs(only, out) == [] and list(out.iterdir()) == []
