@@ -316,3 +316,29 @@ def test_unreachable_panel_value_is_rejected(suite: list[Task], tmp_path: Path) 
     (d / "panel.json").write_text(json.dumps(panel))
     assert "reference" in _checks(d)
     assert f"{m.id}={bad_value} is unreachable" in _messages(d)
+
+
+def test_instruction_giving_away_the_reference_is_rejected(
+    suite: list[Task], tmp_path: Path
+) -> None:
+    """A worked example that is the reference's own decision prints its numbers: caught."""
+    from tbmm import exact
+
+    def numbers(x: object) -> list[str]:
+        if isinstance(x, dict):
+            return [n for k, v in x.items() if k != "replayed" for n in numbers(v)]
+        if isinstance(x, list):
+            return [n for v in x for n in numbers(v)]
+        return [x.text] if isinstance(x, exact.Num) else []
+
+    t, value = next(
+        (t, n)
+        for t in suite
+        for n in numbers(t.anchor_artifact)
+        if len(n.replace(".", "").replace("-", "").lstrip("0")) >= 5
+    )
+    d = _copy(t, tmp_path)
+    text = (d / "instruction.md").read_text()
+    (d / "instruction.md").write_text(text + f"\nExample: this decision earns {value}.\n")
+    assert "leak" in _checks(d)
+    assert f"gives away a value of the reference answer: {value}" in _messages(d)

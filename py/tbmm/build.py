@@ -139,8 +139,9 @@ def artifact_block(
         "bounds its description states. Extra fields are allowed and ignored; missing fields score "
         "zero.\n\n"
         f"```json\n{json.dumps(schema, indent=2, ensure_ascii=False)}\n```\n\n"
-        "Only this JSON file is scored. It is checked against answers of human Outstanding-award "
-        "papers and against the problem's physical constraints. You may write supporting CSV, XLSX "
+        "Only this JSON file is scored. It is checked against the problem's constraints and "
+        "against verified reference answers (values of award-winning papers where they hold up, "
+        "otherwise answers computed or replayed by the benchmark). You may write supporting CSV, XLSX "
         f"or PNG files under `/root/results`. Time limit: {timeout_sec} seconds.\n"
         + (f"\n## How this answer is checked\n\n{verification.strip()}\n" if verification else "")
     )

@@ -101,6 +101,29 @@ def leaks(task_dir: Path) -> list[str]:
     return out
 
 
+_NUMBER = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.]*\d)")
+
+
+def answer_leaks(anchor: Any, instruction: str) -> list[str]:
+    """Numbers of the reference answer (decisions, claims and replayed values, with at least
+    five significant digits so that statement data such as "56" or "0.1" do not count) that
+    the instruction prints: a worked example or a hint must never be the reference itself."""
+    found: set[str] = set()
+
+    def walk(x: Any) -> None:
+        if isinstance(x, dict):
+            for v in x.values():
+                walk(v)
+        elif isinstance(x, list):
+            for v in x:
+                walk(v)
+        elif isinstance(x, exact.Num) and len(re.sub(r"\D", "", x.text).lstrip("0")) >= 5:
+            found.add(x.text)
+
+    walk(anchor)
+    return sorted(found & set(_NUMBER.findall(instruction)))
+
+
 def validate_task(task_dir: Path) -> list[Problem]:
     slug = task_dir.name
     problems: list[Problem] = []
@@ -201,6 +224,8 @@ def validate_task(task_dir: Path) -> list[Problem]:
         return problems
     if schema != schema_from_map(amap):
         bad("schema", "artifact_schema.json is stale: rerun `tbmm tasks build`")
+    for text in answer_leaks(anchor, (task_dir / "instruction.md").read_text(encoding="utf-8")):
+        bad("leak", f"instruction.md gives away a value of the reference answer: {text}")
     schema_text = json.dumps(schema, ensure_ascii=False)
     prov = m.provenance
     for key in ("paper_id", "paper_title"):
