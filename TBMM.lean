@@ -4,6 +4,9 @@ import TBMM.Int
 import TBMM.Rat
 import TBMM.Forms
 import TBMM.Reward
+import TBMM.Json
+import TBMM.Gate
+import TBMM.Verdict
 import TBMM.Theorems
 import TBMM.Replay.Production
 import TBMM.Replay.ProductionData

@@ -90,7 +90,7 @@ def test_verify_exit_codes_and_names(suite: list[Task], tmp_path: Path) -> None:
     assert (
         "INFEASIBLE" in r.stdout
         and "q5.max_head_speed_mps" in r.stdout
-        and "gate_head_speed_limit" in r.stdout
+        and "check_head_speed_limit" in r.stdout
     )
     nan = tmp_path / "nan.json"
     nan.write_text(exact.dumps(ok.anchor_artifact).replace("11000", "NaN", 1))

@@ -81,3 +81,27 @@ def test_huge_exponent_does_not_hang(syn: Task) -> None:
     rep = run_gate(syn, read_artifact(text))
     # 1e400 is within the exponent limit: an exact (huge) integer, and it satisfies speed <= cost
     assert rep.verdict == "pass"
+
+
+@pytest.mark.parametrize(
+    ("form", "extra"),
+    [
+        ({"form": "interval", "field": "q.a", "lo": "0"}, {"against": "replayed.q.a"}),
+        ({"form": "threshold", "field": "q.a", "op": ">=", "bound": "1"}, {"rhs": ["q.b"]}),
+        ({"form": "order", "lhs": ["q.a"], "rhs": ["q.b"]}, {"fields": ["q.c"]}),
+        (
+            {"form": "agree", "field": "q.a", "against": "replayed.q.a", "tol": "0"},
+            {"lhs": ["q.c"]},
+        ),
+    ],
+)
+def test_a_check_refuses_paths_its_form_does_not_read(form: dict, extra: dict) -> None:
+    """Such a path would still take part in expansion and missing-input handling."""
+    from pydantic import ValidationError
+
+    from tbmm.models import GateCheck
+
+    base = {"id": "c", "justification": "a synthetic check", **form}
+    GateCheck.model_validate(base)
+    with pytest.raises(ValidationError, match="does not read"):
+        GateCheck.model_validate({**base, **extra})

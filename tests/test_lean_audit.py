@@ -88,7 +88,9 @@ def test_synthetic_certificate_is_audited(project: Path, syn: Task) -> None:
     res = audit(project, tasks=[syn])
     assert res.ok, (res.errors, res.findings, res.stale)
     doc = res.to_json()
-    assert doc["obligations"] == len(cert.stated) > 10
+    # one obligation per gate check (over all its instances), the task's O and F, the verdict
+    assert doc["obligations"] == len(cert.stated) == len(syn.gate.check) + 3
+    assert doc["kinds"] == {"check": len(syn.gate.check), "task": 2, "verdict": 1}
     assert doc["tasks"] == {syn.slug: len(cert.stated)}
     assert doc["fidelity"] == {"certificates": 1, "stale": []}
     assert {"interval", "threshold", "product", "order", "count", "sum_to"} <= set(doc["forms"])
@@ -257,9 +259,9 @@ def test_theorem_resting_on_an_axiom_fails_the_audit(project: Path) -> None:
 
 
 @pytest.fixture
-def syn_cert(syn: Task) -> tuple[str, str, list[tuple[str, bool]]]:
-    cert = render(syn, syn.anchor_artifact, contract=True)
-    return cert.text, cert.module, [(o.name, o.expect) for o in cert.stated]
+def syn_cert(syn: Task) -> tuple[str, str, list[str]]:
+    cert = render(syn, syn.anchor_artifact)
+    return cert.text, cert.module, [o.name for o in cert.stated]
 
 
 def test_generated_certificate_is_allowed(syn_cert: tuple[str, str, list]) -> None:
@@ -268,6 +270,7 @@ def test_generated_certificate_is_allowed(syn_cert: tuple[str, str, list]) -> No
 
 
 FIRST = "set_option maxRecDepth 65536 in\ntheorem "
+DEF = "set_option maxRecDepth 65536 in\ndef "
 
 
 def _after_namespace(text: str, extra: str) -> str:
@@ -282,32 +285,59 @@ def _after_namespace(text: str, extra: str) -> str:
             lambda t: _after_namespace(
                 t, "def Forms.threshold (x : Rat) (o : Cmp) (c : Rat) : Bool := Bool.true"
             ),
-            "before each theorem",
+            "before each definition",
         ),
         (
             lambda t: _after_namespace(t, "instance : OfNat Rat 7 := OfNat.mk (Rat.frac 7 1)"),
-            "before each theorem",
+            "before each definition",
         ),
-        (lambda t: _after_namespace(t, "open Forms"), "before each theorem"),
-        (lambda t: _after_namespace(t, "attribute [irreducible] Rat.le"), "before each theorem"),
-        (lambda t: _after_namespace(t, 'notation "T" => Bool.true'), "before each theorem"),
-        (lambda t: _after_namespace(t, "-- a comment"), "before each theorem"),
+        (lambda t: _after_namespace(t, "open Forms"), "before each definition"),
+        (lambda t: _after_namespace(t, "attribute [irreducible] Rat.le"), "before each definition"),
+        (lambda t: _after_namespace(t, 'notation "T" => Bool.true'), "before each definition"),
+        (lambda t: _after_namespace(t, "-- a comment"), "before each definition"),
         (
             lambda t: t.replace(FIRST, "set_option maxHeartbeats 0 in\ntheorem ", 1),
-            "before each theorem",
+            "before each definition",
         ),
+        # the data definitions: fixed names, types and order, library terms only
+        (
+            lambda t: _after_namespace(
+                t, DEF + "Forms.threshold : Task := Task.mk List.nil List.nil List.nil"
+            ),
+            "not a `theorem",
+        ),
+        (lambda t: t.replace(DEF + "task : Task", DEF + "task : Bool", 1), "not a `theorem"),
+        (lambda t: t.replace(DEF + "artifact : Json", DEF + "art : Json", 1), "definitions differ"),
+        (lambda t: t.replace("checkFlags task ", "checkFlags art ", 1), "not a library definition"),
+        (
+            lambda t: t.replace(FIRST, DEF + "extra : Json := Json.null\n\n" + FIRST, 2),
+            "after the first theorem",
+        ),
+        (lambda t: t.replace(DEF + "task : Task", DEF + "Rat : Task", 1), "shadow"),
+        (lambda t: t.replace("checkFlags task 1 ", "checkFlags task 0 ", 1), "states the flags"),
+        (
+            lambda t: re.sub(
+                r"(theorem check_\w+ : Eq \()[^\n]*(\) Bool\.true := \(rfl\))",
+                r"\1Bool.true\2",
+                t,
+                count=1,
+            ),
+            "must state",
+        ),
+        (lambda t: t.replace("(Verdict.given task", "(Verdict.eval task", 1), "must state"),
         (lambda t: t.replace(FIRST, FIRST + "_root_.", 1), "not a `theorem"),
-        (lambda t: t.replace(":= rfl", ":= by decide", 1), "not a `theorem"),
-        (lambda t: t.replace(":= rfl", ":= sorry", 1), "not a `theorem"),
+        (lambda t: t.replace(":= (rfl)", ":= by decide", 1), "not a `theorem"),
+        (lambda t: t.replace(":= (rfl)", ":= sorry", 1), "not a `theorem"),
+        (lambda t: t.replace(":= (rfl)", ":= rfl", 1), "not a `theorem"),
         (lambda t: t.replace("import TBMM", "import TBMM.Core", 1), "only import"),
         (lambda t: t.replace("namespace ", "namespace Other.", 1), "namespace"),
-        (lambda t: t.replace("Forms.", "Forms.Other.", 1), "not a library definition"),
+        (lambda t: t.replace("Check.", "Check.Other.", 1), "not a library definition"),
         (lambda t: t.replace("(Rat.frac", "(fun x => x) (Rat.frac", 1), "not a library definition"),
         (lambda t: t.replace("(Rat.frac", '(Rat.frac "1"', 1), "not allowed"),
-        (lambda t: t.replace(FIRST + "gate_", FIRST + "Rat ", 1), "not a `theorem"),
-        (lambda t: t.replace(FIRST + "gate_ratio_ge_one ", FIRST + "Rat ", 1), "shadow"),
-        (lambda t: t.replace("Bool.true := rfl", "Bool.false := rfl", 1), "truth value"),
-        (lambda t: t.replace(FIRST + "gate_", FIRST + "gate_x", 1), "differ"),
+        (lambda t: t.replace(FIRST + "check_", FIRST + "Rat ", 1), "not a `theorem"),
+        (lambda t: t.replace(FIRST + "check_ratio_ge_one ", FIRST + "Rat ", 1), "shadow"),
+        (lambda t: t.replace("Bool.true := (rfl)", "Bool.false := (rfl)", 1), "not a `theorem"),
+        (lambda t: t.replace(FIRST + "check_", FIRST + "check_x", 1), "differ"),
         (lambda t: t + "theorem extra : Eq Bool.true Bool.true := rfl\n", "close with"),
         (
             lambda t: re.sub(

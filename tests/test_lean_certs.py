@@ -14,8 +14,14 @@ import pytest
 from tbmm import exact
 from tbmm.gate import run_gate
 from tbmm.lean.audit import audit
-from tbmm.lean.build import build, check_module, project_root
-from tbmm.lean.certify import CERT_DIR, check_artifact, render, write_anchor_certificates
+from tbmm.lean.build import build, project_root
+from tbmm.lean.certify import (
+    CERT_DIR,
+    check_artifact,
+    groups,
+    render,
+    write_anchor_certificates,
+)
 from tbmm.mutate import violations, with_leaf
 from tbmm.scoring import read_artifact
 from tbmm.tasks import Task
@@ -32,7 +38,7 @@ def by_slug(suite: list[Task], slug: str) -> Task:
 def test_committed_certificates_are_up_to_date(suite: list[Task], tmp_path: Path) -> None:
     write_anchor_certificates(suite, tmp_path)
     fresh = sorted((tmp_path / CERT_DIR).iterdir())
-    assert len(fresh) == 36
+    assert len(fresh) == 2 * len(suite)  # a module and its sidecar per task
     for f in fresh:
         committed = ROOT / CERT_DIR / f.name
         assert committed.is_file(), f"{f.name} not committed: run `tbmm lean certify`"
@@ -47,7 +53,15 @@ def test_all_certificates_build_and_audit_clean(suite: list[Task]) -> None:
     a = audit(ROOT)
     j = a.to_json()
     assert j["ok"], j
-    assert j["obligations"] >= 624
+    # one obligation per gate check (over all its instances) and per declared list with a
+    # minimum length, the task's O and F, one verdict per task, and whatever exact replays
+    # restate about their own numbers
+    checks = sum(len(t.gate.check) for t in suite)
+    lists = sum(1 for t in suite for ls in t.artifact_map.lists if ls.min_items > 0)
+    k = j["kinds"]
+    assert k["check"] == checks and k.get("items", 0) == lists
+    assert k["task"] == 2 * len(suite) and k["verdict"] == len(suite)
+    assert j["obligations"] == checks + lists + 3 * len(suite) + k.get("replay", 0)
     assert len(j["tasks"]) == len(suite)
     for form in ("interval", "count", "sum_to", "order", "threshold", "product"):
         assert j["forms"].get(form, 0) > 0, form
@@ -55,23 +69,27 @@ def test_all_certificates_build_and_audit_clean(suite: list[Task]) -> None:
     assert all(not axs for axs in j["axioms"].values())
 
 
-def test_infeasible_anchor_gets_witnesses_not_claims(suite: list[Task]) -> None:
+def test_infeasible_anchor_states_its_failures_not_feasibility(suite: list[Task]) -> None:
+    """An anchor recorded infeasible: its certificate states, kernel-checked, exactly the
+    failing instances of each check and the verdict ⟨infeasible, 0, −1⟩."""
     for t in suite:
-        failing = {i.name for i in run_gate(t, t.anchor_artifact).failed}
-        side = json.loads(
-            (ROOT / CERT_DIR / (render(t, {}).module.rsplit(".", 1)[-1] + ".json")).read_text()
-        )
-        witnesses = {o["decl"].rsplit(".", 1)[-1] for o in side if not o["expect"]}
+        failing = {(i.check.id, i.index or 0) for i in run_gate(t, t.anchor_artifact).failed}
+        cert = render(t, t.anchor_artifact)
+        (it,) = cert.items
+        stated = {
+            (g.id, f.index)
+            for g, fs in zip(groups(t), it.expected.flags, strict=True)
+            for f in fs
+            if f.status in ("fail", "bad") and g.kind == "check"
+        }
+        assert stated == failing, t.slug
+        verdict = next(o for o in cert.obligations if o.kind == "verdict")
         if t.gate.anchor.feasible:
-            assert not failing and not witnesses, t.slug
+            assert not failing and it.expected.feasible, t.slug
+            assert " Bool.true (Rat." in verdict.statement
         else:
-            assert failing, t.slug
-            expected = {
-                "gate_" + n.replace("[", "_").replace("]", "") + "_violated" for n in failing
-            }
-            assert witnesses == expected, (t.slug, witnesses, expected)
-            claims = {o["decl"].rsplit(".", 1)[-1] for o in side if o["expect"]}
-            assert not {w.removesuffix("_violated") for w in witnesses} & claims
+            assert failing and not it.expected.feasible, t.slug
+            assert verdict.statement.endswith("Bool.false (Rat.frac 0 1) (Rat.negFrac 1 1)")
 
 
 def _mutations(suite: list[Task]) -> list[tuple[str, str, str, Fraction]]:
@@ -89,9 +107,14 @@ def _mutations(suite: list[Task]) -> list[tuple[str, str, str, Fraction]]:
     return picked
 
 
-def test_mutations_are_kernel_proved_and_name_the_field(suite: list[Task], tmp_path: Path) -> None:
-    """A single-leaf violation: the kernel proves the violation (the verify certificate states
-    Python's verdict) and refuses the claim of feasibility (the old certificate shape)."""
+def test_mutations_are_kernel_proved_and_name_the_field(suite: list[Task]) -> None:
+    """A single-leaf violation: the kernel confirms the failing instance (naming its check
+    and field) and the verdict ⟨infeasible, 0, −1⟩; a certificate claiming the mutated
+    artifact feasible is refused at exactly that check and the verdict. One Lean run for
+    all of them (`check_batch`)."""
+    from tbmm.lean.certify import check_batch
+    from tbmm.scoring import score_task
+
     muts = _mutations(suite)
     forms = {
         next(c.form.value for c in by_slug(suite, s).gate.check if c.id == n.split("[")[0])
@@ -105,26 +128,32 @@ def test_mutations_are_kernel_proved_and_name_the_field(suite: list[Task], tmp_p
         "threshold",
         "product",
     }, (len(muts), forms)
-    claims = []
-    for slug, inst_name, path, value in muts:
+    entries = []
+    for slug, _, path, value in muts:
         t = by_slug(suite, slug)
-        mutated = with_leaf(t.anchor_artifact, path, value)
-        res = check_artifact(t, mutated)
+        doc = with_leaf(t.anchor_artifact, path, value)
+        entries.append((t, doc, None, None))
+    results = check_batch(entries)
+    for (slug, inst_name, path, _), res in zip(muts, results, strict=True):
         assert res.outcome == "fail" and res.ok, (slug, inst_name, path, res.to_json())
-        decl = "gate_" + inst_name.replace("[", "_").replace("]", "")
-        hit = [f for f in res.failing if f.startswith(decl + "_violated ")]
-        assert hit and path in hit[0] and "kernel proved" in hit[0], (slug, decl, res.failing)
-        failed = {
-            "gate_" + i.name.replace("[", "_").replace("]", "") for i in run_gate(t, mutated).failed
-        }
-        assert decl in failed
-        claims.append((failed, render(t, mutated, module=f"Claim{len(claims)}")))
-    for failed, cert in claims:  # claiming feasibility instead: the kernel refuses exactly those
-        f = tmp_path / f"{cert.module}.lean"
-        f.write_text(cert.text)
-        checked = check_module(f, ROOT)
-        refused = {m.decl for m in checked.messages if m.severity == "error"}
-        assert refused == {f"{cert.module}.{d}" for d in failed}, (failed, refused)
+        check = inst_name.split("[")[0]
+        hit = [f for f in res.failing if f.startswith(f"check_{check}")]
+        assert hit and path in hit[0] and "kernel proved" in hit[0], (slug, check, res.failing)
+        assert "infeasible, O-Eval 0, Robust BO-Eval -1" in res.lean_verdict
+    # Claiming feasibility instead (Python's flags and verdict of the anchor): refused
+    # exactly at the broken checks.
+    claims = []
+    for slug, _, path, value in muts:
+        t = by_slug(suite, slug)
+        doc = with_leaf(t.anchor_artifact, path, value)
+        g = run_gate(t, t.anchor_artifact)
+        s = score_task(t, t.anchor_artifact)
+        claims.append((t, doc, g, s))
+    refuted = check_batch(claims, diagnose=False)
+    for (t, doc, _, _), res in zip(claims, refuted, strict=True):
+        broken = {f"check_{i.check.id}" for i in run_gate(t, doc).failed}
+        # the verdict is stated from the checks' flags: the lie is refuted at the checks
+        assert {d.decl for d in res.disagreements} - {"verdict"} == broken, (t.slug, broken)
 
 
 def test_non_vacuity_predicate_rejects_then_accepts_corrected(suite: list[Task]) -> None:
@@ -169,16 +198,20 @@ def test_feasible_anchor_verifies_in_lean(suite: list[Task], slug: str) -> None:
 
 def test_every_task_has_a_kernel_proved_mutation(suite: list[Task]) -> None:
     """For every task, one single-leaf violation of a real anchor field is proved in Lean."""
+    from tbmm.lean.certify import check_batch
+
+    picked = []
     for t in suite:
         found = next(violations(t, t.anchor_artifact), None)
         assert found, t.slug
         inst, path, value = found
-        res = check_artifact(t, with_leaf(t.anchor_artifact, path, value))
-        decl = "gate_" + inst.name.replace("[", "_").replace("]", "") + "_violated"
-        assert res.outcome == "fail"
-        assert any(f.startswith(decl + " ") and path in f for f in res.failing), (
+        picked.append((t, inst, path, with_leaf(t.anchor_artifact, path, value)))
+    results = check_batch([(t, doc, None, None) for t, _, _, doc in picked])
+    for (t, inst, path, _), res in zip(picked, results, strict=True):
+        assert res.outcome == "fail", (t.slug, res.to_json())
+        assert any(f.startswith(f"check_{inst.check.id}") and path in f for f in res.failing), (
             t.slug,
-            decl,
+            inst.name,
             res.failing,
         )
 
@@ -189,16 +222,19 @@ def test_every_task_has_a_kernel_proved_mutation(suite: list[Task]) -> None:
 def test_score_disagreement_is_its_own_outcome(
     suite: list[Task], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """A Python that miscomputes O-Eval (here: always 1/2) gets exit 3 and both values,
-    Lean's computed by the kernel; never "infeasible", never Python's value as the score."""
+    """A Python that miscomputes the headline O-Eval (here: always 1/2) gets exit 3 and both
+    verdicts, Lean's read back from the kernel; never "infeasible", never Python's value as
+    the score."""
     from typer.testing import CliRunner
 
-    from tbmm import rules
+    from tbmm import scoring
     from tbmm.cli import app
     from tbmm.verify import verify_artifact
 
-    t = by_slug(suite, "cumcm-2024-b-production-decision")
-    monkeypatch.setattr(rules, "o_eval", lambda raw, oracle: Fraction(1, 2))
+    t = by_slug(suite, "mcm-2025-b-juneau-tourism")
+    good = verify_artifact(t, t.anchor_artifact_bytes())
+    assert good.exit_code == 0, good.failing
+    monkeypatch.setattr(scoring, "panel_o_eval", lambda *a: Fraction(1, 2))
     rep = verify_artifact(t, t.anchor_artifact_bytes())
     assert (rep.exit_code, rep.status, rep.lean, rep.gate) == (
         3,
@@ -207,14 +243,17 @@ def test_score_disagreement_is_its_own_outcome(
         "pass",
     )
     (d,) = rep.lean_detail["disagreements"]
-    assert (d["decl"], d["python"], d["lean"]) == ("oeval", "= 0.5", "= 1")
-    assert any("oeval" in f and "Python = 0.5, Lean kernel = 1" in f for f in rep.failing)
+    assert d["decl"] == "verdict" and "O-Eval 0.5," in d["python"], d
+    assert (
+        d["lean"]
+        == f"⟨feasible, O-Eval {good.o_eval_exact}, Robust BO-Eval {good.robust_bo_eval_exact}⟩"
+    ), d
     assert rep.o_eval_exact == "0"  # no score is claimed
     assert rep.score  # Python's scores are kept to diagnose, not as the verdict
     art = tmp_path / "a.json"
     art.write_bytes(t.anchor_artifact_bytes())
     r = CliRunner().invoke(app, ["verify", str(art), "--task", t.slug])
-    assert r.exit_code == 3 and "NO VERDICT" in r.stdout and "Lean kernel = 1" in r.stdout
+    assert r.exit_code == 3 and "NO VERDICT" in r.stdout and "Lean kernel ⟨feasible" in r.stdout
 
 
 def _doctored_gate(t: Task, doc: dict, flip: str):  # noqa: ANN202
@@ -222,24 +261,27 @@ def _doctored_gate(t: Task, doc: dict, flip: str):  # noqa: ANN202
     report = run_gate(t, doc)
     inst = next(i for i in report.instances if i.status == flip)
     inst.status = "fail" if flip == "pass" else "pass"
-    return report, "gate_" + inst.name.replace("[", "_").replace("]", "")
+    return report, "check_" + inst.check.id
 
 
 def test_gate_disagreement_either_way(suite: list[Task]) -> None:
-    """Python hides a violation, or invents one: the kernel refutes Python's statement."""
+    """Python hides a violation, or invents one: the kernel refutes Python's statement and
+    shows its own flags for that check."""
+    from tbmm.scoring import score_task
+
     t = by_slug(suite, "cumcm-2024-a-dragon-dance")
     doc = read_artifact(infeasible_dragon(t))  # an infeasible artifact: both kinds exist
     report, decl = _doctored_gate(t, doc, flip="fail")  # hidden violation
-    res = check_artifact(t, doc, gate_report=report)
+    res = check_artifact(t, doc, gate_report=report, score=score_task(t, doc, gate_failed=True))
     assert res.outcome == "disagreement"
     (d,) = res.disagreements
-    assert d.decl == decl and d.python.endswith("= true") and d.lean.endswith("= false"), d
+    assert d.decl == decl and d.python == "passes" and d.lean.startswith("flags ["), d
+    assert d.lean.endswith("fail") and d.fields, d
     report, decl = _doctored_gate(t, doc, flip="pass")  # invented violation
-    res = check_artifact(t, doc, gate_report=report)
+    res = check_artifact(t, doc, gate_report=report, score=score_task(t, doc, gate_failed=True))
     assert res.outcome == "disagreement"
     (d,) = res.disagreements
-    assert d.decl == decl + "_violated" and d.python.endswith("= false"), d
-    assert d.lean.endswith("= true") and d.fields, d
+    assert d.decl == decl and d.python.startswith("flags [") and d.lean == "passes", d
 
 
 def test_kernel_values_read_back_exact_rationals() -> None:

@@ -37,6 +37,7 @@ REPLAY_MODULES = [
 ]
 CORE_MODULES = [
     *("TBMM.Core", "TBMM.Int", "TBMM.Rat", "TBMM.Forms", "TBMM.Reward"),
+    *("TBMM.Json", "TBMM.Gate", "TBMM.Verdict"),
     *(f"TBMM.Lemmas.{m}" for m in LEMMAS),
     "TBMM.Theorems",
     *REPLAY_MODULES,

@@ -11,48 +11,104 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from tbmm import exact
+from tbmm.exact import fraction_to_text as text_of
+from tbmm.gate import run_gate
 from tbmm.lean.audit import FORBIDDEN, AuditResult, audit
 from tbmm.lean.build import CERT_DIR, build, check_module, copy_project, project_root
-from tbmm.lean.certify import REGENERATE, render
+from tbmm.lean.certify import REGENERATE, module_name, render
+from tbmm.lean.terms import artifact_term
 from tbmm.mutate import violations, with_leaf
-from tbmm.tasks import Task
+from tbmm.tasks import Task, load_suite, load_task
 
 REPO = project_root(Path(__file__).resolve().parent)
-TARGET = "Cumcm2024BProductionDecision"  # its q3 gate states 57.666667 ≤ 104
+SLUG = "mcm-2025-b-juneau-tourism"  # a feasible anchor without a replay
+TARGET = module_name(SLUG).rsplit(".", 1)[-1]
 CERT = CERT_DIR / f"{TARGET}.lean"
-OPTION = "set_option maxRecDepth 65536 in\n"
 
 Edit = Callable[[Path], None]
 
 
-def on_line(theorem: str, old: str, new: str, count: int = 1) -> Edit:
-    """Replace `old` by `new` in the line of `theorem` (exactly `count` occurrences)."""
+def _task() -> Task:
+    return next(t for t in load_suite() if t.slug == SLUG)
+
+
+_CHECKS = [c.id for c in _task().gate.check]
+FIRST_CHECK, SECOND_CHECK = (f"check_{c}" for c in _CHECKS[:2])
+
+
+def _line(root: Path, start: str) -> tuple[list[str], int]:
+    lines = (root / CERT).read_text().split("\n")
+    return lines, next(i for i, s in enumerate(lines) if s.startswith(start))
+
+
+def on_line(start: str, old: str, new: str, count: int = 1) -> Edit:
+    """Replace `old` by `new` in the line starting with `start` (exactly `count` occurrences)."""
 
     def edit(root: Path) -> None:
-        f = root / CERT
-        lines = f.read_text().split("\n")
-        k = next(i for i, s in enumerate(lines) if s.startswith(f"theorem {theorem} :"))
-        assert lines[k].count(old) == count, (theorem, old, lines[k].count(old))
+        lines, k = _line(root, start)
+        assert lines[k].count(old) == count, (start, old, lines[k].count(old))
         lines[k] = lines[k].replace(old, new)
-        f.write_text("\n".join(lines))
+        (root / CERT).write_text("\n".join(lines))
 
     return edit
 
 
-def whole_line(theorem: str, new: str) -> Edit:
+def theorem(name: str) -> str:
+    return f"theorem {name} :"
+
+
+def _args(term: str, head: str) -> list[tuple[int, int]]:
+    """The spans of the top-level arguments of the first `(head …)` in `term`."""
+    pos = term.index(f"({head} ")
+    spans, depth, i, start = [], 0, pos + len(head) + 2, None
+    while True:
+        c = term[i]
+        if depth == 0 and c == ")":
+            if start is not None:
+                spans.append((start, i))
+            return spans
+        if depth == 0 and c == " ":
+            if start is not None:
+                spans.append((start, i))
+                start = None
+        elif start is None:
+            start = i
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+        i += 1
+
+
+def claim(start: str, head: str, k: int, new: str) -> Edit:
+    """Replace argument `k` of the first `(head …)` in the line starting with `start`."""
+
     def edit(root: Path) -> None:
-        f = root / CERT
-        lines = f.read_text().split("\n")
-        k = next(i for i, s in enumerate(lines) if s.startswith(f"theorem {theorem} :"))
+        lines, j = _line(root, start)
+        a, b = _args(lines[j], head)[k]
+        assert lines[j][a:b] != new
+        lines[j] = lines[j][:a] + new + lines[j][b:]
+        (root / CERT).write_text("\n".join(lines))
+
+    return edit
+
+
+def whole_line(start: str, new: str) -> Edit:
+    def edit(root: Path) -> None:
+        lines, k = _line(root, start)
         lines[k] = new
-        f.write_text("\n".join(lines))
+        (root / CERT).write_text("\n".join(lines))
 
     return edit
 
@@ -76,26 +132,21 @@ def both(*edits: Edit) -> Edit:
     return edit
 
 
-def drop_theorem(theorem: str) -> Edit:
+def drop_theorem(name: str) -> Edit:
     def edit(root: Path) -> None:
-        f = root / CERT
-        text = f.read_text()
-        lines = text.split("\n")
-        k = next(i for i, s in enumerate(lines) if s.startswith(f"theorem {theorem} :"))
-        f.write_text("\n".join(lines[: k - 1] + lines[k + 1 :]))
+        lines, k = _line(root, theorem(name))
+        (root / CERT).write_text("\n".join(lines[: k - 1] + lines[k + 1 :]))
 
     return edit
 
 
-def move_after_end(theorem: str) -> Edit:
+def move_after_end(name: str) -> Edit:
     def edit(root: Path) -> None:
-        f = root / CERT
-        lines = f.read_text().split("\n")
-        k = next(i for i, s in enumerate(lines) if s.startswith(f"theorem {theorem} :"))
+        lines, k = _line(root, theorem(name))
         moved = lines[k - 1 : k + 1]
         rest = lines[: k - 1] + lines[k + 1 :]
         end = rest.index(f"end TBMM.Cert.{TARGET}")
-        f.write_text("\n".join(rest[: end + 1] + moved + rest[end + 1 :]))
+        (root / CERT).write_text("\n".join(rest[: end + 1] + moved + rest[end + 1 :]))
 
     return edit
 
@@ -116,10 +167,82 @@ def delete_certificate(root: Path) -> None:
     (root / CERT).unlink()
 
 
+def forged(change: Callable[[Path], None]) -> Edit:
+    """A forgery the generator itself writes: the task's data edited in a copy of its folder
+    (`change` gets the folder), the certificate and sidecar rendered from the edited data —
+    true statements about the wrong data, which the kernel accepts and only fidelity
+    (regenerate from the real data and compare) can catch."""
+
+    def edit(root: Path) -> None:
+        src = _task().dir
+        dst = root / "forged" / src.parent.name / src.name
+        shutil.copytree(src, dst)
+        change(dst)
+        t = load_task(dst)
+        cert = render(t, t.anchor_artifact)
+        (root / CERT).write_text(cert.text)
+        (root / CERT).with_suffix(".json").write_text(json.dumps(cert.sidecar(), indent=1) + "\n")
+
+    return edit
+
+
+def _sub(file: str, pattern: str, repl: Callable[[re.Match[str]], str]) -> Callable[[Path], None]:
+    def change(d: Path) -> None:
+        f = d / file
+        text, n = re.subn(pattern, repl, f.read_text(), count=1, flags=re.M)
+        assert n == 1, (file, pattern)
+        f.write_text(text)
+
+    return change
+
+
+def _panel_value(d: Path) -> None:
+    f = d / "panel.json"
+    panel = json.loads(f.read_text())
+    paper = next(p for p in panel["papers"] if p.get("values"))
+    k = next(iter(paper["values"]))
+    paper["values"][k] = text_of(Fraction(paper["values"][k]) * 2)
+    f.write_text(json.dumps(panel))
+
+
+def _baseline_value(d: Path) -> None:
+    f = d / "baseline.json"
+    bl = json.loads(f.read_text())
+    values = bl["pipelines"][bl["default_pipeline"]]
+    k = next(iter(values))
+    values[k]["value"] = text_of(Fraction(values[k]["value"]) * 2)
+    f.write_text(json.dumps(bl))
+
+
+def _violating_artifact(root: Path) -> None:
+    """The artifact's def replaced by that of an artifact one leaf over a check's bound."""
+    t = _task()
+    _, path, value = next(violations(t, t.anchor_artifact))
+    text = artifact_term(t, with_leaf(t.anchor_artifact, path, value))
+    lines, k = _line(root, "def artifact :")
+    lines[k] = f"def artifact : Json := {text}"
+    (root / CERT).write_text("\n".join(lines))
+
+
+def _write_violating_anchor(d: Path) -> None:
+    """The task copy's anchor artifact replaced by one leaf over a check's bound."""
+    t = load_task(d)
+    _, path, value = next(violations(t, t.anchor_artifact))
+    anchor = exact.loads((d / "anchor.json").read_text())
+    anchor["artifact"] = with_leaf(t.anchor_artifact, path, value)
+    (d / "anchor.json").write_text(exact.dumps(anchor))
+
+
 FALSE_PROOF = (
     "noncomputable def Nat.div (n m : Nat) : Nat := 0\n"
     "theorem div_body (x : Nat) : Eq (Nat.beq (Nat.div x 2) 0) Bool.true := rfl\n"
     "theorem false_eq_true : Eq Bool.false Bool.true := div_body 4\n"
+)
+VERDICT = theorem("verdict")
+ONE_THIRD = "(Rat.frac 1 3)"  # a claim no anchor verdict of the suite makes
+LIE = (
+    "Eq (Flag.listBeq (Verdict.checkFlags task 0 artifact) "
+    "(List.cons (Flag.mk 0 Status.fail) List.nil)) Bool.true"
 )
 
 
@@ -136,118 +259,88 @@ def M(id: str, edit: Edit, builds: bool, *caught_by: str) -> Mutation:  # noqa: 
 
 
 MUTATIONS = [
-    # The fourteen hand mutations of the issue; the first eight used to build and audit ok.
+    # The fourteen hand mutations of the issue, on the certificate's new shape. The first
+    # eight state true facts about edited data (the generator rendered them from a copy of
+    # the task folder with one number or rule changed, or one statement made trivial): the
+    # kernel accepts them, only fidelity (and the allowlist, for the non-generated ones)
+    # can catch them.
     M(
-        "anchor_down_to_57",
-        on_line(
-            "score_q3_expected_profit",
-            "(Rat.frac 28833333333 500000000)) (Rat.frac 28833333333 500000000)",
-            "(Rat.frac 28833333333 500000000)) (Rat.frac 57 1)",
+        "anchor_band_moved",
+        forged(
+            _sub(
+                "scoring.toml",
+                r'^band = "([^"]+)"',
+                lambda m: f'band = "{text_of(Fraction(m[1]) * 2 + 1)}"',
+            )
         ),
         True,
         "fidelity",
     ),
     M(
-        "bound_104_to_105",
-        on_line("gate_q3_profit_cap", "(Rat.frac 104 1)", "(Rat.frac 105 1)"),
-        True,
-        "fidelity",
-    ),
-    M(
-        "weight_in_both_lists",
-        on_line(
-            "raw",
-            "(Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.any (Option.some (Rat.frac 28833333333 500000000))",
-            "(Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.any (Option.some (Rat.frac 28833333333 500000000))",
-            count=2,
+        "bound_moved",
+        forged(
+            _sub("gate.toml", r'^hi = "([^"]+)"', lambda m: f'hi = "{text_of(Fraction(m[1]) + 1)}"')
         ),
         True,
         "fidelity",
     ),
     M(
-        "band_30_to_31",
-        on_line(
-            "score_q3_expected_profit",
-            "(Rat.frac 28833333333 500000000) (Rat.frac 30 1)",
-            "(Rat.frac 28833333333 500000000) (Rat.frac 31 1)",
-        ),
+        "weight_changed",
+        forged(_sub("scoring.toml", r'^weight = "([^"]+)"', lambda m: 'weight = "3"')),
         True,
         "fidelity",
     ),
-    M(
-        "baseline_F_in_robust_bo",
-        on_line("robust_bo", "(Rat.frac 0 1)", "(Rat.frac 1 2)"),
-        True,
-        "fidelity",
-    ),
+    M("paper_value_changed", forged(_panel_value), True, "fidelity"),
+    M("baseline_F_changed", forged(_baseline_value), True, "fidelity"),
     M(
         "statement_true_eq_true",
         whole_line(
-            "gate_q3_profit_cap", "theorem gate_q3_profit_cap : Eq Bool.true Bool.true := rfl"
+            theorem(SECOND_CHECK), f"theorem {SECOND_CHECK} : Eq (Bool.true) Bool.true := (rfl)"
         ),
         True,
         "fidelity",
         "allowlist",
     ),
     M(
-        "shadowing_forms_threshold",
+        "shadowing_verdict_is",
         both(
             after_namespace(
-                "def Forms.threshold (x : Rat) (op : Cmp) (c : Rat) : Bool := Bool.true\n"
+                "def Verdict.is (v : Verdict) (f : Bool) (o r : Rat) : Bool := Bool.true\n"
             ),
-            on_line("gate_q3_profit_cap", "(Rat.frac 57666667 1000000)", "(Rat.frac 1000 1)"),
+            claim(VERDICT, "Verdict.is", 2, ONE_THIRD),
         ),
         True,
         "fidelity",
         "allowlist",
     ),
     M(
-        "oracle_raw_in_oeval",
-        on_line(
-            "oeval",
-            "Reward.oEval (Rat.frac 1 1) (Rat.frac 1 1)",
-            "Reward.oEval (Rat.frac 2 1) (Rat.frac 2 1)",
+        "direction_changed",
+        forged(
+            _sub("scoring.toml", r'^direction = "([^"]+)"', lambda m: 'direction = "exact_value"')
         ),
         True,
         "fidelity",
     ),
+    M("value_breaks_a_check", _violating_artifact, False, "build", "fidelity"),
     M(
-        "value_to_1000",
-        on_line("gate_q3_profit_cap", "(Rat.frac 57666667 1000000)", "(Rat.frac 1000 1)"),
-        False,
-        "build",
-        "fidelity",
-    ),
-    M(
-        "reward_1_to_half",
-        on_line(
-            "score_q3_expected_profit",
-            "(Rat.frac 30 1)) (Rat.frac 1 1))",
-            "(Rat.frac 30 1)) (Rat.frac 1 2))",
-        ),
+        "oeval_claim_changed",
+        claim(VERDICT, "Verdict.is", 2, ONE_THIRD),
         False,
         "build",
         "fidelity",
     ),
     M(
         "expect_flipped",
-        on_line("gate_q1_type1_error", "Bool.true := rfl", "Bool.false := rfl"),
+        on_line(theorem(FIRST_CHECK), "Bool.true := (rfl)", "Bool.false := (rfl)"),
         False,
         "build",
         "fidelity",
         "allowlist",
     ),
-    M(
-        "theorem_deleted",
-        drop_theorem("gate_q1_type1_error"),
-        True,
-        "fidelity",
-        "allowlist",
-        "sidecar",
-    ),
+    M("theorem_deleted", drop_theorem(SECOND_CHECK), True, "fidelity", "allowlist", "sidecar"),
     M(
         "sorry_proof",
-        on_line("gate_q1_type1_error", ":= rfl", ":= sorry"),
+        on_line(theorem(FIRST_CHECK), ":= (rfl)", ":= sorry"),
         False,
         "build",
         "scan",
@@ -257,13 +350,8 @@ MUTATIONS = [
     M(
         "axiom_proof",
         both(
-            after_namespace(
-                "axiom trustMe : Eq (Forms.threshold (Rat.frac 1000 1) Cmp.le (Rat.frac 104 1)) Bool.true\n"
-            ),
-            whole_line(
-                "gate_q3_profit_cap",
-                "theorem gate_q3_profit_cap : Eq (Forms.threshold (Rat.frac 1000 1) Cmp.le (Rat.frac 104 1)) Bool.true := trustMe",
-            ),
+            after_namespace(f"axiom trustMe : {LIE}\n"),
+            whole_line(theorem(FIRST_CHECK), f"theorem {FIRST_CHECK} : {LIE} := trustMe"),
         ),
         True,
         "scan",
@@ -271,8 +359,30 @@ MUTATIONS = [
         "allowlist",
         "fidelity",
     ),
-    # Beyond the issue's list: the false proof, and every construct the allowlist refuses.
+    # Beyond the issue's list: the false proof, the task's own numbers, and every construct
+    # the allowlist refuses.
     M("false_proof_nat_div", after_namespace(FALSE_PROOF), False, "build", "allowlist", "fidelity"),
+    M(
+        "oracle_claim_changed",
+        claim(theorem("oracle"), "Rat.beq", 1, ONE_THIRD),
+        False,
+        "build",
+        "fidelity",
+    ),
+    M(
+        "violation_forged_consistently",  # the kernel agrees: these are the claims of that artifact
+        forged(_write_violating_anchor),
+        True,
+        "fidelity",
+    ),
+    M(
+        "artifact_def_retyped",
+        on_line("def artifact :", "def artifact : Json :=", "def artifact : Task :="),
+        False,
+        "build",
+        "allowlist",
+        "fidelity",
+    ),
     M(
         "root_theorem",
         after_namespace("theorem _root_.extra : Eq Bool.true Bool.true := rfl\n"),
@@ -284,9 +394,9 @@ MUTATIONS = [
     M(
         "other_option",
         on_line(
-            "gate_q1_type1_error",
-            ":= rfl",
-            ":= rfl\nset_option maxHeartbeats 0 in\ntheorem x : Eq Bool.true Bool.true := rfl",
+            theorem(FIRST_CHECK),
+            ":= (rfl)",
+            ":= (rfl)\nset_option maxHeartbeats 0 in\ntheorem x : Eq Bool.true Bool.true := rfl",
         ),
         True,
         "allowlist",
@@ -310,21 +420,26 @@ MUTATIONS = [
     M("extra_certificate", extra_certificate, True, "fidelity", "allowlist"),
     M(
         "theorem_renamed",
-        on_line(
-            "gate_q1_type1_error", "theorem gate_q1_type1_error :", "theorem gate_q1_typeI_error :"
-        ),
+        on_line(theorem(FIRST_CHECK), f"theorem {FIRST_CHECK} :", "theorem check_renamed :"),
         True,
         "allowlist",
         "fidelity",
         "sidecar",
     ),
     M(
-        "theorem_outside_namespace",
-        move_after_end("gate_q1_type1_error"),
+        "theorem_outside_namespace",  # outside, `task` and `artifact` do not even resolve
+        move_after_end(FIRST_CHECK),
+        False,
+        "build",
+        "allowlist",
+        "fidelity",
+    ),
+    M(
+        "check_lemma_points_elsewhere",  # the second lemma states check 0's flags (both pass)
+        on_line(theorem(SECOND_CHECK), "checkFlags task 1 artifact", "checkFlags task 0 artifact"),
         True,
         "allowlist",
         "fidelity",
-        "sidecar",
     ),
     M("certificate_deleted", delete_certificate, True, "fidelity", "sidecar"),
 ]
@@ -379,22 +494,22 @@ def test_project_mutations_forged_consistently_are_caught(
 ) -> None:
     """The project's own mutation list (`tbmm.mutate.violations`, one breakable instance per
     task), written into each committed certificate as a regenerated-looking forgery that
-    claims the mutated anchor feasible (module and sidecar both rendered by the generator):
-    the kernel refuses each false claim, naming the instance, and the audit reports every
-    module as not what the data generate."""
+    claims the mutated anchor passes (module and sidecar both rendered by the generator,
+    with the anchor's own claims): the kernel refuses each false claim at the broken
+    check, and the audit reports every module as not what the data generate."""
+    from tbmm.lean.certify import expected_from
+    from tbmm.scoring import score_task
+
     root = copy_project(tmp_path / "p", built)
     named: dict[str, str] = {}
     for t in suite:
         inst, path, value = next(violations(t, t.anchor_artifact))
-        cert = render(
-            t,
-            with_leaf(t.anchor_artifact, path, value),
-            contract=True,
-        )
+        claims = expected_from(t, run_gate(t, t.anchor_artifact), score_task(t, t.anchor_artifact))
+        cert = render(t, with_leaf(t.anchor_artifact, path, value), expected=claims)
         f = root / CERT_DIR / f"{cert.stem}.lean"
         f.write_text(cert.text)
         f.with_suffix(".json").write_text(json.dumps(cert.sidecar(), indent=1) + "\n")
-        named[cert.module] = "gate_" + inst.name.replace("[", "_").replace("]", "")
+        named[cert.module] = "check_" + inst.check.id
     res = audit(root, tasks=suite)
     assert not res.ok and "build" in caught(res)
     stale = {s.split(" ", 1)[0] for s in res.stale}
@@ -410,7 +525,7 @@ def test_lean_build_refuses_stale_certificates(built: Path, tmp_path: Path) -> N
     from tbmm.cli import app
 
     root = copy_project(tmp_path / "p", built)
-    on_line("gate_q3_profit_cap", "(Rat.frac 104 1)", "(Rat.frac 105 1)")(root)
+    claim(VERDICT, "Verdict.is", 2, ONE_THIRD)(root)
     r = CliRunner().invoke(app, ["lean", "build", "--root", str(root)])
     assert r.exit_code == 1
     assert f"{CERT.as_posix()} differs" in r.output and REGENERATE in r.output

@@ -161,7 +161,7 @@ def test_html_is_self_contained_and_escaped(data: Any, tmp_path: Path) -> None:
     assert d_row.lean == "fail" and d_row.report["lean_detail"]["obligations"] > 0
     n = d_row.report["lean_detail"]["obligations"]
     assert f"{n} obligation(s) checked by the Lean kernel, 3 failing" in text
-    assert "gate_head_speed_limit_violated (q5.max_head_speed_mps)" in text  # kernel-proved
+    assert "check_head_speed_limit (q5.max_head_speed_mps): the kernel proved" in text
     assert "literature split" in text and "mcm-2024-c-tennis-momentum" in text
     assert "Multi-BO baseline: flash|ds|default" in text
 

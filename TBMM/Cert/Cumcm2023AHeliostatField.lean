@@ -5,118 +5,58 @@ noncomputable section
 namespace TBMM.Cert.Cumcm2023AHeliostatField
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_rated_power : Eq (Forms.threshold (Rat.frac 60336111 1000000) Cmp.ge (Rat.frac 60 1)) Bool.true := rfl
+def task : Task := (Task.mk (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 7) (List.cons (Seg.key 1) List.nil)) Cmp.ge (Rat.frac 60 1)) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.productOf (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 9) List.nil)) (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 8) List.nil)) List.nil)) (Rat.frac 99 100000) Cmp.le (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 1) List.nil)) List.nil)) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.productOf (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 9) List.nil)) (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 8) List.nil)) List.nil)) (Rat.frac 101 100000) Cmp.ge (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 1) List.nil)) List.nil)) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.productOf (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 9) List.nil)) List.nil) (Rat.frac 183 250) Cmp.le (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 0) List.nil)) List.nil)) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.count (List.cons (Seg.key 7) (List.cons (Seg.key 3) List.nil)) Option.none) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.productOf (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 3) List.nil)) List.nil) (Rat.frac 64 1) Cmp.ge (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 8) List.nil)) List.nil)) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.productOf (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 3) List.nil)) List.nil) (Rat.frac 4 1) Cmp.le (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 8) List.nil)) List.nil)) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 6) (List.cons (Seg.key 1) List.nil)) Cmp.ge (Rat.frac 60 1)) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 6) (List.cons (Seg.key 5) List.nil)) (Option.some (Rat.frac 2 1)) (Option.some (Rat.frac 8 1))) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 6) (List.cons (Seg.key 4) List.nil)) (Option.some (Rat.frac 2 1)) (Option.some (Rat.frac 8 1))) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 6) (List.cons (Seg.key 4) List.nil)) List.nil) (List.cons (List.cons (Seg.key 6) (List.cons (Seg.key 5) List.nil)) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 6) (List.cons (Seg.key 2) List.nil)) (Option.some (Rat.frac 2 1)) (Option.some (Rat.frac 6 1))) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.productOf (List.cons (List.cons (Seg.key 6) (List.cons (Seg.key 4) List.nil)) List.nil) (Rat.frac 1 2) Cmp.le (List.cons (List.cons (Seg.key 6) (List.cons (Seg.key 2) List.nil)) List.nil)) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) List.nil))))))))))))) (List.cons (Metric.mk (List.cons (Seg.key 7) (List.cons (Seg.key 9) List.nil)) Direction.higherIsBetter Domain.nonneg (Rat.frac 2 1) (Rat.frac 1 10) (Rat.frac 506192417 1000000000) Option.none) (List.cons (Metric.mk (List.cons (Seg.key 7) (List.cons (Seg.key 0) List.nil)) Direction.higherIsBetter Domain.share (Rat.frac 1 1) (Rat.frac 1 10) (Rat.frac 496428083 1000000000) Option.none) (List.cons (Metric.mk (List.cons (Seg.key 6) (List.cons (Seg.key 9) List.nil)) Direction.higherIsBetter Domain.nonneg (Rat.frac 1 1) (Rat.frac 1 10) (Rat.frac 572538333 1000000000) Option.none) List.nil))) (List.cons (List.cons (PaperValue.mk 0 (Rat.frac 506192417 1000000000)) (List.cons (PaperValue.mk 1 (Rat.frac 496428083 1000000000)) (List.cons (PaperValue.mk 2 (Rat.frac 572538333 1000000000)) List.nil))) List.nil) List.nil)
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_power_is_unit_power_times_area_lo : Eq (Forms.product (List.cons (Rat.frac 506192417 1000000000) (List.cons (Rat.frac 119196 1) List.nil)) (Rat.frac 99 100000) Cmp.le (Rat.prod (List.cons (Rat.frac 60336111 1000000) List.nil))) Bool.true := rfl
+def artifact : Json := (Json.obj (List.cons 7 (List.cons 6 List.nil)) (List.cons (Json.obj (List.cons 9 (List.cons 0 (List.cons 1 (List.cons 3 (List.cons 8 List.nil))))) (List.cons (Json.num (Rat.frac 506192417 1000000000)) (List.cons (Json.num (Rat.frac 496428083 1000000000)) (List.cons (Json.num (Rat.frac 60336111 1000000)) (List.cons (Json.num (Rat.frac 3311 1)) (List.cons (Json.num (Rat.frac 119196 1)) List.nil)))))) (List.cons (Json.obj (List.cons 9 (List.cons 1 (List.cons 5 (List.cons 4 (List.cons 2 List.nil))))) (List.cons (Json.num (Rat.frac 572538333 1000000000)) (List.cons (Json.num (Rat.frac 3412213957 50000000)) (List.cons (Json.num (Rat.frac 6 1)) (List.cons (Json.num (Rat.frac 6 1)) (List.cons (Json.num (Rat.frac 4 1)) List.nil)))))) List.nil)))
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_power_is_unit_power_times_area_hi : Eq (Forms.product (List.cons (Rat.frac 506192417 1000000000) (List.cons (Rat.frac 119196 1) List.nil)) (Rat.frac 101 100000) Cmp.ge (Rat.prod (List.cons (Rat.frac 60336111 1000000) List.nil))) Bool.true := rfl
+theorem oracle : Eq (Rat.beq (Verdict.oracle task) (Rat.frac 1 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_dni_bound : Eq (Forms.product (List.cons (Rat.frac 506192417 1000000000) List.nil) (Rat.frac 183 250) Cmp.le (Rat.prod (List.cons (Rat.frac 496428083 1000000000) List.nil))) Bool.true := rfl
+theorem baseline : Eq (Rat.beq (Verdict.baseline task) (Rat.frac 0 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_mirror_count : Eq (Forms.count (Rat.frac 3311 1) Option.none) Bool.true := rfl
+theorem check_q3_rated_power : Eq (Flag.listBeq (Verdict.checkFlags task 0 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_area_at_most_8x8_per_mirror : Eq (Forms.product (List.cons (Rat.frac 3311 1) List.nil) (Rat.frac 64 1) Cmp.ge (Rat.prod (List.cons (Rat.frac 119196 1) List.nil))) Bool.true := rfl
+theorem check_q3_power_is_unit_power_times_area_lo : Eq (Flag.listBeq (Verdict.checkFlags task 1 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_area_at_least_2x2_per_mirror : Eq (Forms.product (List.cons (Rat.frac 3311 1) List.nil) (Rat.frac 4 1) Cmp.le (Rat.prod (List.cons (Rat.frac 119196 1) List.nil))) Bool.true := rfl
+theorem check_q3_power_is_unit_power_times_area_hi : Eq (Flag.listBeq (Verdict.checkFlags task 2 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q2_rated_power : Eq (Forms.threshold (Rat.frac 3412213957 50000000) Cmp.ge (Rat.frac 60 1)) Bool.true := rfl
+theorem check_q3_dni_bound : Eq (Flag.listBeq (Verdict.checkFlags task 3 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q2_mirror_width_range : Eq (Forms.interval (Rat.frac 6 1) (Option.some (Rat.frac 2 1)) (Option.some (Rat.frac 8 1))) Bool.true := rfl
+theorem check_q3_mirror_count : Eq (Flag.listBeq (Verdict.checkFlags task 4 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q2_mirror_height_range : Eq (Forms.interval (Rat.frac 6 1) (Option.some (Rat.frac 2 1)) (Option.some (Rat.frac 8 1))) Bool.true := rfl
+theorem check_q3_area_at_most_8x8_per_mirror : Eq (Flag.listBeq (Verdict.checkFlags task 5 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q2_width_not_below_height : Eq (Forms.order (List.cons (Rat.frac 6 1) List.nil) (List.cons (Rat.frac 6 1) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+theorem check_q3_area_at_least_2x2_per_mirror : Eq (Flag.listBeq (Verdict.checkFlags task 6 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q2_installation_height_range : Eq (Forms.interval (Rat.frac 4 1) (Option.some (Rat.frac 2 1)) (Option.some (Rat.frac 6 1))) Bool.true := rfl
+theorem check_q2_rated_power : Eq (Flag.listBeq (Verdict.checkFlags task 7 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q2_mirror_clears_ground : Eq (Forms.product (List.cons (Rat.frac 6 1) List.nil) (Rat.frac 1 2) Cmp.le (Rat.prod (List.cons (Rat.frac 4 1) List.nil))) Bool.true := rfl
+theorem check_q2_mirror_width_range : Eq (Flag.listBeq (Verdict.checkFlags task 8 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_q3_unit_area_power : Eq (Reward.inDomain (Rat.frac 506192417 1000000000) Domain.nonneg) Bool.true := rfl
+theorem check_q2_mirror_height_range : Eq (Flag.listBeq (Verdict.checkFlags task 9 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem score_q3_unit_area_power : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 506192417 1000000000)) (Rat.frac 506192417 1000000000) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
+theorem check_q2_width_not_below_height : Eq (Flag.listBeq (Verdict.checkFlags task 10 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_q3_optical_efficiency : Eq (Reward.inDomain (Rat.frac 496428083 1000000000) Domain.share) Bool.true := rfl
+theorem check_q2_installation_height_range : Eq (Flag.listBeq (Verdict.checkFlags task 11 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem score_q3_optical_efficiency : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.share (Option.some (Rat.frac 496428083 1000000000)) (Rat.frac 496428083 1000000000) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
+theorem check_q2_mirror_clears_ground : Eq (Flag.listBeq (Verdict.checkFlags task 12 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_q2_unit_area_power : Eq (Reward.inDomain (Rat.frac 572538333 1000000000) Domain.nonneg) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_q2_unit_area_power : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 572538333 1000000000)) (Rat.frac 572538333 1000000000) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 506192417 1000000000)) (Rat.frac 506192417 1000000000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.share (Option.some (Rat.frac 496428083 1000000000)) (Rat.frac 496428083 1000000000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 572538333 1000000000)) (Rat.frac 572538333 1000000000) (Rat.frac 1 10))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 506192417 1000000000)) (Rat.frac 506192417 1000000000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.share (Option.some (Rat.frac 496428083 1000000000)) (Rat.frac 496428083 1000000000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 572538333 1000000000)) (Rat.frac 572538333 1000000000) (Rat.frac 1 10))) List.nil))))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 1 1) (Rat.frac 1 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 1 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem panel_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 506192417 1000000000)) (Rat.frac 506192417 1000000000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.share (Option.some (Rat.frac 496428083 1000000000)) (Rat.frac 496428083 1000000000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 572538333 1000000000)) (Rat.frac 572538333 1000000000) (Rat.frac 1 10))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 506192417 1000000000)) (Rat.frac 506192417 1000000000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.share (Option.some (Rat.frac 496428083 1000000000)) (Rat.frac 496428083 1000000000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 572538333 1000000000)) (Rat.frac 572538333 1000000000) (Rat.frac 1 10))) List.nil))))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q3_unit_area_power_beyond : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 606192417 1000000000)) (Rat.frac 506192417 1000000000) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q3_unit_area_power_half : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 456192417 1000000000)) (Rat.frac 506192417 1000000000) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q3_unit_area_power_edge : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 406192417 1000000000)) (Rat.frac 506192417 1000000000) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q3_optical_efficiency_beyond : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.share (Option.some (Rat.frac 596428083 1000000000)) (Rat.frac 496428083 1000000000) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q3_optical_efficiency_half : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.share (Option.some (Rat.frac 446428083 1000000000)) (Rat.frac 496428083 1000000000) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q3_optical_efficiency_edge : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.share (Option.some (Rat.frac 396428083 1000000000)) (Rat.frac 496428083 1000000000) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q2_unit_area_power_beyond : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 672538333 1000000000)) (Rat.frac 572538333 1000000000) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q2_unit_area_power_half : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 522538333 1000000000)) (Rat.frac 572538333 1000000000) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q2_unit_area_power_edge : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 472538333 1000000000)) (Rat.frac 572538333 1000000000) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.nonneg Option.none (Rat.frac 506192417 1000000000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.share Option.none (Rat.frac 496428083 1000000000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg Option.none (Rat.frac 572538333 1000000000) (Rat.frac 1 10))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.nonneg Option.none (Rat.frac 506192417 1000000000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.share Option.none (Rat.frac 496428083 1000000000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg Option.none (Rat.frac 572538333 1000000000) (Rat.frac 1 10))) List.nil))))) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem panel_self_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 506192417 1000000000)) (Rat.frac 506192417 1000000000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.share (Option.some (Rat.frac 496428083 1000000000)) (Rat.frac 496428083 1000000000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 572538333 1000000000)) (Rat.frac 572538333 1000000000) (Rat.frac 1 10))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 506192417 1000000000)) (Rat.frac 506192417 1000000000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.share (Option.some (Rat.frac 496428083 1000000000)) (Rat.frac 496428083 1000000000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 572538333 1000000000)) (Rat.frac 572538333 1000000000) (Rat.frac 1 10))) List.nil))))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 0 1) (Rat.frac 1 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 0 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oracle_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 2 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 0 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem verdict : Eq (Verdict.is (Verdict.given task artifact (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil List.nil))))))))))))) List.nil (Rat.frac 1 1) (Rat.frac 0 1)) Bool.true (Rat.frac 1 1) (Rat.frac 1 1)) Bool.true := (rfl)
 
 end TBMM.Cert.Cumcm2023AHeliostatField
 end

@@ -5,97 +5,34 @@ noncomputable section
 namespace TBMM.Cert.Cumcm2023BMultibeamLines
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_total_length_replayed : Eq (Forms.agree (Rat.frac 19991 80) (Rat.frac 19991 80) (Rat.frac 1 20) (Rat.frac 0 1)) Bool.true := rfl
+def task : Task := (Task.mk (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 4) (List.cons (Seg.key 1) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 100 1))) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 4) (List.cons (Seg.key 2) List.nil)) List.nil) (List.cons (List.cons (Seg.key 4) (List.cons (Seg.key 6) List.nil)) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 4) (List.cons (Seg.key 6) List.nil)) Cmp.gt (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.count (List.cons (Seg.key 3) (List.cons (Seg.key 0) List.nil)) Option.none) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 3) (List.cons (Seg.key 5) List.nil)) Cmp.ge (Rat.frac 36000 1)) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) List.nil))))) (List.cons (Metric.mk (List.cons (Seg.key 4) (List.cons (Seg.key 6) List.nil)) Direction.lowerIsBetter Domain.nonneg (Rat.frac 1 1) (Rat.frac 125 1) (Rat.frac 622 1) Option.none) (List.cons (Metric.mk (List.cons (Seg.key 4) (List.cons (Seg.key 1) List.nil)) Direction.lowerIsBetter Domain.percent (Rat.frac 1 1) (Rat.frac 2 1) (Rat.frac 87 25) Option.none) (List.cons (Metric.mk (List.cons (Seg.key 4) (List.cons (Seg.key 2) List.nil)) Direction.lowerIsBetter Domain.nonneg (Rat.frac 1 1) (Rat.frac 10 1) (Rat.frac 30 1) Option.none) List.nil))) (List.cons (List.cons (PaperValue.mk 0 (Rat.frac 622 1)) (List.cons (PaperValue.mk 1 (Rat.frac 87 25)) (List.cons (PaperValue.mk 2 (Rat.frac 30 1)) List.nil))) List.nil) List.nil)
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_missed_share_replayed : Eq (Forms.agree (Rat.frac 0 1) (Rat.frac 0 1) (Rat.frac 1 2) (Rat.frac 1 20)) Bool.true := rfl
+def artifact : Json := (Json.obj (List.cons 4 (List.cons 3 List.nil)) (List.cons (Json.obj (List.cons 6 (List.cons 1 (List.cons 2 List.nil))) (List.cons (Json.num (Rat.frac 622 1)) (List.cons (Json.num (Rat.frac 87 25)) (List.cons (Json.num (Rat.frac 30 1)) List.nil)))) (List.cons (Json.obj (List.cons 5 (List.cons 0 List.nil)) (List.cons (Json.num (Rat.frac 125936 1)) (List.cons (Json.num (Rat.frac 34 1)) List.nil))) List.nil)))
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_excess_overlap_replayed : Eq (Forms.agree (Rat.frac 41001 10000) (Rat.frac 1025029297 250000000) (Rat.frac 1 2) (Rat.frac 1 20)) Bool.true := rfl
+theorem oracle : Eq (Rat.beq (Verdict.oracle task) (Rat.frac 1 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_lines_inside_area : Eq (Forms.threshold (Rat.frac 0 1) Cmp.le (Rat.frac 0 1)) Bool.true := rfl
+theorem baseline : Eq (Rat.beq (Verdict.baseline task) (Rat.frac 0 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_segments_have_length : Eq (Forms.threshold (Rat.frac 0 1) Cmp.le (Rat.frac 0 1)) Bool.true := rfl
+theorem check_q4_missed_share_is_percent : Eq (Flag.listBeq (Verdict.checkFlags task 0 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_area_is_surveyed : Eq (Forms.threshold (Rat.frac 0 1) Cmp.le (Rat.frac 2 1)) Bool.true := rfl
+theorem check_q4_excess_overlap_within_lines : Eq (Flag.listBeq (Verdict.checkFlags task 1 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_missed_share_is_percent : Eq (Forms.interval (Rat.frac 0 1) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 100 1))) Bool.true := rfl
+theorem check_q4_total_length_positive : Eq (Flag.listBeq (Verdict.checkFlags task 2 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_excess_overlap_within_lines : Eq (Forms.order (List.cons (Rat.frac 41001 10000) List.nil) (List.cons (Rat.frac 19991 80) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+theorem check_q3_line_count : Eq (Flag.listBeq (Verdict.checkFlags task 3 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_line_count : Eq (Forms.count (Rat.frac 34 1) Option.none) Bool.true := rfl
+theorem check_q3_length_covers_area : Eq (Flag.listBeq (Verdict.checkFlags task 4 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_length_covers_area : Eq (Forms.threshold (Rat.frac 125936 1) Cmp.ge (Rat.frac 36000 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem domain_q4_total_line_length : Eq (Reward.inDomain (Rat.frac 19991 80) Domain.nonneg) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_q4_total_line_length : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 19991 80)) (Rat.frac 19991 80) (Rat.frac 125 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem domain_q4_missed_area_pct : Eq (Reward.inDomain (Rat.frac 0 1) Domain.percent) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_q4_missed_area_pct : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.percent (Option.some (Rat.frac 0 1)) (Rat.frac 0 1) (Rat.frac 2 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem domain_q4_overlap_over_20pct_length : Eq (Reward.inDomain (Rat.frac 1025029297 250000000) Domain.nonneg) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_q4_overlap_over_20pct_length : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 1025029297 250000000)) (Rat.frac 1025029297 250000000) (Rat.frac 125 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 19991 80)) (Rat.frac 19991 80) (Rat.frac 125 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.percent (Option.some (Rat.frac 0 1)) (Rat.frac 0 1) (Rat.frac 2 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 1025029297 250000000)) (Rat.frac 1025029297 250000000) (Rat.frac 125 1))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 19991 80)) (Rat.frac 19991 80) (Rat.frac 125 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.percent (Option.some (Rat.frac 0 1)) (Rat.frac 0 1) (Rat.frac 2 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 1025029297 250000000)) (Rat.frac 1025029297 250000000) (Rat.frac 125 1))) List.nil))))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 1 1) (Rat.frac 1 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 1 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q4_total_line_length_beyond : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 9991 80)) (Rat.frac 19991 80) (Rat.frac 125 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q4_total_line_length_half : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 24991 80)) (Rat.frac 19991 80) (Rat.frac 125 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q4_total_line_length_edge : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 29991 80)) (Rat.frac 19991 80) (Rat.frac 125 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q4_missed_area_pct_half : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.percent (Option.some (Rat.frac 1 1)) (Rat.frac 0 1) (Rat.frac 2 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q4_missed_area_pct_edge : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.percent (Option.some (Rat.frac 2 1)) (Rat.frac 0 1) (Rat.frac 2 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q4_overlap_over_20pct_length_half : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 16650029297 250000000)) (Rat.frac 1025029297 250000000) (Rat.frac 125 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q4_overlap_over_20pct_length_edge : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 32275029297 250000000)) (Rat.frac 1025029297 250000000) (Rat.frac 125 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 19991 80) (Rat.frac 125 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.percent Option.none (Rat.frac 0 1) (Rat.frac 2 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 1025029297 250000000) (Rat.frac 125 1))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 19991 80) (Rat.frac 125 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.percent Option.none (Rat.frac 0 1) (Rat.frac 2 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 1025029297 250000000) (Rat.frac 125 1))) List.nil))))) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 0 1) (Rat.frac 1 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 0 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oracle_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 2 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 0 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem verdict : Eq (Verdict.is (Verdict.given task artifact (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil List.nil))))) List.nil (Rat.frac 1 1) (Rat.frac 0 1)) Bool.true (Rat.frac 1 1) (Rat.frac 1 1)) Bool.true := (rfl)
 
 end TBMM.Cert.Cumcm2023BMultibeamLines
 end

@@ -5,94 +5,28 @@ noncomputable section
 namespace TBMM.Cert.Cumcm2023CVegetablePricing
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_item_count_integer : Eq (Forms.count (Rat.frac 29 1) (Option.some (Rat.frac 33 1))) Bool.true := rfl
+def task : Task := (Task.mk (List.cons (GateEntry.mk (Check.count (List.cons (Seg.key 3) (List.cons (Seg.key 4) List.nil)) (Option.some (Rat.frac 33 1))) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 3) (List.cons (Seg.key 4) List.nil)) (Option.some (Rat.frac 27 1)) (Option.some (Rat.frac 33 1))) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 2) (List.cons (Seg.key 0) (List.cons Seg.wild (List.cons (Seg.key 5) List.nil)))) (Option.some (Rat.negFrac 1 1)) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 List.nil))) List.nil))) (List.cons (Metric.mk (List.cons (Seg.key 3) (List.cons (Seg.key 1) List.nil)) Direction.targetValue Domain.any (Rat.frac 2 1) (Rat.frac 385 1) (Rat.frac 12822631 10000) Option.none) (List.cons (Metric.mk (List.cons (Seg.key 2) (List.cons (Seg.key 6) List.nil)) Direction.targetValue Domain.any (Rat.frac 1 1) (Rat.frac 1500 1) (Rat.frac 25528 5) Option.none) List.nil)) (List.cons (List.cons (PaperValue.mk 0 (Rat.frac 12822631 10000)) (List.cons (PaperValue.mk 1 (Rat.frac 25528 5)) List.nil)) List.nil) List.nil)
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_item_count_range : Eq (Forms.interval (Rat.frac 29 1) (Option.some (Rat.frac 27 1)) (Option.some (Rat.frac 33 1))) Bool.true := rfl
+def artifact : Json := (Json.obj (List.cons 3 (List.cons 2 List.nil)) (List.cons (Json.obj (List.cons 1 (List.cons 4 List.nil)) (List.cons (Json.num (Rat.frac 12822631 10000)) (List.cons (Json.num (Rat.frac 29 1)) List.nil))) (List.cons (Json.obj (List.cons 6 (List.cons 0 List.nil)) (List.cons (Json.num (Rat.frac 25528 5)) (List.cons (Json.arr (List.cons (Json.obj (List.cons 5 List.nil) (List.cons (Json.num (Rat.negFrac 27 100)) List.nil)) (List.cons (Json.obj (List.cons 5 List.nil) (List.cons (Json.num (Rat.negFrac 30 100)) List.nil)) (List.cons (Json.obj (List.cons 5 List.nil) (List.cons (Json.num (Rat.negFrac 21 100)) List.nil)) (List.cons (Json.obj (List.cons 5 List.nil) (List.cons (Json.num (Rat.negFrac 17 100)) List.nil)) (List.cons (Json.obj (List.cons 5 List.nil) (List.cons (Json.num (Rat.negFrac 26 100)) List.nil)) (List.cons (Json.obj (List.cons 5 List.nil) (List.cons (Json.num (Rat.negFrac 28 100)) List.nil)) List.nil))))))) List.nil))) List.nil)))
 
 set_option maxRecDepth 65536 in
-theorem gate_q2_correlations_in_range_0 : Eq (Forms.interval (Rat.negFrac 27 100) (Option.some (Rat.negFrac 1 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+theorem oracle : Eq (Rat.beq (Verdict.oracle task) (Rat.frac 1 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q2_correlations_in_range_1 : Eq (Forms.interval (Rat.negFrac 3 10) (Option.some (Rat.negFrac 1 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+theorem baseline : Eq (Rat.beq (Verdict.baseline task) (Rat.frac 0 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q2_correlations_in_range_2 : Eq (Forms.interval (Rat.negFrac 21 100) (Option.some (Rat.negFrac 1 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+theorem check_q3_item_count_integer : Eq (Flag.listBeq (Verdict.checkFlags task 0 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q2_correlations_in_range_3 : Eq (Forms.interval (Rat.negFrac 17 100) (Option.some (Rat.negFrac 1 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+theorem check_q3_item_count_range : Eq (Flag.listBeq (Verdict.checkFlags task 1 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q2_correlations_in_range_4 : Eq (Forms.interval (Rat.negFrac 13 50) (Option.some (Rat.negFrac 1 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+theorem check_q2_correlations_in_range : Eq (Flag.listBeq (Verdict.checkFlags task 2 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q2_correlations_in_range_5 : Eq (Forms.interval (Rat.negFrac 7 25) (Option.some (Rat.negFrac 1 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem domain_q3_july1_profit : Eq (Reward.inDomain (Rat.frac 12822631 10000) Domain.any) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_q3_july1_profit : Eq (Rat.beq (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 12822631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem domain_q2_week_profit : Eq (Reward.inDomain (Rat.frac 25528 5) Domain.any) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_q2_week_profit : Eq (Rat.beq (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 25528 5)) (Rat.frac 25528 5) (Rat.frac 1500 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 12822631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 25528 5)) (Rat.frac 25528 5) (Rat.frac 1500 1))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 12822631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 25528 5)) (Rat.frac 25528 5) (Rat.frac 1500 1))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 1 1) (Rat.frac 1 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 1 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem panel_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 12822631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 25528 5)) (Rat.frac 25528 5) (Rat.frac 1500 1))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 12822631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 25528 5)) (Rat.frac 25528 5) (Rat.frac 1500 1))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q3_july1_profit_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 10897631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q3_july1_profit_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 14747631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q3_july1_profit_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 8972631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q3_july1_profit_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 16672631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q2_week_profit_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 21778 5)) (Rat.frac 25528 5) (Rat.frac 1500 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q2_week_profit_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 29278 5)) (Rat.frac 25528 5) (Rat.frac 1500 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q2_week_profit_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 18028 5)) (Rat.frac 25528 5) (Rat.frac 1500 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q2_week_profit_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 33028 5)) (Rat.frac 25528 5) (Rat.frac 1500 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.targetValue Domain.any Option.none (Rat.frac 12822631 10000) (Rat.frac 385 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any Option.none (Rat.frac 25528 5) (Rat.frac 1500 1))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.targetValue Domain.any Option.none (Rat.frac 12822631 10000) (Rat.frac 385 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any Option.none (Rat.frac 25528 5) (Rat.frac 1500 1))) List.nil)))) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem panel_self_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 12822631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 25528 5)) (Rat.frac 25528 5) (Rat.frac 1500 1))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 12822631 10000)) (Rat.frac 12822631 10000) (Rat.frac 385 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 25528 5)) (Rat.frac 25528 5) (Rat.frac 1500 1))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 0 1) (Rat.frac 1 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 0 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oracle_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 2 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 0 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem verdict : Eq (Verdict.is (Verdict.given task artifact (List.cons List.nil (List.cons List.nil (List.cons List.nil List.nil))) List.nil (Rat.frac 1 1) (Rat.frac 0 1)) Bool.true (Rat.frac 1 1) (Rat.frac 1 1)) Bool.true := (rfl)
 
 end TBMM.Cert.Cumcm2023CVegetablePricing
 end

@@ -5,142 +5,43 @@ noncomputable section
 namespace TBMM.Cert.Cumcm2024ADragonDance
 
 set_option maxRecDepth 65536 in
-theorem gate_head_speed_limit : Eq (Forms.threshold (Rat.frac 623133179 500000000) Cmp.le (Rat.frac 2 1)) Bool.true := rfl
+def task : Task := (Task.mk (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 7) (List.cons (Seg.key 0) List.nil)) Cmp.le (Rat.frac 2 1)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 (List.cons 4 List.nil)))))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 7) (List.cons (Seg.key 1) List.nil)) Cmp.ge (Rat.frac 1 1)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 (List.cons 4 List.nil)))))) (List.cons (GateEntry.mk (Check.product (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 0) List.nil)) (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 1) List.nil)) List.nil)) (Rat.frac 1 1) Cmp.le (Rat.frac 1000001 500000)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 (List.cons 4 List.nil)))))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 4) (List.cons (Seg.key 9) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 2213 5))) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 (List.cons 4 List.nil)))))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 5) (List.cons (Seg.key 2) List.nil)) (Option.some (Rat.frac 3 10)) (Option.some (Rat.frac 17 10))) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 (List.cons 4 List.nil)))))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 6) (List.cons (Seg.key 8) List.nil)) List.nil) (List.cons (List.cons (Seg.key 6) (List.cons (Seg.key 3) List.nil)) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 (List.cons 4 List.nil)))))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 6) (List.cons (Seg.key 3) List.nil)) (Option.some (Rat.frac 9 1)) Option.none) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 (List.cons 4 List.nil)))))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 6) (List.cons (Seg.key 8) List.nil)) (Option.some (Rat.frac 9 1)) Option.none) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 (List.cons 4 List.nil)))))) List.nil)))))))) (List.cons (Metric.mk (List.cons (Seg.key 7) (List.cons (Seg.key 0) List.nil)) Direction.targetValue Domain.nonneg (Rat.frac 2 1) (Rat.frac 1 40) (Rat.frac 623133179 500000000) (Option.some (Rat.frac 8501025518528359 5000000000000000))) (List.cons (Metric.mk (List.cons (Seg.key 4) (List.cons (Seg.key 9) List.nil)) Direction.targetValue Domain.nonneg (Rat.frac 1 1) (Rat.frac 33 4) (Rat.frac 4124738377 10000000) Option.none) (List.cons (Metric.mk (List.cons (Seg.key 5) (List.cons (Seg.key 2) List.nil)) Direction.targetValue Domain.nonneg (Rat.frac 1 1) (Rat.frac 1 100) (Rat.frac 4503373931 10000000000) (Option.some (Rat.frac 2 5))) (List.cons (Metric.mk (List.cons (Seg.key 6) (List.cons (Seg.key 3) List.nil)) Direction.targetValue Domain.nonneg (Rat.frac 1 2) (Rat.frac 7 25) (Rat.frac 1362124491 100000000) (Option.some (Rat.frac 9424985909982383 10000000000000000))) (List.cons (Metric.mk (List.cons (Seg.key 6) (List.cons (Seg.key 8) List.nil)) Direction.targetValue Domain.nonneg (Rat.frac 1 2) (Rat.frac 7 25) (Rat.frac 1362124491 100000000) Option.none) List.nil))))) List.nil List.nil)
 
 set_option maxRecDepth 65536 in
-theorem gate_ratio_at_least_one : Eq (Forms.threshold (Rat.frac 1604793379 1000000000) Cmp.ge (Rat.frac 1 1)) Bool.true := rfl
+def artifact : Json := (Json.obj (List.cons 7 (List.cons 4 (List.cons 5 (List.cons 6 List.nil)))) (List.cons (Json.obj (List.cons 0 (List.cons 1 List.nil)) (List.cons (Json.num (Rat.frac 623133179 500000000)) (List.cons (Json.num (Rat.frac 1604793379 1000000000)) List.nil))) (List.cons (Json.obj (List.cons 9 List.nil) (List.cons (Json.num (Rat.frac 4124738377 10000000)) List.nil)) (List.cons (Json.obj (List.cons 2 List.nil) (List.cons (Json.num (Rat.frac 4503373931 10000000000)) List.nil)) (List.cons (Json.obj (List.cons 3 (List.cons 8 List.nil)) (List.cons (Json.num (Rat.frac 1362124491 100000000)) (List.cons (Json.num (Rat.frac 1362124491 100000000)) List.nil))) List.nil)))))
 
 set_option maxRecDepth 65536 in
-theorem gate_speed_times_ratio_limit : Eq (Forms.product (List.cons (Rat.frac 623133179 500000000) (List.cons (Rat.frac 1604793379 1000000000) List.nil)) (Rat.frac 1 1) Cmp.le (Rat.frac 1000001 500000)) Bool.true := rfl
+theorem oracle : Eq (Rat.beq (Verdict.oracle task) (Rat.frac 1 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q2_before_spiral_centre : Eq (Forms.interval (Rat.frac 4124738377 10000000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 2213 5))) Bool.true := rfl
+theorem baseline : Eq (Rat.beq (Verdict.baseline task) (Rat.frac 0 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_pitch_range : Eq (Forms.interval (Rat.frac 4503373931 10000000000) (Option.some (Rat.frac 3 10)) (Option.some (Rat.frac 17 10))) Bool.true := rfl
+theorem check_head_speed_limit : Eq (Flag.listBeq (Verdict.checkFlags task 0 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_adjusted_not_longer : Eq (Forms.order (List.cons (Rat.frac 1362124491 100000000) List.nil) (List.cons (Rat.frac 1362124491 100000000) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+theorem check_ratio_at_least_one : Eq (Flag.listBeq (Verdict.checkFlags task 1 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_turn_at_least_diameter : Eq (Forms.interval (Rat.frac 1362124491 100000000) (Option.some (Rat.frac 9 1)) Option.none) Bool.true := rfl
+theorem check_speed_times_ratio_limit : Eq (Flag.listBeq (Verdict.checkFlags task 2 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_shortest_at_least_diameter : Eq (Forms.interval (Rat.frac 1362124491 100000000) (Option.some (Rat.frac 9 1)) Option.none) Bool.true := rfl
+theorem check_q2_before_spiral_centre : Eq (Flag.listBeq (Verdict.checkFlags task 3 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_max_head_speed : Eq (Reward.inDomain (Rat.frac 623133179 500000000) Domain.nonneg) Bool.true := rfl
+theorem check_q3_pitch_range : Eq (Flag.listBeq (Verdict.checkFlags task 4 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem score_max_head_speed : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 623133179 500000000)) (Rat.frac 623133179 500000000) (Rat.frac 1 40)) (Rat.frac 1 1)) Bool.true := rfl
+theorem check_q4_adjusted_not_longer : Eq (Flag.listBeq (Verdict.checkFlags task 5 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_q2_terminal_time : Eq (Reward.inDomain (Rat.frac 4124738377 10000000) Domain.nonneg) Bool.true := rfl
+theorem check_q4_turn_at_least_diameter : Eq (Flag.listBeq (Verdict.checkFlags task 6 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem score_q2_terminal_time : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 4124738377 10000000)) (Rat.frac 4124738377 10000000) (Rat.frac 33 4)) (Rat.frac 1 1)) Bool.true := rfl
+theorem check_q4_shortest_at_least_diameter : Eq (Flag.listBeq (Verdict.checkFlags task 7 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_q3_minimum_pitch : Eq (Reward.inDomain (Rat.frac 4503373931 10000000000) Domain.nonneg) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_q3_minimum_pitch : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 4503373931 10000000000)) (Rat.frac 4503373931 10000000000) (Rat.frac 1 100)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem domain_q4_turn_length : Eq (Reward.inDomain (Rat.frac 1362124491 100000000) Domain.nonneg) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_q4_turn_length : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1362124491 100000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem domain_q4_shortest_turn_length : Eq (Reward.inDomain (Rat.frac 1362124491 100000000) Domain.nonneg) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_q4_shortest_turn_length : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1362124491 100000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 623133179 500000000)) (Rat.frac 623133179 500000000) (Rat.frac 1 40))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 4124738377 10000000)) (Rat.frac 4124738377 10000000) (Rat.frac 33 4))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 4503373931 10000000000)) (Rat.frac 4503373931 10000000000) (Rat.frac 1 100))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1362124491 100000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1362124491 100000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25))) List.nil)))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 623133179 500000000)) (Rat.frac 623133179 500000000) (Rat.frac 1 40))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 4124738377 10000000)) (Rat.frac 4124738377 10000000) (Rat.frac 33 4))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 4503373931 10000000000)) (Rat.frac 4503373931 10000000000) (Rat.frac 1 100))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1362124491 100000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1362124491 100000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25))) List.nil))))))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 1 1) (Rat.frac 1 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 1 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_max_head_speed_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 616883179 500000000)) (Rat.frac 623133179 500000000) (Rat.frac 1 40)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_max_head_speed_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 629383179 500000000)) (Rat.frac 623133179 500000000) (Rat.frac 1 40)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_max_head_speed_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 610633179 500000000)) (Rat.frac 623133179 500000000) (Rat.frac 1 40)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_max_head_speed_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 635633179 500000000)) (Rat.frac 623133179 500000000) (Rat.frac 1 40)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q2_terminal_time_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 4083488377 10000000)) (Rat.frac 4124738377 10000000) (Rat.frac 33 4)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q2_terminal_time_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 4165988377 10000000)) (Rat.frac 4124738377 10000000) (Rat.frac 33 4)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q2_terminal_time_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 4042238377 10000000)) (Rat.frac 4124738377 10000000) (Rat.frac 33 4)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q2_terminal_time_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 4207238377 10000000)) (Rat.frac 4124738377 10000000) (Rat.frac 33 4)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q3_minimum_pitch_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 4453373931 10000000000)) (Rat.frac 4503373931 10000000000) (Rat.frac 1 100)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q3_minimum_pitch_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 4553373931 10000000000)) (Rat.frac 4503373931 10000000000) (Rat.frac 1 100)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q3_minimum_pitch_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 4403373931 10000000000)) (Rat.frac 4503373931 10000000000) (Rat.frac 1 100)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q3_minimum_pitch_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 4603373931 10000000000)) (Rat.frac 4503373931 10000000000) (Rat.frac 1 100)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q4_turn_length_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1348124491 100000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q4_turn_length_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1376124491 100000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q4_turn_length_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1334124491 100000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q4_turn_length_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1390124491 100000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q4_shortest_turn_length_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1348124491 100000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q4_shortest_turn_length_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1376124491 100000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q4_shortest_turn_length_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1334124491 100000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q4_shortest_turn_length_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1390124491 100000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 8501025518528359 5000000000000000)) (Rat.frac 623133179 500000000) (Rat.frac 1 40))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 4124738377 10000000) (Rat.frac 33 4))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 2 5)) (Rat.frac 4503373931 10000000000) (Rat.frac 1 100))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 9424985909982383 10000000000000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 1362124491 100000000) (Rat.frac 7 25))) List.nil)))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 8501025518528359 5000000000000000)) (Rat.frac 623133179 500000000) (Rat.frac 1 40))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 4124738377 10000000) (Rat.frac 33 4))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 2 5)) (Rat.frac 4503373931 10000000000) (Rat.frac 1 100))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 9424985909982383 10000000000000000)) (Rat.frac 1362124491 100000000) (Rat.frac 7 25))) (List.cons (Weighted.mk (Rat.frac 1 2) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 1362124491 100000000) (Rat.frac 7 25))) List.nil))))))) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 0 1) (Rat.frac 1 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 0 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oracle_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 2 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 0 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem verdict : Eq (Verdict.is (Verdict.given task artifact (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil List.nil)))))))) List.nil (Rat.frac 1 1) (Rat.frac 0 1)) Bool.true (Rat.frac 1 1) (Rat.frac 1 1)) Bool.true := (rfl)
 
 end TBMM.Cert.Cumcm2024ADragonDance
 end

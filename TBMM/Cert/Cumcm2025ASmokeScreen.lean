@@ -5,385 +5,70 @@ noncomputable section
 namespace TBMM.Cert.Cumcm2025ASmokeScreen
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_fy1_speed : Eq (Forms.interval (Rat.frac 135733811 1000000) (Option.some (Rat.frac 70 1)) (Option.some (Rat.frac 140 1))) Bool.true := rfl
+def task : Task := (Task.mk (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 3) List.nil)) (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 4) List.nil)) (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 5) List.nil)) List.nil))) (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 11) List.nil)) List.nil) Bool.false (Rat.frac 1 20)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 11) List.nil)) List.nil) (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 3) List.nil)) (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 4) List.nil)) (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 5) List.nil)) List.nil))) Bool.false (Rat.frac 1 20)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 7) (List.cons (Seg.key 3) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 67 1))) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 7) (List.cons (Seg.key 4) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1594 25))) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 7) (List.cons (Seg.key 5) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 6037 100))) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 6) (List.cons (Seg.key 9) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 20 1))) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 7) (List.cons (Seg.key 0) (List.cons Seg.wild (List.cons (Seg.key 10) List.nil)))) (Option.some (Rat.frac 70 1)) (Option.some (Rat.frac 140 1))) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 0) (List.cons Seg.wild (List.cons (Seg.key 2) List.nil)))) List.nil) (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 0) (List.cons (Seg.index 0) (List.cons (Seg.key 2) List.nil)))) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 0) (List.cons (Seg.index 0) (List.cons (Seg.key 2) List.nil)))) List.nil) (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 0) (List.cons Seg.wild (List.cons (Seg.key 2) List.nil)))) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 0) (List.cons Seg.wild (List.cons (Seg.key 10) List.nil)))) List.nil) (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 0) (List.cons (Seg.index 0) (List.cons (Seg.key 10) List.nil)))) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 0) (List.cons (Seg.index 0) (List.cons (Seg.key 10) List.nil)))) List.nil) (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 0) (List.cons Seg.wild (List.cons (Seg.key 10) List.nil)))) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 0) (List.cons (Seg.index 0) (List.cons (Seg.key 8) List.nil)))) List.nil) (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 0) (List.cons (Seg.index 1) (List.cons (Seg.key 8) List.nil)))) List.nil) Bool.false (Rat.negFrac 1 1)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 7) (List.cons (Seg.key 1) (List.cons Seg.wild (List.cons (Seg.key 10) List.nil)))) (Option.some (Rat.frac 70 1)) (Option.some (Rat.frac 140 1))) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 1) (List.cons Seg.wild (List.cons (Seg.key 2) List.nil)))) List.nil) (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 1) (List.cons (Seg.index 0) (List.cons (Seg.key 2) List.nil)))) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 1) (List.cons (Seg.index 0) (List.cons (Seg.key 2) List.nil)))) List.nil) (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 1) (List.cons Seg.wild (List.cons (Seg.key 2) List.nil)))) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 1) (List.cons Seg.wild (List.cons (Seg.key 10) List.nil)))) List.nil) (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 1) (List.cons (Seg.index 0) (List.cons (Seg.key 10) List.nil)))) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 1) (List.cons (Seg.index 0) (List.cons (Seg.key 10) List.nil)))) List.nil) (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 1) (List.cons Seg.wild (List.cons (Seg.key 10) List.nil)))) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) List.nil))))))))))))))))) (List.cons (Metric.mk (List.cons (Seg.key 7) (List.cons (Seg.key 11) List.nil)) Direction.higherIsBetter Domain.nonneg (Rat.frac 2 1) (Rat.frac 6 1) (Rat.frac 199 10) Option.none) (List.cons (Metric.mk (List.cons (Seg.key 7) (List.cons (Seg.key 3) List.nil)) Direction.higherIsBetter Domain.nonneg (Rat.frac 1 1) (Rat.frac 3 1) (Rat.frac 103 10) Option.none) (List.cons (Metric.mk (List.cons (Seg.key 7) (List.cons (Seg.key 4) List.nil)) Direction.higherIsBetter Domain.nonneg (Rat.frac 1 1) (Rat.frac 2 1) (Rat.frac 31 5) Option.none) (List.cons (Metric.mk (List.cons (Seg.key 7) (List.cons (Seg.key 5) List.nil)) Direction.higherIsBetter Domain.nonneg (Rat.frac 1 1) (Rat.frac 1 1) (Rat.frac 17 5) Option.none) List.nil)))) (List.cons (List.cons (PaperValue.mk 0 (Rat.frac 199 10)) (List.cons (PaperValue.mk 1 (Rat.frac 103 10)) (List.cons (PaperValue.mk 2 (Rat.frac 31 5)) (List.cons (PaperValue.mk 3 (Rat.frac 17 5)) List.nil)))) List.nil) List.nil)
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_fy1_heading : Eq (Forms.interval (Rat.frac 89813917 500000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 360 1))) Bool.true := rfl
+def artifact : Json := (Json.obj (List.cons 7 (List.cons 6 List.nil)) (List.cons (Json.obj (List.cons 11 (List.cons 3 (List.cons 4 (List.cons 5 (List.cons 0 (List.cons 1 List.nil)))))) (List.cons (Json.num (Rat.frac 199 10)) (List.cons (Json.num (Rat.frac 103 10)) (List.cons (Json.num (Rat.frac 31 5)) (List.cons (Json.num (Rat.frac 17 5)) (List.cons (Json.arr (List.cons (Json.obj (List.cons 2 (List.cons 10 (List.cons 8 List.nil))) (List.cons (Json.num (Rat.frac 44839 250)) (List.cons (Json.num (Rat.frac 120 1)) (List.cons (Json.num (Rat.frac 1 2)) List.nil)))) (List.cons (Json.obj (List.cons 2 (List.cons 10 (List.cons 8 List.nil))) (List.cons (Json.num (Rat.frac 45000 250)) (List.cons (Json.num (Rat.frac 140 1)) (List.cons (Json.num (Rat.frac 6 2)) List.nil)))) List.nil))) (List.cons (Json.arr (List.cons (Json.obj (List.cons 2 (List.cons 10 List.nil)) (List.cons (Json.num (Rat.frac 136876 1000)) (List.cons (Json.num (Rat.frac 139551 1000)) List.nil))) (List.cons (Json.obj (List.cons 2 (List.cons 10 List.nil)) (List.cons (Json.num (Rat.frac 148289 1000)) (List.cons (Json.num (Rat.frac 138277 1000)) List.nil))) (List.cons (Json.obj (List.cons 2 (List.cons 10 List.nil)) (List.cons (Json.num (Rat.frac 149729 1000)) (List.cons (Json.num (Rat.frac 135931 1000)) List.nil))) List.nil)))) List.nil))))))) (List.cons (Json.obj (List.cons 9 List.nil) (List.cons (Json.num (Rat.frac 9 2)) List.nil)) List.nil)))
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_fy2_speed : Eq (Forms.interval (Rat.frac 133844753 1000000) (Option.some (Rat.frac 70 1)) (Option.some (Rat.frac 140 1))) Bool.true := rfl
+theorem oracle : Eq (Rat.beq (Verdict.oracle task) (Rat.frac 1 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_fy2_heading : Eq (Forms.interval (Rat.frac 289547907 1000000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 360 1))) Bool.true := rfl
+theorem baseline : Eq (Rat.beq (Verdict.baseline task) (Rat.frac 0 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_fy3_speed : Eq (Forms.interval (Rat.frac 127123251 1000000) (Option.some (Rat.frac 70 1)) (Option.some (Rat.frac 140 1))) Bool.true := rfl
+theorem check_q5_total_is_sum_lo : Eq (Flag.listBeq (Verdict.checkFlags task 0 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_fy3_heading : Eq (Forms.interval (Rat.frac 44694491 500000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 360 1))) Bool.true := rfl
+theorem check_q5_total_is_sum_hi : Eq (Flag.listBeq (Verdict.checkFlags task 1 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_fy4_speed : Eq (Forms.interval (Rat.frac 5530587 40000) (Option.some (Rat.frac 70 1)) (Option.some (Rat.frac 140 1))) Bool.true := rfl
+theorem check_q5_m1_within_flight : Eq (Flag.listBeq (Verdict.checkFlags task 2 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_fy4_heading : Eq (Forms.interval (Rat.frac 8120899 31250) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 360 1))) Bool.true := rfl
+theorem check_q5_m2_within_flight : Eq (Flag.listBeq (Verdict.checkFlags task 3 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_fy5_speed : Eq (Forms.interval (Rat.frac 68806493 500000) (Option.some (Rat.frac 70 1)) (Option.some (Rat.frac 140 1))) Bool.true := rfl
+theorem check_q5_m3_within_flight : Eq (Flag.listBeq (Verdict.checkFlags task 4 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_fy5_heading : Eq (Forms.interval (Rat.frac 121789637 1000000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 360 1))) Bool.true := rfl
+theorem check_q2_single_cloud_limit : Eq (Flag.listBeq (Verdict.checkFlags task 5 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_release_after_tasking_0 : Eq (Forms.interval (Rat.frac 0 1) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem check_fy1_speed_range : Eq (Flag.listBeq (Verdict.checkFlags task 6 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_release_after_tasking_1 : Eq (Forms.interval (Rat.frac 690581 200000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem check_fy1_one_heading_a : Eq (Flag.listBeq (Verdict.checkFlags task 7 artifact) (List.cons (Flag.mk 1 Status.fail) List.nil)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_release_after_tasking_2 : Eq (Forms.interval (Rat.frac 1087109 200000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem check_fy1_one_heading_b : Eq (Flag.listBeq (Verdict.checkFlags task 8 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_release_after_tasking_3 : Eq (Forms.interval (Rat.frac 5437299 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem check_fy1_one_speed_a : Eq (Flag.listBeq (Verdict.checkFlags task 9 artifact) (List.cons (Flag.mk 1 Status.fail) List.nil)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_release_after_tasking_4 : Eq (Forms.interval (Rat.frac 6688553 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem check_fy1_one_speed_b : Eq (Flag.listBeq (Verdict.checkFlags task 10 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_release_after_tasking_5 : Eq (Forms.interval (Rat.frac 7907333 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem check_fy1_release_gap : Eq (Flag.listBeq (Verdict.checkFlags task 11 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_release_after_tasking_6 : Eq (Forms.interval (Rat.frac 19305719 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem check_fy3_speed_range : Eq (Flag.listBeq (Verdict.checkFlags task 12 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_release_after_tasking_7 : Eq (Forms.interval (Rat.frac 10154441 500000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem check_fy3_one_heading_a : Eq (Flag.listBeq (Verdict.checkFlags task 13 artifact) (List.cons (Flag.mk 1 Status.fail) (List.cons (Flag.mk 2 Status.fail) List.nil))) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_release_after_tasking_8 : Eq (Forms.interval (Rat.frac 24438477 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem check_fy3_one_heading_b : Eq (Flag.listBeq (Verdict.checkFlags task 14 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_release_after_tasking_9 : Eq (Forms.interval (Rat.frac 78777 125000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem check_fy3_one_speed_a : Eq (Flag.listBeq (Verdict.checkFlags task 15 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_release_after_tasking_10 : Eq (Forms.interval (Rat.frac 2167407 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem check_fy3_one_speed_b : Eq (Flag.listBeq (Verdict.checkFlags task 16 artifact) (List.cons (Flag.mk 1 Status.fail) (List.cons (Flag.mk 2 Status.fail) List.nil))) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q5_release_after_tasking_11 : Eq (Forms.interval (Rat.frac 11463749 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_release_after_tasking_12 : Eq (Forms.interval (Rat.frac 3686987 200000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_fuse_nonneg_0 : Eq (Forms.interval (Rat.frac 898989 250000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_fuse_nonneg_1 : Eq (Forms.interval (Rat.frac 2608709 500000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_fuse_nonneg_2 : Eq (Forms.interval (Rat.frac 184237 31250) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_fuse_nonneg_3 : Eq (Forms.interval (Rat.frac 2669829 500000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_fuse_nonneg_4 : Eq (Forms.interval (Rat.frac 43589 40000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_fuse_nonneg_5 : Eq (Forms.interval (Rat.frac 387 62500) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_fuse_nonneg_6 : Eq (Forms.interval (Rat.frac 68139 20000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_fuse_nonneg_7 : Eq (Forms.interval (Rat.frac 2010083 500000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_fuse_nonneg_8 : Eq (Forms.interval (Rat.frac 29313 25000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_fuse_nonneg_9 : Eq (Forms.interval (Rat.frac 2224439 200000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_fuse_nonneg_10 : Eq (Forms.interval (Rat.frac 12134883 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_fuse_nonneg_11 : Eq (Forms.interval (Rat.frac 1192587 500000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_fuse_nonneg_12 : Eq (Forms.interval (Rat.frac 1855373 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_detonation_above_ground_0 : Eq (Forms.threshold (Rat.frac 1736639 1000) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_detonation_above_ground_1 : Eq (Forms.threshold (Rat.frac 333323 200) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_detonation_above_ground_2 : Eq (Forms.threshold (Rat.frac 814843 500) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_detonation_above_ground_3 : Eq (Forms.threshold (Rat.frac 1260291 1000) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_detonation_above_ground_4 : Eq (Forms.threshold (Rat.frac 1394181 1000) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_detonation_above_ground_5 : Eq (Forms.threshold (Rat.frac 1400 1) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_detonation_above_ground_6 : Eq (Forms.threshold (Rat.frac 3215621 5000) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_detonation_above_ground_7 : Eq (Forms.threshold (Rat.frac 248323 400) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_detonation_above_ground_8 : Eq (Forms.threshold (Rat.frac 1386527 2000) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_detonation_above_ground_9 : Eq (Forms.threshold (Rat.frac 596927 500) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_detonation_above_ground_10 : Eq (Forms.threshold (Rat.frac 1078449 1000) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_detonation_above_ground_11 : Eq (Forms.threshold (Rat.frac 318031 250) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_detonation_above_ground_12 : Eq (Forms.threshold (Rat.frac 320783 250) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_drops_per_uav : Eq (Forms.threshold (Rat.frac 0 1) Cmp.le (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_release_gap : Eq (Forms.threshold (Rat.frac 0 1) Cmp.le (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_shielding_resolved : Eq (Forms.threshold (Rat.frac 660529 50000000000) Cmp.le (Rat.frac 1 100)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_total_shielding_claim : Eq (Forms.agree (Rat.frac 202793 5000) (Rat.frac 202793 5000) (Rat.frac 3 10) (Rat.frac 1 100)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_m1_shielding_claim : Eq (Forms.agree (Rat.frac 112759 6250) (Rat.frac 112759 6250) (Rat.frac 1 10) (Rat.frac 1 100)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_m2_shielding_claim : Eq (Forms.agree (Rat.frac 1586911 100000) (Rat.frac 1586911 100000) (Rat.frac 1 10) (Rat.frac 1 100)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q5_m3_shielding_claim : Eq (Forms.agree (Rat.frac 1662013 250000) (Rat.frac 1662013 250000) (Rat.frac 1 10) (Rat.frac 1 100)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q2_fy1_speed : Eq (Forms.interval (Rat.frac 70 1) (Option.some (Rat.frac 70 1)) (Option.some (Rat.frac 140 1))) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q2_fy1_heading : Eq (Forms.interval (Rat.frac 35328373 200000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 360 1))) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q2_release_after_tasking_0 : Eq (Forms.interval (Rat.frac 0 1) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q2_fuse_nonneg_0 : Eq (Forms.interval (Rat.frac 2496687 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q2_detonation_above_ground_0 : Eq (Forms.threshold (Rat.frac 221182 125) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q2_drops_per_uav : Eq (Forms.threshold (Rat.frac 0 1) Cmp.le (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q2_release_gap : Eq (Forms.threshold (Rat.frac 0 1) Cmp.le (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q2_shielding_resolved : Eq (Forms.threshold (Rat.frac 654131 1250000000000) Cmp.le (Rat.frac 1 100)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q2_shielding_claim : Eq (Forms.agree (Rat.frac 4542871 1000000) (Rat.frac 4542871 1000000) (Rat.frac 1 10) (Rat.frac 1 100)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q3_fy1_speed : Eq (Forms.interval (Rat.frac 140 1) (Option.some (Rat.frac 70 1)) (Option.some (Rat.frac 140 1))) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q3_fy1_heading : Eq (Forms.interval (Rat.frac 179649713 1000000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 360 1))) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q3_release_after_tasking_0 : Eq (Forms.interval (Rat.frac 0 1) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q3_release_after_tasking_1 : Eq (Forms.interval (Rat.frac 1840007 500000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q3_release_after_tasking_2 : Eq (Forms.interval (Rat.frac 5585639 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q3_fuse_nonneg_0 : Eq (Forms.interval (Rat.frac 720739 200000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q3_fuse_nonneg_1 : Eq (Forms.interval (Rat.frac 5382459 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q3_fuse_nonneg_2 : Eq (Forms.interval (Rat.frac 605419 100000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q3_detonation_above_ground_0 : Eq (Forms.threshold (Rat.frac 868183 500) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q3_detonation_above_ground_1 : Eq (Forms.threshold (Rat.frac 1658043 1000) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q3_detonation_above_ground_2 : Eq (Forms.threshold (Rat.frac 1620399 1000) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q3_drops_per_uav : Eq (Forms.threshold (Rat.frac 0 1) Cmp.le (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q3_release_gap : Eq (Forms.threshold (Rat.frac 0 1) Cmp.le (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q3_shielding_resolved : Eq (Forms.threshold (Rat.frac 4447913 1000000000000) Cmp.le (Rat.frac 1 100)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q3_shielding_claim : Eq (Forms.agree (Rat.frac 7618921 1000000) (Rat.frac 7618921 1000000) (Rat.frac 1 10) (Rat.frac 1 100)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q4_fy1_speed : Eq (Forms.interval (Rat.frac 79817263 1000000) (Option.some (Rat.frac 70 1)) (Option.some (Rat.frac 140 1))) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q4_fy1_heading : Eq (Forms.interval (Rat.frac 177230587 1000000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 360 1))) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q4_fy2_speed : Eq (Forms.interval (Rat.frac 69031927 500000) (Option.some (Rat.frac 70 1)) (Option.some (Rat.frac 140 1))) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q4_fy2_heading : Eq (Forms.interval (Rat.frac 303359107 1000000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 360 1))) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q4_fy3_speed : Eq (Forms.interval (Rat.frac 68256217 500000) (Option.some (Rat.frac 70 1)) (Option.some (Rat.frac 140 1))) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q4_fy3_heading : Eq (Forms.interval (Rat.frac 37642843 500000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 360 1))) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q4_release_after_tasking_0 : Eq (Forms.interval (Rat.frac 0 1) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q4_release_after_tasking_1 : Eq (Forms.interval (Rat.frac 7218073 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q4_release_after_tasking_2 : Eq (Forms.interval (Rat.frac 10927303 500000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q4_fuse_nonneg_0 : Eq (Forms.interval (Rat.frac 2640877 1000000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q4_fuse_nonneg_1 : Eq (Forms.interval (Rat.frac 1149279 250000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q4_fuse_nonneg_2 : Eq (Forms.interval (Rat.frac 779291 500000) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q4_detonation_above_ground_0 : Eq (Forms.threshold (Rat.frac 882913 500) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q4_detonation_above_ground_1 : Eq (Forms.threshold (Rat.frac 648223 500) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q4_detonation_above_ground_2 : Eq (Forms.threshold (Rat.frac 688097 1000) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q4_drops_per_uav : Eq (Forms.threshold (Rat.frac 0 1) Cmp.le (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q4_release_gap : Eq (Forms.threshold (Rat.frac 0 1) Cmp.le (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q4_shielding_resolved : Eq (Forms.threshold (Rat.frac 818039 500000000000) Cmp.le (Rat.frac 1 100)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q4_shielding_claim : Eq (Forms.agree (Rat.frac 1166979 100000) (Rat.frac 1166979 100000) (Rat.frac 1 10) (Rat.frac 1 100)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem domain_q5_total_shielding : Eq (Reward.inDomain (Rat.frac 202793 5000) Domain.nonneg) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_q5_total_shielding : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 202793 5000)) (Rat.frac 202793 5000) (Rat.frac 12 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem domain_q5_m1_shielding : Eq (Reward.inDomain (Rat.frac 112759 6250) Domain.nonneg) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_q5_m1_shielding : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 112759 6250)) (Rat.frac 112759 6250) (Rat.frac 5 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem domain_q5_m2_shielding : Eq (Reward.inDomain (Rat.frac 1586911 100000) Domain.nonneg) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_q5_m2_shielding : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1586911 100000)) (Rat.frac 1586911 100000) (Rat.frac 5 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem domain_q5_m3_shielding : Eq (Reward.inDomain (Rat.frac 1662013 250000) Domain.nonneg) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_q5_m3_shielding : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1662013 250000)) (Rat.frac 1662013 250000) (Rat.frac 2 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 202793 5000)) (Rat.frac 202793 5000) (Rat.frac 12 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 112759 6250)) (Rat.frac 112759 6250) (Rat.frac 5 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1586911 100000)) (Rat.frac 1586911 100000) (Rat.frac 5 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1662013 250000)) (Rat.frac 1662013 250000) (Rat.frac 2 1))) List.nil))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 202793 5000)) (Rat.frac 202793 5000) (Rat.frac 12 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 112759 6250)) (Rat.frac 112759 6250) (Rat.frac 5 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1586911 100000)) (Rat.frac 1586911 100000) (Rat.frac 5 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1662013 250000)) (Rat.frac 1662013 250000) (Rat.frac 2 1))) List.nil)))))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 1 1) (Rat.frac 1 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 1 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q5_total_shielding_beyond : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 262793 5000)) (Rat.frac 202793 5000) (Rat.frac 12 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q5_total_shielding_half : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 172793 5000)) (Rat.frac 202793 5000) (Rat.frac 12 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q5_total_shielding_edge : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 142793 5000)) (Rat.frac 202793 5000) (Rat.frac 12 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q5_m1_shielding_beyond : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 144009 6250)) (Rat.frac 112759 6250) (Rat.frac 5 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q5_m1_shielding_half : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 48567 3125)) (Rat.frac 112759 6250) (Rat.frac 5 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q5_m1_shielding_edge : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 81509 6250)) (Rat.frac 112759 6250) (Rat.frac 5 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q5_m2_shielding_beyond : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 2086911 100000)) (Rat.frac 1586911 100000) (Rat.frac 5 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q5_m2_shielding_half : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1336911 100000)) (Rat.frac 1586911 100000) (Rat.frac 5 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q5_m2_shielding_edge : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1086911 100000)) (Rat.frac 1586911 100000) (Rat.frac 5 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q5_m3_shielding_beyond : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 2162013 250000)) (Rat.frac 1662013 250000) (Rat.frac 2 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q5_m3_shielding_half : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1412013 250000)) (Rat.frac 1662013 250000) (Rat.frac 2 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q5_m3_shielding_edge : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.nonneg (Option.some (Rat.frac 1162013 250000)) (Rat.frac 1662013 250000) (Rat.frac 2 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.nonneg Option.none (Rat.frac 202793 5000) (Rat.frac 12 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg Option.none (Rat.frac 112759 6250) (Rat.frac 5 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg Option.none (Rat.frac 1586911 100000) (Rat.frac 5 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg Option.none (Rat.frac 1662013 250000) (Rat.frac 2 1))) List.nil))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.nonneg Option.none (Rat.frac 202793 5000) (Rat.frac 12 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg Option.none (Rat.frac 112759 6250) (Rat.frac 5 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg Option.none (Rat.frac 1586911 100000) (Rat.frac 5 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.nonneg Option.none (Rat.frac 1662013 250000) (Rat.frac 2 1))) List.nil)))))) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 0 1) (Rat.frac 1 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 0 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oracle_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 2 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 0 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem verdict : Eq (Verdict.is (Verdict.given task artifact (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons (List.cons (Flag.mk 1 Status.fail) List.nil) (List.cons List.nil (List.cons (List.cons (Flag.mk 1 Status.fail) List.nil) (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons (List.cons (Flag.mk 1 Status.fail) (List.cons (Flag.mk 2 Status.fail) List.nil)) (List.cons List.nil (List.cons List.nil (List.cons (List.cons (Flag.mk 1 Status.fail) (List.cons (Flag.mk 2 Status.fail) List.nil)) List.nil))))))))))))))))) List.nil (Rat.frac 1 1) (Rat.frac 0 1)) Bool.false (Rat.frac 0 1) (Rat.negFrac 1 1)) Bool.true := (rfl)
 
 end TBMM.Cert.Cumcm2025ASmokeScreen
 end

@@ -5,172 +5,79 @@ noncomputable section
 namespace TBMM.Cert.Cumcm2025BSicThickness
 
 set_option maxRecDepth 65536 in
-theorem gate_sic_10deg_thickness_range : Eq (Forms.interval (Rat.frac 1859 250) (Option.some (Rat.frac 1 2)) (Option.some (Rat.frac 100 1))) Bool.true := rfl
+def task : Task := (Task.mk (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 0) (List.cons (Seg.key 11) (List.cons (Seg.key 15) List.nil))) (Option.some (Rat.frac 1 2)) (Option.some (Rat.frac 100 1))) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 (List.cons 4 (List.cons 5 List.nil))))))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 4) (List.cons (Seg.key 0) (List.cons (Seg.key 11) (List.cons (Seg.key 5) List.nil)))) Cmp.le (Rat.frac 40 1)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 (List.cons 4 (List.cons 5 List.nil))))))) (List.cons (GateEntry.mk (Check.agree (List.cons (Seg.key 0) (List.cons (Seg.key 11) (List.cons (Seg.key 5) List.nil))) (List.cons (Seg.key 4) (List.cons (Seg.key 0) (List.cons (Seg.key 11) (List.cons (Seg.key 5) List.nil)))) (Rat.frac 1 1) (Rat.frac 1 5)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 (List.cons 4 (List.cons 5 List.nil))))))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 0) (List.cons (Seg.key 12) (List.cons (Seg.key 15) List.nil))) (Option.some (Rat.frac 1 2)) (Option.some (Rat.frac 100 1))) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 (List.cons 4 (List.cons 5 List.nil))))))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 4) (List.cons (Seg.key 0) (List.cons (Seg.key 12) (List.cons (Seg.key 5) List.nil)))) Cmp.le (Rat.frac 40 1)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 (List.cons 4 (List.cons 5 List.nil))))))) (List.cons (GateEntry.mk (Check.agree (List.cons (Seg.key 0) (List.cons (Seg.key 12) (List.cons (Seg.key 5) List.nil))) (List.cons (Seg.key 4) (List.cons (Seg.key 0) (List.cons (Seg.key 12) (List.cons (Seg.key 5) List.nil)))) (Rat.frac 1 1) (Rat.frac 1 5)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 (List.cons 4 (List.cons 5 List.nil))))))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 0) (List.cons (Seg.key 7) (List.cons (Seg.key 15) List.nil))) (Option.some (Rat.frac 1 2)) (Option.some (Rat.frac 100 1))) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 (List.cons 4 (List.cons 5 List.nil))))))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 4) (List.cons (Seg.key 0) (List.cons (Seg.key 7) (List.cons (Seg.key 5) List.nil)))) Cmp.le (Rat.frac 70 1)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 (List.cons 4 (List.cons 5 List.nil))))))) (List.cons (GateEntry.mk (Check.agree (List.cons (Seg.key 0) (List.cons (Seg.key 7) (List.cons (Seg.key 5) List.nil))) (List.cons (Seg.key 4) (List.cons (Seg.key 0) (List.cons (Seg.key 7) (List.cons (Seg.key 5) List.nil)))) (Rat.frac 1 1) (Rat.frac 1 5)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 (List.cons 4 (List.cons 5 List.nil))))))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 0) (List.cons (Seg.key 8) (List.cons (Seg.key 15) List.nil))) (Option.some (Rat.frac 1 2)) (Option.some (Rat.frac 100 1))) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 (List.cons 4 (List.cons 5 List.nil))))))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 4) (List.cons (Seg.key 0) (List.cons (Seg.key 8) (List.cons (Seg.key 5) List.nil)))) Cmp.le (Rat.frac 70 1)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 (List.cons 4 (List.cons 5 List.nil))))))) (List.cons (GateEntry.mk (Check.agree (List.cons (Seg.key 0) (List.cons (Seg.key 8) (List.cons (Seg.key 5) List.nil))) (List.cons (Seg.key 4) (List.cons (Seg.key 0) (List.cons (Seg.key 8) (List.cons (Seg.key 5) List.nil)))) (Rat.frac 1 1) (Rat.frac 1 5)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 (List.cons 4 (List.cons 5 List.nil))))))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 4) (List.cons (Seg.key 10) (List.cons (Seg.key 2) List.nil))) Cmp.ge (Rat.frac 11 5)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 (List.cons 4 (List.cons 5 List.nil))))))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 4) (List.cons (Seg.key 10) (List.cons (Seg.key 1) List.nil))) Cmp.le (Rat.frac 14 5)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 (List.cons 4 (List.cons 5 List.nil))))))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 4) (List.cons (Seg.key 10) (List.cons (Seg.key 14) List.nil))) Cmp.le (Rat.frac 3 100)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 (List.cons 4 (List.cons 5 List.nil))))))) (List.cons (GateEntry.mk (Check.agree (List.cons (Seg.key 3) (List.cons (Seg.key 13) List.nil)) (List.cons (Seg.key 4) (List.cons (Seg.key 10) (List.cons (Seg.key 15) List.nil))) (Rat.frac 0 1) (Rat.frac 1 50)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 (List.cons 4 (List.cons 5 List.nil))))))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 4) (List.cons (Seg.key 6) (List.cons (Seg.key 2) List.nil))) Cmp.ge (Rat.frac 33 10)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 (List.cons 4 (List.cons 5 List.nil))))))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 4) (List.cons (Seg.key 6) (List.cons (Seg.key 1) List.nil))) Cmp.le (Rat.frac 18 5)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 (List.cons 4 (List.cons 5 List.nil))))))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 4) (List.cons (Seg.key 6) (List.cons (Seg.key 14) List.nil))) Cmp.le (Rat.frac 3 100)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 (List.cons 4 (List.cons 5 List.nil))))))) (List.cons (GateEntry.mk (Check.agree (List.cons (Seg.key 3) (List.cons (Seg.key 9) List.nil)) (List.cons (Seg.key 4) (List.cons (Seg.key 6) (List.cons (Seg.key 15) List.nil))) (Rat.frac 0 1) (Rat.frac 1 50)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 (List.cons 4 (List.cons 5 List.nil))))))) List.nil)))))))))))))))))))) (List.cons (Metric.mk (List.cons (Seg.key 4) (List.cons (Seg.key 10) (List.cons (Seg.key 15) List.nil))) Direction.targetValue Domain.nonneg (Rat.frac 1 1) (Rat.frac 3 4) (Rat.frac 9259 1250) Option.none) (List.cons (Metric.mk (List.cons (Seg.key 4) (List.cons (Seg.key 6) (List.cons (Seg.key 15) List.nil))) Direction.targetValue Domain.nonneg (Rat.frac 1 1) (Rat.frac 17 50) (Rat.frac 67803 20000) Option.none) (List.cons (Metric.mk (List.cons (Seg.key 4) (List.cons (Seg.key 0) (List.cons (Seg.key 11) (List.cons (Seg.key 5) List.nil)))) Direction.lowerIsBetter Domain.nonneg (Rat.frac 1 4) (Rat.frac 30 1) (Rat.frac 1094637019 100000000) Option.none) (List.cons (Metric.mk (List.cons (Seg.key 4) (List.cons (Seg.key 0) (List.cons (Seg.key 12) (List.cons (Seg.key 5) List.nil)))) Direction.lowerIsBetter Domain.nonneg (Rat.frac 1 4) (Rat.frac 30 1) (Rat.frac 4993485003 500000000) Option.none) (List.cons (Metric.mk (List.cons (Seg.key 4) (List.cons (Seg.key 0) (List.cons (Seg.key 7) (List.cons (Seg.key 5) List.nil)))) Direction.lowerIsBetter Domain.nonneg (Rat.frac 1 4) (Rat.frac 50 1) (Rat.frac 1185735007 100000000) Option.none) (List.cons (Metric.mk (List.cons (Seg.key 4) (List.cons (Seg.key 0) (List.cons (Seg.key 8) (List.cons (Seg.key 5) List.nil)))) Direction.lowerIsBetter Domain.nonneg (Rat.frac 1 4) (Rat.frac 50 1) (Rat.frac 151828491 12500000) Option.none) List.nil)))))) List.nil List.nil)
 
 set_option maxRecDepth 65536 in
-theorem gate_sic_10deg_fits_spectrum : Eq (Forms.threshold (Rat.frac 1094637019 100000000) Cmp.le (Rat.frac 40 1)) Bool.true := rfl
+def artifact : Json := (Json.obj (List.cons 3 (List.cons 0 (List.cons 4 List.nil))) (List.cons (Json.obj (List.cons 13 (List.cons 9 List.nil)) (List.cons (Json.num (Rat.frac 9259 1250)) (List.cons (Json.num (Rat.frac 67803 20000)) List.nil))) (List.cons (Json.obj (List.cons 11 (List.cons 12 (List.cons 7 (List.cons 8 List.nil)))) (List.cons (Json.obj (List.cons 15 (List.cons 5 List.nil)) (List.cons (Json.num (Rat.frac 1859 250)) (List.cons (Json.num (Rat.frac 219 20)) List.nil))) (List.cons (Json.obj (List.cons 15 (List.cons 5 List.nil)) (List.cons (Json.num (Rat.frac 9223 1250)) (List.cons (Json.num (Rat.frac 999 100)) List.nil))) (List.cons (Json.obj (List.cons 15 (List.cons 5 List.nil)) (List.cons (Json.num (Rat.frac 34029 10000)) (List.cons (Json.num (Rat.frac 593 50)) List.nil))) (List.cons (Json.obj (List.cons 15 (List.cons 5 List.nil)) (List.cons (Json.num (Rat.frac 16887 5000)) (List.cons (Json.num (Rat.frac 243 20)) List.nil))) List.nil))))) (List.cons (Json.obj (List.cons 0 (List.cons 10 (List.cons 6 List.nil))) (List.cons (Json.obj (List.cons 11 (List.cons 12 (List.cons 7 (List.cons 8 List.nil)))) (List.cons (Json.obj (List.cons 5 List.nil) (List.cons (Json.num (Rat.frac 1094637019 100000000)) List.nil)) (List.cons (Json.obj (List.cons 5 List.nil) (List.cons (Json.num (Rat.frac 4993485003 500000000)) List.nil)) (List.cons (Json.obj (List.cons 5 List.nil) (List.cons (Json.num (Rat.frac 1185735007 100000000)) List.nil)) (List.cons (Json.obj (List.cons 5 List.nil) (List.cons (Json.num (Rat.frac 151828491 12500000)) List.nil)) List.nil))))) (List.cons (Json.obj (List.cons 15 (List.cons 14 (List.cons 2 (List.cons 1 List.nil)))) (List.cons (Json.num (Rat.frac 9259 1250)) (List.cons (Json.num (Rat.frac 3888108867 500000000000)) (List.cons (Json.num (Rat.frac 46221597 20000000)) (List.cons (Json.num (Rat.frac 252350987 100000000)) List.nil))))) (List.cons (Json.obj (List.cons 15 (List.cons 14 (List.cons 2 (List.cons 1 List.nil)))) (List.cons (Json.num (Rat.frac 67803 20000)) (List.cons (Json.num (Rat.frac 7521791071 1000000000000)) (List.cons (Json.num (Rat.frac 3417741129 1000000000)) (List.cons (Json.num (Rat.frac 687753479 200000000)) List.nil))))) List.nil)))) List.nil))))
 
 set_option maxRecDepth 65536 in
-theorem gate_sic_10deg_rms_claim : Eq (Forms.agree (Rat.frac 219 20) (Rat.frac 1094637019 100000000) (Rat.frac 1 1) (Rat.frac 1 5)) Bool.true := rfl
+theorem oracle : Eq (Rat.beq (Verdict.oracle task) (Rat.frac 1 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_sic_15deg_thickness_range : Eq (Forms.interval (Rat.frac 9223 1250) (Option.some (Rat.frac 1 2)) (Option.some (Rat.frac 100 1))) Bool.true := rfl
+theorem baseline : Eq (Rat.beq (Verdict.baseline task) (Rat.frac 0 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_sic_15deg_fits_spectrum : Eq (Forms.threshold (Rat.frac 4993485003 500000000) Cmp.le (Rat.frac 40 1)) Bool.true := rfl
+theorem check_sic_10deg_thickness_range : Eq (Flag.listBeq (Verdict.checkFlags task 0 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_sic_15deg_rms_claim : Eq (Forms.agree (Rat.frac 999 100) (Rat.frac 4993485003 500000000) (Rat.frac 1 1) (Rat.frac 1 5)) Bool.true := rfl
+theorem check_sic_10deg_fits_spectrum : Eq (Flag.listBeq (Verdict.checkFlags task 1 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_si_10deg_thickness_range : Eq (Forms.interval (Rat.frac 34029 10000) (Option.some (Rat.frac 1 2)) (Option.some (Rat.frac 100 1))) Bool.true := rfl
+theorem check_sic_10deg_rms_claim : Eq (Flag.listBeq (Verdict.checkFlags task 2 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_si_10deg_fits_spectrum : Eq (Forms.threshold (Rat.frac 1185735007 100000000) Cmp.le (Rat.frac 70 1)) Bool.true := rfl
+theorem check_sic_15deg_thickness_range : Eq (Flag.listBeq (Verdict.checkFlags task 3 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_si_10deg_rms_claim : Eq (Forms.agree (Rat.frac 593 50) (Rat.frac 1185735007 100000000) (Rat.frac 1 1) (Rat.frac 1 5)) Bool.true := rfl
+theorem check_sic_15deg_fits_spectrum : Eq (Flag.listBeq (Verdict.checkFlags task 4 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_si_15deg_thickness_range : Eq (Forms.interval (Rat.frac 16887 5000) (Option.some (Rat.frac 1 2)) (Option.some (Rat.frac 100 1))) Bool.true := rfl
+theorem check_sic_15deg_rms_claim : Eq (Flag.listBeq (Verdict.checkFlags task 5 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_si_15deg_fits_spectrum : Eq (Forms.threshold (Rat.frac 151828491 12500000) Cmp.le (Rat.frac 70 1)) Bool.true := rfl
+theorem check_si_10deg_thickness_range : Eq (Flag.listBeq (Verdict.checkFlags task 6 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_si_15deg_rms_claim : Eq (Forms.agree (Rat.frac 243 20) (Rat.frac 151828491 12500000) (Rat.frac 1 1) (Rat.frac 1 5)) Bool.true := rfl
+theorem check_si_10deg_fits_spectrum : Eq (Flag.listBeq (Verdict.checkFlags task 7 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_sic_index_plausible_lo : Eq (Forms.threshold (Rat.frac 46221597 20000000) Cmp.ge (Rat.frac 11 5)) Bool.true := rfl
+theorem check_si_10deg_rms_claim : Eq (Flag.listBeq (Verdict.checkFlags task 8 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_sic_index_plausible_hi : Eq (Forms.threshold (Rat.frac 252350987 100000000) Cmp.le (Rat.frac 14 5)) Bool.true := rfl
+theorem check_si_15deg_thickness_range : Eq (Flag.listBeq (Verdict.checkFlags task 9 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_sic_angles_agree : Eq (Forms.threshold (Rat.frac 3888108867 500000000000) Cmp.le (Rat.frac 3 100)) Bool.true := rfl
+theorem check_si_15deg_fits_spectrum : Eq (Flag.listBeq (Verdict.checkFlags task 10 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_sic_thickness_claim : Eq (Forms.agree (Rat.frac 9259 1250) (Rat.frac 9259 1250) (Rat.frac 0 1) (Rat.frac 1 50)) Bool.true := rfl
+theorem check_si_15deg_rms_claim : Eq (Flag.listBeq (Verdict.checkFlags task 11 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_si_index_plausible_lo : Eq (Forms.threshold (Rat.frac 3417741129 1000000000) Cmp.ge (Rat.frac 33 10)) Bool.true := rfl
+theorem check_sic_index_plausible_lo : Eq (Flag.listBeq (Verdict.checkFlags task 12 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_si_index_plausible_hi : Eq (Forms.threshold (Rat.frac 687753479 200000000) Cmp.le (Rat.frac 18 5)) Bool.true := rfl
+theorem check_sic_index_plausible_hi : Eq (Flag.listBeq (Verdict.checkFlags task 13 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_si_angles_agree : Eq (Forms.threshold (Rat.frac 7521791071 1000000000000) Cmp.le (Rat.frac 3 100)) Bool.true := rfl
+theorem check_sic_angles_agree : Eq (Flag.listBeq (Verdict.checkFlags task 14 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_si_thickness_claim : Eq (Forms.agree (Rat.frac 67803 20000) (Rat.frac 67803 20000) (Rat.frac 0 1) (Rat.frac 1 50)) Bool.true := rfl
+theorem check_sic_thickness_claim : Eq (Flag.listBeq (Verdict.checkFlags task 15 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_q3_sic_thickness : Eq (Reward.inDomain (Rat.frac 9259 1250) Domain.nonneg) Bool.true := rfl
+theorem check_si_index_plausible_lo : Eq (Flag.listBeq (Verdict.checkFlags task 16 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem score_q3_sic_thickness : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 9259 1250)) (Rat.frac 9259 1250) (Rat.frac 3 4)) (Rat.frac 1 1)) Bool.true := rfl
+theorem check_si_index_plausible_hi : Eq (Flag.listBeq (Verdict.checkFlags task 17 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_q3_si_thickness : Eq (Reward.inDomain (Rat.frac 67803 20000) Domain.nonneg) Bool.true := rfl
+theorem check_si_angles_agree : Eq (Flag.listBeq (Verdict.checkFlags task 18 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem score_q3_si_thickness : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 67803 20000)) (Rat.frac 67803 20000) (Rat.frac 17 50)) (Rat.frac 1 1)) Bool.true := rfl
+theorem check_si_thickness_claim : Eq (Flag.listBeq (Verdict.checkFlags task 19 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_sic_10deg_fit_rms : Eq (Reward.inDomain (Rat.frac 1094637019 100000000) Domain.nonneg) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_sic_10deg_fit_rms : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 1094637019 100000000)) (Rat.frac 1094637019 100000000) (Rat.frac 30 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem domain_sic_15deg_fit_rms : Eq (Reward.inDomain (Rat.frac 4993485003 500000000) Domain.nonneg) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_sic_15deg_fit_rms : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 4993485003 500000000)) (Rat.frac 4993485003 500000000) (Rat.frac 30 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem domain_si_10deg_fit_rms : Eq (Reward.inDomain (Rat.frac 1185735007 100000000) Domain.nonneg) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_si_10deg_fit_rms : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 1185735007 100000000)) (Rat.frac 1185735007 100000000) (Rat.frac 50 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem domain_si_15deg_fit_rms : Eq (Reward.inDomain (Rat.frac 151828491 12500000) Domain.nonneg) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_si_15deg_fit_rms : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 151828491 12500000)) (Rat.frac 151828491 12500000) (Rat.frac 50 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 9259 1250)) (Rat.frac 9259 1250) (Rat.frac 3 4))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 67803 20000)) (Rat.frac 67803 20000) (Rat.frac 17 50))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 1094637019 100000000)) (Rat.frac 1094637019 100000000) (Rat.frac 30 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 4993485003 500000000)) (Rat.frac 4993485003 500000000) (Rat.frac 30 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 1185735007 100000000)) (Rat.frac 1185735007 100000000) (Rat.frac 50 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 151828491 12500000)) (Rat.frac 151828491 12500000) (Rat.frac 50 1))) List.nil))))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 9259 1250)) (Rat.frac 9259 1250) (Rat.frac 3 4))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 67803 20000)) (Rat.frac 67803 20000) (Rat.frac 17 50))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 1094637019 100000000)) (Rat.frac 1094637019 100000000) (Rat.frac 30 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 4993485003 500000000)) (Rat.frac 4993485003 500000000) (Rat.frac 30 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 1185735007 100000000)) (Rat.frac 1185735007 100000000) (Rat.frac 50 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 151828491 12500000)) (Rat.frac 151828491 12500000) (Rat.frac 50 1))) List.nil)))))))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 1 1) (Rat.frac 1 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 1 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q3_sic_thickness_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 35161 5000)) (Rat.frac 9259 1250) (Rat.frac 3 4)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q3_sic_thickness_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 38911 5000)) (Rat.frac 9259 1250) (Rat.frac 3 4)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q3_sic_thickness_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 16643 2500)) (Rat.frac 9259 1250) (Rat.frac 3 4)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q3_sic_thickness_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 20393 2500)) (Rat.frac 9259 1250) (Rat.frac 3 4)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q3_si_thickness_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 64403 20000)) (Rat.frac 67803 20000) (Rat.frac 17 50)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q3_si_thickness_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 71203 20000)) (Rat.frac 67803 20000) (Rat.frac 17 50)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q3_si_thickness_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 61003 20000)) (Rat.frac 67803 20000) (Rat.frac 17 50)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q3_si_thickness_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 74603 20000)) (Rat.frac 67803 20000) (Rat.frac 17 50)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_sic_10deg_fit_rms_half : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 2594637019 100000000)) (Rat.frac 1094637019 100000000) (Rat.frac 30 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_sic_10deg_fit_rms_edge : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 4094637019 100000000)) (Rat.frac 1094637019 100000000) (Rat.frac 30 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_sic_15deg_fit_rms_half : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 12493485003 500000000)) (Rat.frac 4993485003 500000000) (Rat.frac 30 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_sic_15deg_fit_rms_edge : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 19993485003 500000000)) (Rat.frac 4993485003 500000000) (Rat.frac 30 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_si_10deg_fit_rms_half : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 3685735007 100000000)) (Rat.frac 1185735007 100000000) (Rat.frac 50 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_si_10deg_fit_rms_edge : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 6185735007 100000000)) (Rat.frac 1185735007 100000000) (Rat.frac 50 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_si_15deg_fit_rms_half : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 464328491 12500000)) (Rat.frac 151828491 12500000) (Rat.frac 50 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_si_15deg_fit_rms_edge : Eq (Rat.beq (Reward.score Direction.lowerIsBetter Domain.nonneg (Option.some (Rat.frac 776828491 12500000)) (Rat.frac 151828491 12500000) (Rat.frac 50 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 9259 1250) (Rat.frac 3 4))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 67803 20000) (Rat.frac 17 50))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 1094637019 100000000) (Rat.frac 30 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 4993485003 500000000) (Rat.frac 30 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 1185735007 100000000) (Rat.frac 50 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 151828491 12500000) (Rat.frac 50 1))) List.nil))))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 9259 1250) (Rat.frac 3 4))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 67803 20000) (Rat.frac 17 50))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 1094637019 100000000) (Rat.frac 30 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 4993485003 500000000) (Rat.frac 30 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 1185735007 100000000) (Rat.frac 50 1))) (List.cons (Weighted.mk (Rat.frac 1 4) (Reward.score Direction.lowerIsBetter Domain.nonneg Option.none (Rat.frac 151828491 12500000) (Rat.frac 50 1))) List.nil)))))))) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 0 1) (Rat.frac 1 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 0 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oracle_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 2 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 0 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem verdict : Eq (Verdict.is (Verdict.given task artifact (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil List.nil)))))))))))))))))))) List.nil (Rat.frac 1 1) (Rat.frac 0 1)) Bool.true (Rat.frac 1 1) (Rat.frac 1 1)) Bool.true := (rfl)
 
 end TBMM.Cert.Cumcm2025BSicThickness
 end

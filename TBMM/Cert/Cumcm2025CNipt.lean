@@ -5,103 +5,46 @@ noncomputable section
 namespace TBMM.Cert.Cumcm2025CNipt
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_f1_claim : Eq (Forms.agree (Rat.frac 5751633987 10000000000) (Rat.frac 5751633987 10000000000) (Rat.frac 1 1000) (Rat.frac 0 1)) Bool.true := rfl
+def task : Task := (Task.mk (List.cons (GateEntry.mk (Check.agree (List.cons (Seg.key 9) (List.cons (Seg.key 5) List.nil)) (List.cons (Seg.key 12) (List.cons (Seg.key 9) (List.cons (Seg.key 3) List.nil))) (Rat.frac 1 1000) (Rat.frac 0 1)) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.agree (List.cons (Seg.key 9) (List.cons (Seg.key 4) List.nil)) (List.cons (Seg.key 12) (List.cons (Seg.key 9) (List.cons (Seg.key 0) List.nil))) (Rat.frac 1 1000) (Rat.frac 0 1)) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 8) (List.cons (Seg.key 6) (List.cons Seg.wild (List.cons (Seg.key 11) List.nil)))) (Option.some (Rat.frac 10 1)) (Option.some (Rat.frac 25 1))) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 8) (List.cons (Seg.key 6) (List.cons Seg.wild (List.cons (Seg.key 10) List.nil)))) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 8) (List.cons (Seg.key 6) (List.cons Seg.wild (List.cons (Seg.key 1) List.nil)))) List.nil) (List.cons (List.cons (Seg.key 8) (List.cons (Seg.key 6) (List.cons Seg.wild (List.cons (Seg.key 2) List.nil)))) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 12) (List.cons (Seg.key 8) (List.cons (Seg.key 7) List.nil))) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 0 1))) (List.cons 0 (List.cons 1 List.nil))) List.nil)))))) (List.cons (Metric.mk (List.cons (Seg.key 12) (List.cons (Seg.key 9) (List.cons (Seg.key 3) List.nil))) Direction.higherIsBetter Domain.probability (Rat.frac 2 1) (Rat.frac 1 10) (Rat.frac 5751633987 10000000000) Option.none) (List.cons (Metric.mk (List.cons (Seg.key 12) (List.cons (Seg.key 9) (List.cons (Seg.key 0) List.nil))) Direction.higherIsBetter Domain.probability (Rat.frac 1 1) (Rat.frac 1 10) (Rat.frac 7892520637 10000000000) Option.none) List.nil)) List.nil (List.cons (MinItems.mk (List.cons (Seg.key 9) (List.cons (Seg.key 13) List.nil)) 1) (List.cons (MinItems.mk (List.cons (Seg.key 9) (List.cons (Seg.key 13) (List.cons Seg.wild (List.cons (Seg.key 14) List.nil)))) 1) (List.cons (MinItems.mk (List.cons (Seg.key 8) (List.cons (Seg.key 6) List.nil)) 2) List.nil))))
 
 set_option maxRecDepth 65536 in
-theorem gate_q4_balanced_accuracy_claim : Eq (Forms.agree (Rat.frac 7892520637 10000000000) (Rat.frac 7892520637 10000000000) (Rat.frac 1 1000) (Rat.frac 0 1)) Bool.true := rfl
+def artifact : Json := (Json.obj (List.cons 9 (List.cons 8 (List.cons 12 List.nil))) (List.cons (Json.obj (List.cons 13 (List.cons 5 (List.cons 4 List.nil))) (List.cons (Json.arr (List.cons (Json.obj (List.cons 14 List.nil) (List.cons (Json.arr (List.cons Json.null (List.cons Json.null (List.cons Json.null (List.cons Json.null (List.cons Json.null (List.cons Json.null (List.cons Json.null (List.cons Json.null (List.cons Json.null (List.cons Json.null (List.cons Json.null (List.cons Json.null (List.cons Json.null (List.cons Json.null (List.cons Json.null (List.cons Json.null (List.cons Json.null (List.cons Json.null (List.cons Json.null (List.cons Json.null (List.cons Json.null (List.cons Json.null (List.cons Json.null (List.cons Json.null (List.cons Json.null List.nil)))))))))))))))))))))))))) List.nil)) List.nil)) (List.cons (Json.num (Rat.frac 5751633987 10000000000)) (List.cons (Json.num (Rat.frac 7892520637 10000000000)) List.nil)))) (List.cons (Json.obj (List.cons 6 List.nil) (List.cons (Json.arr (List.cons (Json.obj (List.cons 1 (List.cons 2 (List.cons 11 (List.cons 10 List.nil)))) (List.cons (Json.num (Rat.frac 2070 100)) (List.cons (Json.num (Rat.frac 3052 100)) (List.cons (Json.num (Rat.frac 12 1)) (List.cons (Json.num (Rat.frac 7645 10000)) List.nil))))) (List.cons (Json.obj (List.cons 1 (List.cons 2 (List.cons 11 (List.cons 10 List.nil)))) (List.cons (Json.num (Rat.frac 3065 100)) (List.cons (Json.num (Rat.frac 3234 100)) (List.cons (Json.num (Rat.frac 12 1)) (List.cons (Json.num (Rat.frac 7339 10000)) List.nil))))) (List.cons (Json.obj (List.cons 1 (List.cons 2 (List.cons 11 (List.cons 10 List.nil)))) (List.cons (Json.num (Rat.frac 3235 100)) (List.cons (Json.num (Rat.frac 3437 100)) (List.cons (Json.num (Rat.frac 12 1)) (List.cons (Json.num (Rat.frac 7493 10000)) List.nil))))) (List.cons (Json.obj (List.cons 1 (List.cons 2 (List.cons 11 (List.cons 10 List.nil)))) (List.cons (Json.num (Rat.frac 3443 100)) (List.cons (Json.num (Rat.frac 4688 100)) (List.cons (Json.num (Rat.frac 20 1)) (List.cons (Json.num (Rat.frac 8090 10000)) List.nil))))) List.nil))))) List.nil)) (List.cons (Json.obj (List.cons 9 (List.cons 8 List.nil)) (List.cons (Json.obj (List.cons 3 (List.cons 0 List.nil)) (List.cons (Json.num (Rat.frac 5751633987 10000000000)) (List.cons (Json.num (Rat.frac 7892520637 10000000000)) List.nil))) (List.cons (Json.obj (List.cons 7 List.nil) (List.cons (Json.num (Rat.frac 0 1)) List.nil)) List.nil))) List.nil))))
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_week_in_test_window_0 : Eq (Forms.interval (Rat.frac 12 1) (Option.some (Rat.frac 10 1)) (Option.some (Rat.frac 25 1))) Bool.true := rfl
+theorem oracle : Eq (Rat.beq (Verdict.oracle task) (Rat.frac 1 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_week_in_test_window_1 : Eq (Forms.interval (Rat.frac 12 1) (Option.some (Rat.frac 10 1)) (Option.some (Rat.frac 25 1))) Bool.true := rfl
+theorem baseline : Eq (Rat.beq (Verdict.baseline task) (Rat.frac 0 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_week_in_test_window_2 : Eq (Forms.interval (Rat.frac 12 1) (Option.some (Rat.frac 10 1)) (Option.some (Rat.frac 25 1))) Bool.true := rfl
+theorem check_q4_f1_claim : Eq (Flag.listBeq (Verdict.checkFlags task 0 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_week_in_test_window_3 : Eq (Forms.interval (Rat.frac 20 1) (Option.some (Rat.frac 10 1)) (Option.some (Rat.frac 25 1))) Bool.true := rfl
+theorem check_q4_balanced_accuracy_claim : Eq (Flag.listBeq (Verdict.checkFlags task 1 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_qualified_probability_range_0 : Eq (Forms.interval (Rat.frac 1529 2000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+theorem check_q3_week_in_test_window : Eq (Flag.listBeq (Verdict.checkFlags task 2 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_qualified_probability_range_1 : Eq (Forms.interval (Rat.frac 7339 10000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+theorem check_q3_qualified_probability_range : Eq (Flag.listBeq (Verdict.checkFlags task 3 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_qualified_probability_range_2 : Eq (Forms.interval (Rat.frac 7493 10000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+theorem check_q3_group_interval_ordered : Eq (Flag.listBeq (Verdict.checkFlags task 4 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_qualified_probability_range_3 : Eq (Forms.interval (Rat.frac 809 1000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+theorem check_q3_groups_do_not_overlap : Eq (Flag.listBeq (Verdict.checkFlags task 5 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_group_interval_ordered_0 : Eq (Forms.order (List.cons (Rat.frac 207 10) List.nil) (List.cons (Rat.frac 763 25) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+theorem items_q4_rules : Eq (Flag.listBeq (Verdict.listFlags task 0 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_group_interval_ordered_1 : Eq (Forms.order (List.cons (Rat.frac 613 20) List.nil) (List.cons (Rat.frac 1617 50) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+theorem items_q4_rules_terms : Eq (Flag.listBeq (Verdict.listFlags task 1 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_group_interval_ordered_2 : Eq (Forms.order (List.cons (Rat.frac 647 20) List.nil) (List.cons (Rat.frac 3437 100) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+theorem items_q3_groups : Eq (Flag.listBeq (Verdict.listFlags task 2 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_q3_group_interval_ordered_3 : Eq (Forms.order (List.cons (Rat.frac 3443 100) List.nil) (List.cons (Rat.frac 1172 25) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem gate_q3_groups_do_not_overlap : Eq (Forms.interval (Rat.frac 0 1) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 0 1))) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem domain_q4_female_f1 : Eq (Reward.inDomain (Rat.frac 5751633987 10000000000) Domain.probability) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_q4_female_f1 : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 5751633987 10000000000)) (Rat.frac 5751633987 10000000000) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem domain_q4_female_balanced_accuracy : Eq (Reward.inDomain (Rat.frac 7892520637 10000000000) Domain.probability) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_q4_female_balanced_accuracy : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 7892520637 10000000000)) (Rat.frac 7892520637 10000000000) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 5751633987 10000000000)) (Rat.frac 5751633987 10000000000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 7892520637 10000000000)) (Rat.frac 7892520637 10000000000) (Rat.frac 1 10))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 5751633987 10000000000)) (Rat.frac 5751633987 10000000000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 7892520637 10000000000)) (Rat.frac 7892520637 10000000000) (Rat.frac 1 10))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 1 1) (Rat.frac 1 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 1 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q4_female_f1_beyond : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 6751633987 10000000000)) (Rat.frac 5751633987 10000000000) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q4_female_f1_half : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 5251633987 10000000000)) (Rat.frac 5751633987 10000000000) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q4_female_f1_edge : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 4751633987 10000000000)) (Rat.frac 5751633987 10000000000) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q4_female_balanced_accuracy_beyond : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 8892520637 10000000000)) (Rat.frac 7892520637 10000000000) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q4_female_balanced_accuracy_half : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 7392520637 10000000000)) (Rat.frac 7892520637 10000000000) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_q4_female_balanced_accuracy_edge : Eq (Rat.beq (Reward.score Direction.higherIsBetter Domain.probability (Option.some (Rat.frac 6892520637 10000000000)) (Rat.frac 7892520637 10000000000) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.probability Option.none (Rat.frac 5751633987 10000000000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability Option.none (Rat.frac 7892520637 10000000000) (Rat.frac 1 10))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 2 1) (Reward.score Direction.higherIsBetter Domain.probability Option.none (Rat.frac 5751633987 10000000000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.higherIsBetter Domain.probability Option.none (Rat.frac 7892520637 10000000000) (Rat.frac 1 10))) List.nil)))) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 0 1) (Rat.frac 1 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 0 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oracle_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 2 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 0 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem verdict : Eq (Verdict.is (Verdict.given task artifact (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil List.nil)))))) (List.cons List.nil (List.cons List.nil (List.cons List.nil List.nil))) (Rat.frac 1 1) (Rat.frac 0 1)) Bool.true (Rat.frac 1 1) (Rat.frac 1 1)) Bool.true := (rfl)
 
 end TBMM.Cert.Cumcm2025CNipt
 end

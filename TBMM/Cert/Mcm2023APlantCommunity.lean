@@ -5,121 +5,40 @@ noncomputable section
 namespace TBMM.Cert.Mcm2023APlantCommunity
 
 set_option maxRecDepth 65536 in
-theorem gate_min_species_is_count : Eq (Forms.count (Rat.frac 2 1) Option.none) Bool.true := rfl
+def task : Task := (Task.mk (List.cons (GateEntry.mk (Check.count (List.cons (Seg.key 8) (List.cons (Seg.key 3) List.nil)) Option.none) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 8) (List.cons (Seg.key 3) List.nil)) Cmp.ge (Rat.frac 2 1)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 8) (List.cons (Seg.key 4) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 8) (List.cons (Seg.key 1) List.nil)) Cmp.ge (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 8) (List.cons (Seg.key 0) List.nil)) Cmp.ge (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 2) (List.cons (Seg.key 7) List.nil)) (Option.some (Rat.frac 0 1)) Option.none) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 2) (List.cons (Seg.key 6) List.nil)) (Option.some (Rat.frac 0 1)) Option.none) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) List.nil))))))) (List.cons (Metric.mk (List.cons (Seg.key 8) (List.cons (Seg.key 3) List.nil)) Direction.exactValue Domain.count (Rat.frac 1 1) (Rat.frac 0 1) (Rat.frac 2 1) (Option.some (Rat.frac 4 1))) (List.cons (Metric.mk (List.cons (Seg.key 2) (List.cons (Seg.key 5) List.nil)) Direction.targetValue Domain.any (Rat.frac 1 1) (Rat.frac 9 2) (Rat.frac 374 25) Option.none) (List.cons (Metric.mk (List.cons (Seg.key 8) (List.cons (Seg.key 0) List.nil)) Direction.targetValue Domain.nonneg (Rat.frac 1 1) (Rat.frac 1 50) (Rat.frac 653 10000) (Option.some (Rat.frac 69 5000))) (List.cons (Metric.mk (List.cons (Seg.key 8) (List.cons (Seg.key 4) List.nil)) Direction.targetValue Domain.share (Rat.frac 1 1) (Rat.frac 1 10) (Rat.frac 4413 5000) Option.none) List.nil)))) (List.cons (List.cons (PaperValue.mk 0 (Rat.frac 2 1)) (List.cons (PaperValue.mk 3 (Rat.frac 4413 5000)) (List.cons (PaperValue.mk 1 (Rat.frac 374 25)) (List.cons (PaperValue.mk 2 (Rat.frac 653 10000)) List.nil)))) List.nil) List.nil)
 
 set_option maxRecDepth 65536 in
-theorem gate_min_species_at_least_two : Eq (Forms.threshold (Rat.frac 2 1) Cmp.ge (Rat.frac 2 1)) Bool.true := rfl
+def artifact : Json := (Json.obj (List.cons 8 (List.cons 2 List.nil)) (List.cons (Json.obj (List.cons 3 (List.cons 1 (List.cons 0 (List.cons 4 List.nil)))) (List.cons (Json.num (Rat.frac 2 1)) (List.cons (Json.num (Rat.frac 233 1250)) (List.cons (Json.num (Rat.frac 653 10000)) (List.cons (Json.num (Rat.frac 4413 5000)) List.nil))))) (List.cons (Json.obj (List.cons 7 (List.cons 6 (List.cons 5 List.nil))) (List.cons (Json.num (Rat.frac 33 50)) (List.cons (Json.num (Rat.frac 506 625)) (List.cons (Json.num (Rat.frac 374 25)) List.nil)))) List.nil)))
 
 set_option maxRecDepth 65536 in
-theorem gate_evenness_in_unit_interval : Eq (Forms.interval (Rat.frac 4413 5000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+theorem oracle : Eq (Rat.beq (Verdict.oracle task) (Rat.frac 1 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_cv_monoculture_nonneg : Eq (Forms.threshold (Rat.frac 233 1250) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
+theorem baseline : Eq (Rat.beq (Verdict.baseline task) (Rat.frac 0 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_cv_five_species_nonneg : Eq (Forms.threshold (Rat.frac 653 10000) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
+theorem check_min_species_is_count : Eq (Flag.listBeq (Verdict.checkFlags task 0 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_monoculture_biomass_index_nonneg : Eq (Forms.interval (Rat.frac 33 50) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem check_min_species_at_least_two : Eq (Flag.listBeq (Verdict.checkFlags task 1 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_five_species_biomass_index_nonneg : Eq (Forms.interval (Rat.frac 506 625) (Option.some (Rat.frac 0 1)) Option.none) Bool.true := rfl
+theorem check_evenness_in_unit_interval : Eq (Flag.listBeq (Verdict.checkFlags task 2 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_min_species_for_benefit : Eq (Reward.inDomain (Rat.frac 2 1) Domain.count) Bool.true := rfl
+theorem check_cv_monoculture_nonneg : Eq (Flag.listBeq (Verdict.checkFlags task 3 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem score_min_species_for_benefit : Eq (Rat.beq (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 2 1)) (Rat.frac 2 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem check_cv_five_species_nonneg : Eq (Flag.listBeq (Verdict.checkFlags task 4 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_severe_drought_buffer_gain : Eq (Reward.inDomain (Rat.frac 374 25) Domain.any) Bool.true := rfl
+theorem check_monoculture_biomass_index_nonneg : Eq (Flag.listBeq (Verdict.checkFlags task 5 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem score_severe_drought_buffer_gain : Eq (Rat.beq (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 374 25)) (Rat.frac 374 25) (Rat.frac 9 2)) (Rat.frac 1 1)) Bool.true := rfl
+theorem check_five_species_biomass_index_nonneg : Eq (Flag.listBeq (Verdict.checkFlags task 6 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_biomass_cv_five_species : Eq (Reward.inDomain (Rat.frac 653 10000) Domain.nonneg) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_biomass_cv_five_species : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 653 10000)) (Rat.frac 653 10000) (Rat.frac 1 50)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem domain_evenness_five_species : Eq (Reward.inDomain (Rat.frac 4413 5000) Domain.share) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_evenness_five_species : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 4413 5000)) (Rat.frac 4413 5000) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 2 1)) (Rat.frac 2 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 374 25)) (Rat.frac 374 25) (Rat.frac 9 2))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 653 10000)) (Rat.frac 653 10000) (Rat.frac 1 50))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 4413 5000)) (Rat.frac 4413 5000) (Rat.frac 1 10))) List.nil))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 2 1)) (Rat.frac 2 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 374 25)) (Rat.frac 374 25) (Rat.frac 9 2))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 653 10000)) (Rat.frac 653 10000) (Rat.frac 1 50))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 4413 5000)) (Rat.frac 4413 5000) (Rat.frac 1 10))) List.nil)))))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 1 1) (Rat.frac 1 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 1 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem panel_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 2 1)) (Rat.frac 2 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 4413 5000)) (Rat.frac 4413 5000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 374 25)) (Rat.frac 374 25) (Rat.frac 9 2))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 653 10000)) (Rat.frac 653 10000) (Rat.frac 1 50))) List.nil))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 2 1)) (Rat.frac 2 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 4413 5000)) (Rat.frac 4413 5000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 374 25)) (Rat.frac 374 25) (Rat.frac 9 2))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 653 10000)) (Rat.frac 653 10000) (Rat.frac 1 50))) List.nil)))))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_min_species_for_benefit_equal : Eq (Rat.beq (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 2 1)) (Rat.frac 2 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_min_species_for_benefit_off : Eq (Rat.beq (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 3 1)) (Rat.frac 2 1) (Rat.frac 0 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_severe_drought_buffer_gain_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 1271 100)) (Rat.frac 374 25) (Rat.frac 9 2)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_severe_drought_buffer_gain_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 1721 100)) (Rat.frac 374 25) (Rat.frac 9 2)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_severe_drought_buffer_gain_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 523 50)) (Rat.frac 374 25) (Rat.frac 9 2)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_severe_drought_buffer_gain_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 973 50)) (Rat.frac 374 25) (Rat.frac 9 2)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_biomass_cv_five_species_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 553 10000)) (Rat.frac 653 10000) (Rat.frac 1 50)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_biomass_cv_five_species_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 753 10000)) (Rat.frac 653 10000) (Rat.frac 1 50)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_biomass_cv_five_species_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 453 10000)) (Rat.frac 653 10000) (Rat.frac 1 50)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_biomass_cv_five_species_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 853 10000)) (Rat.frac 653 10000) (Rat.frac 1 50)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_evenness_five_species_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 4163 5000)) (Rat.frac 4413 5000) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_evenness_five_species_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 4663 5000)) (Rat.frac 4413 5000) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_evenness_five_species_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 3913 5000)) (Rat.frac 4413 5000) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_evenness_five_species_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 4913 5000)) (Rat.frac 4413 5000) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 4 1)) (Rat.frac 2 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any Option.none (Rat.frac 374 25) (Rat.frac 9 2))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 69 5000)) (Rat.frac 653 10000) (Rat.frac 1 50))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share Option.none (Rat.frac 4413 5000) (Rat.frac 1 10))) List.nil))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 4 1)) (Rat.frac 2 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any Option.none (Rat.frac 374 25) (Rat.frac 9 2))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 69 5000)) (Rat.frac 653 10000) (Rat.frac 1 50))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share Option.none (Rat.frac 4413 5000) (Rat.frac 1 10))) List.nil)))))) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem panel_self_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 2 1)) (Rat.frac 2 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 4413 5000)) (Rat.frac 4413 5000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 374 25)) (Rat.frac 374 25) (Rat.frac 9 2))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 653 10000)) (Rat.frac 653 10000) (Rat.frac 1 50))) List.nil))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.exactValue Domain.count (Option.some (Rat.frac 2 1)) (Rat.frac 2 1) (Rat.frac 0 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 4413 5000)) (Rat.frac 4413 5000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 374 25)) (Rat.frac 374 25) (Rat.frac 9 2))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 653 10000)) (Rat.frac 653 10000) (Rat.frac 1 50))) List.nil)))))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 0 1) (Rat.frac 1 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 0 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oracle_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 2 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 0 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem verdict : Eq (Verdict.is (Verdict.given task artifact (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil List.nil))))))) List.nil (Rat.frac 1 1) (Rat.frac 0 1)) Bool.true (Rat.frac 1 1) (Rat.frac 1 1)) Bool.true := (rfl)
 
 end TBMM.Cert.Mcm2023APlantCommunity
 end

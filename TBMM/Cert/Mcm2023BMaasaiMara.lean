@@ -5,115 +5,46 @@ noncomputable section
 namespace TBMM.Cert.Mcm2023BMaasaiMara
 
 set_option maxRecDepth 65536 in
-theorem gate_sanctuary_share_range : Eq (Forms.interval (Rat.frac 3611 10000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+def task : Task := (Task.mk (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 7) (List.cons (Seg.key 9) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 7) (List.cons (Seg.key 2) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 7) (List.cons (Seg.key 8) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 7) (List.cons (Seg.key 5) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 7) (List.cons (Seg.key 6) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.sumTo (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 9) List.nil)) (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 2) List.nil)) (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 8) List.nil)) (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 5) List.nil)) (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 6) List.nil)) List.nil))))) (Rat.frac 1 1) (Rat.frac 1 1000)) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 1) (List.cons (Seg.key 3) List.nil)) List.nil) (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 4) List.nil)) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 1) (List.cons (Seg.key 0) List.nil)) List.nil) (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 4) List.nil)) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 7) (List.cons (Seg.key 4) List.nil)) Cmp.ge (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) List.nil))))))))) (List.cons (Metric.mk (List.cons (Seg.key 7) (List.cons (Seg.key 9) List.nil)) Direction.targetValue Domain.share (Rat.frac 1 1) (Rat.frac 1 10) (Rat.frac 3611 10000) Option.none) (List.cons (Metric.mk (List.cons (Seg.key 7) (List.cons (Seg.key 8) List.nil)) Direction.targetValue Domain.share (Rat.frac 1 1) (Rat.frac 1 10) (Rat.frac 1 4) Option.none) (List.cons (Metric.mk (List.cons (Seg.key 7) (List.cons (Seg.key 2) List.nil)) Direction.targetValue Domain.share (Rat.frac 1 1) (Rat.frac 1 10) (Rat.frac 3333 10000) Option.none) List.nil))) (List.cons (List.cons (PaperValue.mk 0 (Rat.frac 3611 10000)) (List.cons (PaperValue.mk 1 (Rat.frac 1 4)) List.nil)) List.nil) List.nil)
 
 set_option maxRecDepth 65536 in
-theorem gate_community_use_share_range : Eq (Forms.interval (Rat.frac 3333 10000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+def artifact : Json := (Json.obj (List.cons 7 (List.cons 1 List.nil)) (List.cons (Json.obj (List.cons 9 (List.cons 2 (List.cons 8 (List.cons 5 (List.cons 6 (List.cons 4 List.nil)))))) (List.cons (Json.num (Rat.frac 3611 10000)) (List.cons (Json.num (Rat.frac 3333 10000)) (List.cons (Json.num (Rat.frac 1 4)) (List.cons (Json.num (Rat.frac 139 2500)) (List.cons (Json.num (Rat.frac 0 1)) (List.cons (Json.num (Rat.frac 77474487 500)) List.nil))))))) (List.cons (Json.obj (List.cons 3 (List.cons 0 List.nil)) (List.cons (Json.num (Rat.frac 70637219 500)) (List.cons (Json.num (Rat.frac 3254519 25)) List.nil))) List.nil)))
 
 set_option maxRecDepth 65536 in
-theorem gate_tourism_share_range : Eq (Forms.interval (Rat.frac 1 4) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+theorem oracle : Eq (Rat.beq (Verdict.oracle task) (Rat.frac 1 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_hunting_share_range : Eq (Forms.interval (Rat.frac 139 2500) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+theorem baseline : Eq (Rat.beq (Verdict.baseline task) (Rat.frac 0 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_other_use_share_range : Eq (Forms.interval (Rat.frac 0 1) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+theorem check_sanctuary_share_range : Eq (Flag.listBeq (Verdict.checkFlags task 0 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_zoning_partitions_preserve : Eq (Forms.sumTo (List.cons (Rat.frac 3611 10000) (List.cons (Rat.frac 3333 10000) (List.cons (Rat.frac 2500 10000) (List.cons (Rat.frac 556 10000) (List.cons (Rat.frac 0 10000) List.nil))))) (Rat.frac 1 1) (Rat.frac 1 1000)) Bool.true := rfl
+theorem check_community_use_share_range : Eq (Flag.listBeq (Verdict.checkFlags task 1 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_plan_beats_conservation_first : Eq (Forms.order (List.cons (Rat.frac 70637219 500) List.nil) (List.cons (Rat.frac 77474487 500) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+theorem check_tourism_share_range : Eq (Flag.listBeq (Verdict.checkFlags task 2 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_plan_beats_agriculture_first : Eq (Forms.order (List.cons (Rat.frac 3254519 25) List.nil) (List.cons (Rat.frac 77474487 500) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+theorem check_hunting_share_range : Eq (Flag.listBeq (Verdict.checkFlags task 3 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_economic_benefit_nonneg : Eq (Forms.threshold (Rat.frac 77474487 500) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
+theorem check_other_use_share_range : Eq (Flag.listBeq (Verdict.checkFlags task 4 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_sanctuary_share : Eq (Reward.inDomain (Rat.frac 3611 10000) Domain.share) Bool.true := rfl
+theorem check_zoning_partitions_preserve : Eq (Flag.listBeq (Verdict.checkFlags task 5 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem score_sanctuary_share : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 3611 10000)) (Rat.frac 3611 10000) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
+theorem check_plan_beats_conservation_first : Eq (Flag.listBeq (Verdict.checkFlags task 6 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_tourism_share : Eq (Reward.inDomain (Rat.frac 1 4) Domain.share) Bool.true := rfl
+theorem check_plan_beats_agriculture_first : Eq (Flag.listBeq (Verdict.checkFlags task 7 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem score_tourism_share : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 1 4)) (Rat.frac 1 4) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
+theorem check_economic_benefit_nonneg : Eq (Flag.listBeq (Verdict.checkFlags task 8 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_community_use_share : Eq (Reward.inDomain (Rat.frac 3333 10000) Domain.share) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_community_use_share : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 3333 10000)) (Rat.frac 3333 10000) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 3611 10000)) (Rat.frac 3611 10000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 1 4)) (Rat.frac 1 4) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 3333 10000)) (Rat.frac 3333 10000) (Rat.frac 1 10))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 3611 10000)) (Rat.frac 3611 10000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 1 4)) (Rat.frac 1 4) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 3333 10000)) (Rat.frac 3333 10000) (Rat.frac 1 10))) List.nil))))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 1 1) (Rat.frac 1 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 1 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem panel_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 3611 10000)) (Rat.frac 3611 10000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 1 4)) (Rat.frac 1 4) (Rat.frac 1 10))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 3611 10000)) (Rat.frac 3611 10000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 1 4)) (Rat.frac 1 4) (Rat.frac 1 10))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_sanctuary_share_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 3111 10000)) (Rat.frac 3611 10000) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_sanctuary_share_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 4111 10000)) (Rat.frac 3611 10000) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_sanctuary_share_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 2611 10000)) (Rat.frac 3611 10000) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_sanctuary_share_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 4611 10000)) (Rat.frac 3611 10000) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_tourism_share_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 1 5)) (Rat.frac 1 4) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_tourism_share_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 3 10)) (Rat.frac 1 4) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_tourism_share_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 3 20)) (Rat.frac 1 4) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_tourism_share_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 7 20)) (Rat.frac 1 4) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_community_use_share_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 2833 10000)) (Rat.frac 3333 10000) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_community_use_share_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 3833 10000)) (Rat.frac 3333 10000) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_community_use_share_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 2333 10000)) (Rat.frac 3333 10000) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_community_use_share_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 4333 10000)) (Rat.frac 3333 10000) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share Option.none (Rat.frac 3611 10000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share Option.none (Rat.frac 1 4) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share Option.none (Rat.frac 3333 10000) (Rat.frac 1 10))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share Option.none (Rat.frac 3611 10000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share Option.none (Rat.frac 1 4) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share Option.none (Rat.frac 3333 10000) (Rat.frac 1 10))) List.nil))))) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem panel_self_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 3611 10000)) (Rat.frac 3611 10000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 1 4)) (Rat.frac 1 4) (Rat.frac 1 10))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 3611 10000)) (Rat.frac 3611 10000) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 1 4)) (Rat.frac 1 4) (Rat.frac 1 10))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 0 1) (Rat.frac 1 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 0 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oracle_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 2 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 0 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem verdict : Eq (Verdict.is (Verdict.given task artifact (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil List.nil))))))))) List.nil (Rat.frac 1 1) (Rat.frac 0 1)) Bool.true (Rat.frac 1 1) (Rat.frac 1 1)) Bool.true := (rfl)
 
 end TBMM.Cert.Mcm2023BMaasaiMara
 end

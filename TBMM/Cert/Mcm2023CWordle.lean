@@ -5,142 +5,55 @@ noncomputable section
 namespace TBMM.Cert.Mcm2023CWordle
 
 set_option maxRecDepth 65536 in
-theorem gate_point_forecast_above_lower : Eq (Forms.order (List.cons (Rat.frac 1013923 100) List.nil) (List.cons (Rat.frac 4165713 250) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+def task : Task := (Task.mk (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 9) (List.cons (Seg.key 12) List.nil)) List.nil) (List.cons (List.cons (Seg.key 9) (List.cons (Seg.key 14) List.nil)) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 9) (List.cons (Seg.key 14) List.nil)) List.nil) (List.cons (List.cons (Seg.key 9) (List.cons (Seg.key 13) List.nil)) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 9) (List.cons (Seg.key 12) List.nil)) Cmp.ge (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.sumTo (List.cons (List.cons (Seg.key 10) (List.cons (Seg.key 1) (List.cons (Seg.key 2) List.nil))) (List.cons (List.cons (Seg.key 10) (List.cons (Seg.key 1) (List.cons (Seg.key 3) List.nil))) (List.cons (List.cons (Seg.key 10) (List.cons (Seg.key 1) (List.cons (Seg.key 4) List.nil))) (List.cons (List.cons (Seg.key 10) (List.cons (Seg.key 1) (List.cons (Seg.key 5) List.nil))) (List.cons (List.cons (Seg.key 10) (List.cons (Seg.key 1) (List.cons (Seg.key 6) List.nil))) (List.cons (List.cons (Seg.key 10) (List.cons (Seg.key 1) (List.cons (Seg.key 7) List.nil))) (List.cons (List.cons (Seg.key 10) (List.cons (Seg.key 1) (List.cons (Seg.key 8) List.nil))) List.nil))))))) (Rat.frac 100 1) (Rat.frac 2 1)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 10) (List.cons (Seg.key 1) (List.cons (Seg.key 2) List.nil))) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 100 1))) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 10) (List.cons (Seg.key 1) (List.cons (Seg.key 3) List.nil))) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 100 1))) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 10) (List.cons (Seg.key 1) (List.cons (Seg.key 4) List.nil))) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 100 1))) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 10) (List.cons (Seg.key 1) (List.cons (Seg.key 5) List.nil))) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 100 1))) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 10) (List.cons (Seg.key 1) (List.cons (Seg.key 6) List.nil))) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 100 1))) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 10) (List.cons (Seg.key 1) (List.cons (Seg.key 7) List.nil))) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 100 1))) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 10) (List.cons (Seg.key 1) (List.cons (Seg.key 8) List.nil))) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 100 1))) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 11) (List.cons (Seg.key 0) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) List.nil)))))))))))) (List.cons (Metric.mk (List.cons (Seg.key 9) (List.cons (Seg.key 12) List.nil)) Direction.targetValue Domain.nonneg (Rat.frac 1 1) (Rat.frac 3000 1) (Rat.frac 1013923 100) Option.none) (List.cons (Metric.mk (List.cons (Seg.key 9) (List.cons (Seg.key 13) List.nil)) Direction.targetValue Domain.nonneg (Rat.frac 1 1) (Rat.frac 9000 1) (Rat.frac 3080807 100) Option.none) (List.cons (Metric.mk (List.cons (Seg.key 10) (List.cons (Seg.key 1) (List.cons (Seg.key 5) List.nil))) Direction.targetValue Domain.percent (Rat.frac 1 1) (Rat.frac 8 1) (Rat.frac 326147 10000) Option.none) (List.cons (Metric.mk (List.cons (Seg.key 10) (List.cons (Seg.key 1) (List.cons (Seg.key 8) List.nil))) Direction.targetValue Domain.percent (Rat.frac 1 1) (Rat.frac 2 1) (Rat.frac 1149 500) Option.none) List.nil)))) (List.cons (List.cons (PaperValue.mk 0 (Rat.frac 1013923 100)) (List.cons (PaperValue.mk 1 (Rat.frac 3080807 100)) (List.cons (PaperValue.mk 2 (Rat.frac 326147 10000)) (List.cons (PaperValue.mk 3 (Rat.frac 1149 500)) List.nil)))) List.nil) List.nil)
 
 set_option maxRecDepth 65536 in
-theorem gate_point_forecast_below_upper : Eq (Forms.order (List.cons (Rat.frac 4165713 250) List.nil) (List.cons (Rat.frac 3080807 100) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+def artifact : Json := (Json.obj (List.cons 9 (List.cons 10 (List.cons 11 List.nil))) (List.cons (Json.obj (List.cons 14 (List.cons 12 (List.cons 13 List.nil))) (List.cons (Json.num (Rat.frac 4165713 250)) (List.cons (Json.num (Rat.frac 1013923 100)) (List.cons (Json.num (Rat.frac 3080807 100)) List.nil)))) (List.cons (Json.obj (List.cons 1 List.nil) (List.cons (Json.obj (List.cons 2 (List.cons 3 (List.cons 4 (List.cons 5 (List.cons 6 (List.cons 7 (List.cons 8 List.nil))))))) (List.cons (Json.num (Rat.frac 649 1000)) (List.cons (Json.num (Rat.frac 4737 625)) (List.cons (Json.num (Rat.frac 52597 2000)) (List.cons (Json.num (Rat.frac 326147 10000)) (List.cons (Json.num (Rat.frac 26163 1250)) (List.cons (Json.num (Rat.frac 48151 5000)) (List.cons (Json.num (Rat.frac 1149 500)) List.nil)))))))) List.nil)) (List.cons (Json.obj (List.cons 0 List.nil) (List.cons (Json.num (Rat.frac 7 10)) List.nil)) List.nil))))
 
 set_option maxRecDepth 65536 in
-theorem gate_reported_results_nonneg : Eq (Forms.threshold (Rat.frac 1013923 100) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
+theorem oracle : Eq (Rat.beq (Verdict.oracle task) (Rat.frac 1 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_eerie_distribution_sums_to_100 : Eq (Forms.sumTo (List.cons (Rat.frac 6490 10000) (List.cons (Rat.frac 75792 10000) (List.cons (Rat.frac 262985 10000) (List.cons (Rat.frac 326147 10000) (List.cons (Rat.frac 209304 10000) (List.cons (Rat.frac 96302 10000) (List.cons (Rat.frac 22980 10000) List.nil))))))) (Rat.frac 100 1) (Rat.frac 2 1)) Bool.true := rfl
+theorem baseline : Eq (Rat.beq (Verdict.baseline task) (Rat.frac 0 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_eerie_pct_1_try_is_percentage : Eq (Forms.interval (Rat.frac 649 1000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 100 1))) Bool.true := rfl
+theorem check_point_forecast_above_lower : Eq (Flag.listBeq (Verdict.checkFlags task 0 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_eerie_pct_2_tries_is_percentage : Eq (Forms.interval (Rat.frac 4737 625) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 100 1))) Bool.true := rfl
+theorem check_point_forecast_below_upper : Eq (Flag.listBeq (Verdict.checkFlags task 1 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_eerie_pct_3_tries_is_percentage : Eq (Forms.interval (Rat.frac 52597 2000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 100 1))) Bool.true := rfl
+theorem check_reported_results_nonneg : Eq (Flag.listBeq (Verdict.checkFlags task 2 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_eerie_pct_4_tries_is_percentage : Eq (Forms.interval (Rat.frac 326147 10000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 100 1))) Bool.true := rfl
+theorem check_eerie_distribution_sums_to_100 : Eq (Flag.listBeq (Verdict.checkFlags task 3 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_eerie_pct_5_tries_is_percentage : Eq (Forms.interval (Rat.frac 26163 1250) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 100 1))) Bool.true := rfl
+theorem check_eerie_pct_1_try_is_percentage : Eq (Flag.listBeq (Verdict.checkFlags task 4 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_eerie_pct_6_tries_is_percentage : Eq (Forms.interval (Rat.frac 48151 5000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 100 1))) Bool.true := rfl
+theorem check_eerie_pct_2_tries_is_percentage : Eq (Flag.listBeq (Verdict.checkFlags task 5 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_eerie_pct_failed_is_percentage : Eq (Forms.interval (Rat.frac 1149 500) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 100 1))) Bool.true := rfl
+theorem check_eerie_pct_3_tries_is_percentage : Eq (Flag.listBeq (Verdict.checkFlags task 6 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_classifier_accuracy_is_share : Eq (Forms.interval (Rat.frac 7 10) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+theorem check_eerie_pct_4_tries_is_percentage : Eq (Flag.listBeq (Verdict.checkFlags task 7 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_reported_results_pi80_lower : Eq (Reward.inDomain (Rat.frac 1013923 100) Domain.nonneg) Bool.true := rfl
+theorem check_eerie_pct_5_tries_is_percentage : Eq (Flag.listBeq (Verdict.checkFlags task 8 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem score_reported_results_pi80_lower : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1013923 100)) (Rat.frac 1013923 100) (Rat.frac 3000 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem check_eerie_pct_6_tries_is_percentage : Eq (Flag.listBeq (Verdict.checkFlags task 9 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_reported_results_pi80_upper : Eq (Reward.inDomain (Rat.frac 3080807 100) Domain.nonneg) Bool.true := rfl
+theorem check_eerie_pct_failed_is_percentage : Eq (Flag.listBeq (Verdict.checkFlags task 10 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem score_reported_results_pi80_upper : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 3080807 100)) (Rat.frac 3080807 100) (Rat.frac 9000 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem check_classifier_accuracy_is_share : Eq (Flag.listBeq (Verdict.checkFlags task 11 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_eerie_pct_4_tries : Eq (Reward.inDomain (Rat.frac 326147 10000) Domain.percent) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_eerie_pct_4_tries : Eq (Rat.beq (Reward.score Direction.targetValue Domain.percent (Option.some (Rat.frac 326147 10000)) (Rat.frac 326147 10000) (Rat.frac 8 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem domain_eerie_pct_failed : Eq (Reward.inDomain (Rat.frac 1149 500) Domain.percent) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_eerie_pct_failed : Eq (Rat.beq (Reward.score Direction.targetValue Domain.percent (Option.some (Rat.frac 1149 500)) (Rat.frac 1149 500) (Rat.frac 2 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1013923 100)) (Rat.frac 1013923 100) (Rat.frac 3000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 3080807 100)) (Rat.frac 3080807 100) (Rat.frac 9000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.percent (Option.some (Rat.frac 326147 10000)) (Rat.frac 326147 10000) (Rat.frac 8 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.percent (Option.some (Rat.frac 1149 500)) (Rat.frac 1149 500) (Rat.frac 2 1))) List.nil))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1013923 100)) (Rat.frac 1013923 100) (Rat.frac 3000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 3080807 100)) (Rat.frac 3080807 100) (Rat.frac 9000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.percent (Option.some (Rat.frac 326147 10000)) (Rat.frac 326147 10000) (Rat.frac 8 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.percent (Option.some (Rat.frac 1149 500)) (Rat.frac 1149 500) (Rat.frac 2 1))) List.nil)))))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 1 1) (Rat.frac 1 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 1 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem panel_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1013923 100)) (Rat.frac 1013923 100) (Rat.frac 3000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 3080807 100)) (Rat.frac 3080807 100) (Rat.frac 9000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.percent (Option.some (Rat.frac 326147 10000)) (Rat.frac 326147 10000) (Rat.frac 8 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.percent (Option.some (Rat.frac 1149 500)) (Rat.frac 1149 500) (Rat.frac 2 1))) List.nil))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1013923 100)) (Rat.frac 1013923 100) (Rat.frac 3000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 3080807 100)) (Rat.frac 3080807 100) (Rat.frac 9000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.percent (Option.some (Rat.frac 326147 10000)) (Rat.frac 326147 10000) (Rat.frac 8 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.percent (Option.some (Rat.frac 1149 500)) (Rat.frac 1149 500) (Rat.frac 2 1))) List.nil)))))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_reported_results_pi80_lower_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 863923 100)) (Rat.frac 1013923 100) (Rat.frac 3000 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_reported_results_pi80_lower_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1163923 100)) (Rat.frac 1013923 100) (Rat.frac 3000 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_reported_results_pi80_lower_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 713923 100)) (Rat.frac 1013923 100) (Rat.frac 3000 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_reported_results_pi80_lower_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1313923 100)) (Rat.frac 1013923 100) (Rat.frac 3000 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_reported_results_pi80_upper_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 2630807 100)) (Rat.frac 3080807 100) (Rat.frac 9000 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_reported_results_pi80_upper_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 3530807 100)) (Rat.frac 3080807 100) (Rat.frac 9000 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_reported_results_pi80_upper_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 2180807 100)) (Rat.frac 3080807 100) (Rat.frac 9000 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_reported_results_pi80_upper_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 3980807 100)) (Rat.frac 3080807 100) (Rat.frac 9000 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_eerie_pct_4_tries_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.percent (Option.some (Rat.frac 286147 10000)) (Rat.frac 326147 10000) (Rat.frac 8 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_eerie_pct_4_tries_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.percent (Option.some (Rat.frac 366147 10000)) (Rat.frac 326147 10000) (Rat.frac 8 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_eerie_pct_4_tries_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.percent (Option.some (Rat.frac 246147 10000)) (Rat.frac 326147 10000) (Rat.frac 8 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_eerie_pct_4_tries_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.percent (Option.some (Rat.frac 406147 10000)) (Rat.frac 326147 10000) (Rat.frac 8 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_eerie_pct_failed_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.percent (Option.some (Rat.frac 649 500)) (Rat.frac 1149 500) (Rat.frac 2 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_eerie_pct_failed_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.percent (Option.some (Rat.frac 1649 500)) (Rat.frac 1149 500) (Rat.frac 2 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_eerie_pct_failed_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.percent (Option.some (Rat.frac 149 500)) (Rat.frac 1149 500) (Rat.frac 2 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_eerie_pct_failed_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.percent (Option.some (Rat.frac 2149 500)) (Rat.frac 1149 500) (Rat.frac 2 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 1013923 100) (Rat.frac 3000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 3080807 100) (Rat.frac 9000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.percent Option.none (Rat.frac 326147 10000) (Rat.frac 8 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.percent Option.none (Rat.frac 1149 500) (Rat.frac 2 1))) List.nil))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 1013923 100) (Rat.frac 3000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg Option.none (Rat.frac 3080807 100) (Rat.frac 9000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.percent Option.none (Rat.frac 326147 10000) (Rat.frac 8 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.percent Option.none (Rat.frac 1149 500) (Rat.frac 2 1))) List.nil)))))) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem panel_self_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1013923 100)) (Rat.frac 1013923 100) (Rat.frac 3000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 3080807 100)) (Rat.frac 3080807 100) (Rat.frac 9000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.percent (Option.some (Rat.frac 326147 10000)) (Rat.frac 326147 10000) (Rat.frac 8 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.percent (Option.some (Rat.frac 1149 500)) (Rat.frac 1149 500) (Rat.frac 2 1))) List.nil))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1013923 100)) (Rat.frac 1013923 100) (Rat.frac 3000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 3080807 100)) (Rat.frac 3080807 100) (Rat.frac 9000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.percent (Option.some (Rat.frac 326147 10000)) (Rat.frac 326147 10000) (Rat.frac 8 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.percent (Option.some (Rat.frac 1149 500)) (Rat.frac 1149 500) (Rat.frac 2 1))) List.nil)))))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 0 1) (Rat.frac 1 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 0 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oracle_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 2 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 0 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem verdict : Eq (Verdict.is (Verdict.given task artifact (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil List.nil)))))))))))) List.nil (Rat.frac 1 1) (Rat.frac 0 1)) Bool.true (Rat.frac 1 1) (Rat.frac 1 1)) Bool.true := (rfl)
 
 end TBMM.Cert.Mcm2023CWordle
 end

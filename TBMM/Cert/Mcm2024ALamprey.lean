@@ -5,91 +5,43 @@ noncomputable section
 namespace TBMM.Cert.Mcm2024ALamprey
 
 set_option maxRecDepth 65536 in
-theorem gate_low_food_male_share_is_share : Eq (Forms.interval (Rat.frac 39 50) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+def task : Task := (Task.mk (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 9) (List.cons (Seg.key 6) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 9) (List.cons (Seg.key 5) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 9) (List.cons (Seg.key 5) List.nil)) List.nil) (List.cons (List.cons (Seg.key 9) (List.cons (Seg.key 6) List.nil)) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 10) (List.cons (Seg.key 0) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 10) (List.cons (Seg.key 3) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 8) (List.cons (Seg.key 1) List.nil)) Cmp.ge (Rat.frac 0 1)) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 8) (List.cons (Seg.key 4) List.nil)) Cmp.ge (Rat.frac 0 1)) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 8) (List.cons (Seg.key 2) List.nil)) Cmp.ge (Rat.frac 0 1)) (List.cons 0 (List.cons 1 List.nil))) List.nil)))))))) (List.cons (Metric.mk (List.cons (Seg.key 10) (List.cons (Seg.key 7) List.nil)) Direction.targetValue Domain.any (Rat.frac 1 1) (Rat.frac 3 2) (Rat.frac 163 50) Option.none) (List.cons (Metric.mk (List.cons (Seg.key 10) (List.cons (Seg.key 0) List.nil)) Direction.targetValue Domain.share (Rat.frac 1 1) (Rat.frac 1 10) (Rat.frac 1143 1250) Option.none) List.nil)) (List.cons (List.cons (PaperValue.mk 0 (Rat.frac 163 50)) (List.cons (PaperValue.mk 1 (Rat.frac 1143 1250)) List.nil)) List.nil) List.nil)
 
 set_option maxRecDepth 65536 in
-theorem gate_high_food_male_share_is_share : Eq (Forms.interval (Rat.frac 14 25) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+def artifact : Json := (Json.obj (List.cons 9 (List.cons 10 (List.cons 8 List.nil))) (List.cons (Json.obj (List.cons 6 (List.cons 5 List.nil)) (List.cons (Json.num (Rat.frac 39 50)) (List.cons (Json.num (Rat.frac 14 25)) List.nil))) (List.cons (Json.obj (List.cons 7 (List.cons 0 (List.cons 3 List.nil))) (List.cons (Json.num (Rat.frac 163 50)) (List.cons (Json.num (Rat.frac 1143 1250)) (List.cons (Json.num (Rat.frac 1771 2000)) List.nil)))) (List.cons (Json.obj (List.cons 1 (List.cons 4 (List.cons 2 List.nil))) (List.cons (Json.num (Rat.frac 4281 500)) (List.cons (Json.num (Rat.frac 1737 1000)) (List.cons (Json.num (Rat.frac 270089 250)) List.nil)))) List.nil))))
 
 set_option maxRecDepth 65536 in
-theorem gate_scarcity_raises_male_share : Eq (Forms.order (List.cons (Rat.frac 14 25) List.nil) (List.cons (Rat.frac 39 50) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+theorem oracle : Eq (Rat.beq (Verdict.oracle task) (Rat.frac 1 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_adaptive_stability_in_unit_interval : Eq (Forms.interval (Rat.frac 1143 1250) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+theorem baseline : Eq (Rat.beq (Verdict.baseline task) (Rat.frac 0 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_fixed_stability_in_unit_interval : Eq (Forms.interval (Rat.frac 1771 2000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+theorem check_low_food_male_share_is_share : Eq (Flag.listBeq (Verdict.checkFlags task 0 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_adaptive_parasites_nonneg : Eq (Forms.threshold (Rat.frac 4281 500) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
+theorem check_high_food_male_share_is_share : Eq (Flag.listBeq (Verdict.checkFlags task 1 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_fixed_parasites_nonneg : Eq (Forms.threshold (Rat.frac 1737 1000) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
+theorem check_scarcity_raises_male_share : Eq (Flag.listBeq (Verdict.checkFlags task 2 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_host_fish_nonneg : Eq (Forms.threshold (Rat.frac 270089 250) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
+theorem check_adaptive_stability_in_unit_interval : Eq (Flag.listBeq (Verdict.checkFlags task 3 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_max_stability_gain_pct : Eq (Reward.inDomain (Rat.frac 163 50) Domain.any) Bool.true := rfl
+theorem check_fixed_stability_in_unit_interval : Eq (Flag.listBeq (Verdict.checkFlags task 4 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem score_max_stability_gain_pct : Eq (Rat.beq (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 163 50)) (Rat.frac 163 50) (Rat.frac 3 2)) (Rat.frac 1 1)) Bool.true := rfl
+theorem check_adaptive_parasites_nonneg : Eq (Flag.listBeq (Verdict.checkFlags task 5 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_adaptive_stability_at_max_gain : Eq (Reward.inDomain (Rat.frac 1143 1250) Domain.share) Bool.true := rfl
+theorem check_fixed_parasites_nonneg : Eq (Flag.listBeq (Verdict.checkFlags task 6 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem score_adaptive_stability_at_max_gain : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 1143 1250)) (Rat.frac 1143 1250) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
+theorem check_host_fish_nonneg : Eq (Flag.listBeq (Verdict.checkFlags task 7 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 163 50)) (Rat.frac 163 50) (Rat.frac 3 2))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 1143 1250)) (Rat.frac 1143 1250) (Rat.frac 1 10))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 163 50)) (Rat.frac 163 50) (Rat.frac 3 2))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 1143 1250)) (Rat.frac 1143 1250) (Rat.frac 1 10))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 1 1) (Rat.frac 1 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 1 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem panel_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 163 50)) (Rat.frac 163 50) (Rat.frac 3 2))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 1143 1250)) (Rat.frac 1143 1250) (Rat.frac 1 10))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 163 50)) (Rat.frac 163 50) (Rat.frac 3 2))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 1143 1250)) (Rat.frac 1143 1250) (Rat.frac 1 10))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_max_stability_gain_pct_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 251 100)) (Rat.frac 163 50) (Rat.frac 3 2)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_max_stability_gain_pct_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 401 100)) (Rat.frac 163 50) (Rat.frac 3 2)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_max_stability_gain_pct_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 44 25)) (Rat.frac 163 50) (Rat.frac 3 2)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_max_stability_gain_pct_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 119 25)) (Rat.frac 163 50) (Rat.frac 3 2)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_adaptive_stability_at_max_gain_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 2161 2500)) (Rat.frac 1143 1250) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_adaptive_stability_at_max_gain_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 2411 2500)) (Rat.frac 1143 1250) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_adaptive_stability_at_max_gain_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 509 625)) (Rat.frac 1143 1250) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any Option.none (Rat.frac 163 50) (Rat.frac 3 2))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share Option.none (Rat.frac 1143 1250) (Rat.frac 1 10))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any Option.none (Rat.frac 163 50) (Rat.frac 3 2))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share Option.none (Rat.frac 1143 1250) (Rat.frac 1 10))) List.nil)))) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem panel_self_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 163 50)) (Rat.frac 163 50) (Rat.frac 3 2))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 1143 1250)) (Rat.frac 1143 1250) (Rat.frac 1 10))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.any (Option.some (Rat.frac 163 50)) (Rat.frac 163 50) (Rat.frac 3 2))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 1143 1250)) (Rat.frac 1143 1250) (Rat.frac 1 10))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 0 1) (Rat.frac 1 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 0 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oracle_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 2 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 0 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem verdict : Eq (Verdict.is (Verdict.given task artifact (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil List.nil)))))))) List.nil (Rat.frac 1 1) (Rat.frac 0 1)) Bool.true (Rat.frac 1 1) (Rat.frac 1 1)) Bool.true := (rfl)
 
 end TBMM.Cert.Mcm2024ALamprey
 end

@@ -5,115 +5,46 @@ noncomputable section
 namespace TBMM.Cert.Mcm2024BSubmersibleSearch
 
 set_option maxRecDepth 65536 in
-theorem gate_find_probability_6h_is_probability : Eq (Forms.interval (Rat.frac 1017 2500) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+def task : Task := (Task.mk (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 7) (List.cons (Seg.key 4) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 7) (List.cons (Seg.key 3) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 7) (List.cons (Seg.key 0) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 7) (List.cons (Seg.key 1) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 7) (List.cons (Seg.key 2) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 4) List.nil)) List.nil) (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 3) List.nil)) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 1) List.nil)) List.nil) (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 0) List.nil)) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 2) List.nil)) List.nil) (List.cons (List.cons (Seg.key 7) (List.cons (Seg.key 1) List.nil)) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 5) (List.cons (Seg.key 6) List.nil)) Cmp.gt (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) List.nil))))))))) (List.cons (Metric.mk (List.cons (Seg.key 7) (List.cons (Seg.key 0) List.nil)) Direction.targetValue Domain.probability (Rat.frac 1 1) (Rat.frac 1 10) (Rat.frac 43 100) Option.none) (List.cons (Metric.mk (List.cons (Seg.key 7) (List.cons (Seg.key 4) List.nil)) Direction.targetValue Domain.probability (Rat.frac 1 1) (Rat.frac 1 10) (Rat.frac 1017 2500) Option.none) (List.cons (Metric.mk (List.cons (Seg.key 7) (List.cons (Seg.key 3) List.nil)) Direction.targetValue Domain.probability (Rat.frac 1 1) (Rat.frac 1 10) (Rat.frac 4377 10000) Option.none) List.nil))) (List.cons (List.cons (PaperValue.mk 0 (Rat.frac 43 100)) (List.cons (PaperValue.mk 1 (Rat.frac 1017 2500)) (List.cons (PaperValue.mk 2 (Rat.frac 4377 10000)) List.nil))) List.nil) List.nil)
 
 set_option maxRecDepth 65536 in
-theorem gate_find_probability_18h_is_probability : Eq (Forms.interval (Rat.frac 4377 10000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+def artifact : Json := (Json.obj (List.cons 7 (List.cons 5 List.nil)) (List.cons (Json.obj (List.cons 4 (List.cons 3 (List.cons 0 (List.cons 1 (List.cons 2 List.nil))))) (List.cons (Json.num (Rat.frac 1017 2500)) (List.cons (Json.num (Rat.frac 4377 10000)) (List.cons (Json.num (Rat.frac 43 100)) (List.cons (Json.num (Rat.frac 1169 5000)) (List.cons (Json.num (Rat.frac 579 5000)) List.nil)))))) (List.cons (Json.obj (List.cons 6 List.nil) (List.cons (Json.num (Rat.frac 4861 5000)) List.nil)) List.nil)))
 
 set_option maxRecDepth 65536 in
-theorem gate_find_probability_10h_start_1h_is_probability : Eq (Forms.interval (Rat.frac 43 100) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+theorem oracle : Eq (Rat.beq (Verdict.oracle task) (Rat.frac 1 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_find_probability_10h_start_3h_is_probability : Eq (Forms.interval (Rat.frac 1169 5000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+theorem baseline : Eq (Rat.beq (Verdict.baseline task) (Rat.frac 0 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_find_probability_10h_start_5h_is_probability : Eq (Forms.interval (Rat.frac 579 5000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+theorem check_find_probability_6h_is_probability : Eq (Flag.listBeq (Verdict.checkFlags task 0 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_find_probability_nondecreasing_in_time : Eq (Forms.order (List.cons (Rat.frac 1017 2500) List.nil) (List.cons (Rat.frac 4377 10000) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+theorem check_find_probability_18h_is_probability : Eq (Flag.listBeq (Verdict.checkFlags task 1 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_later_start_not_likelier_3h : Eq (Forms.order (List.cons (Rat.frac 1169 5000) List.nil) (List.cons (Rat.frac 43 100) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+theorem check_find_probability_10h_start_1h_is_probability : Eq (Flag.listBeq (Verdict.checkFlags task 2 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_later_start_not_likelier_5h : Eq (Forms.order (List.cons (Rat.frac 579 5000) List.nil) (List.cons (Rat.frac 1169 5000) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+theorem check_find_probability_10h_start_3h_is_probability : Eq (Flag.listBeq (Verdict.checkFlags task 3 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_uncertainty_area_positive : Eq (Forms.threshold (Rat.frac 4861 5000) Cmp.gt (Rat.frac 0 1)) Bool.true := rfl
+theorem check_find_probability_10h_start_5h_is_probability : Eq (Flag.listBeq (Verdict.checkFlags task 4 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_find_probability_10h_start_1h : Eq (Reward.inDomain (Rat.frac 43 100) Domain.probability) Bool.true := rfl
+theorem check_find_probability_nondecreasing_in_time : Eq (Flag.listBeq (Verdict.checkFlags task 5 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem score_find_probability_10h_start_1h : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 43 100)) (Rat.frac 43 100) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
+theorem check_later_start_not_likelier_3h : Eq (Flag.listBeq (Verdict.checkFlags task 6 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_find_probability_6h : Eq (Reward.inDomain (Rat.frac 1017 2500) Domain.probability) Bool.true := rfl
+theorem check_later_start_not_likelier_5h : Eq (Flag.listBeq (Verdict.checkFlags task 7 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem score_find_probability_6h : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 1017 2500)) (Rat.frac 1017 2500) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
+theorem check_uncertainty_area_positive : Eq (Flag.listBeq (Verdict.checkFlags task 8 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_find_probability_18h : Eq (Reward.inDomain (Rat.frac 4377 10000) Domain.probability) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_find_probability_18h : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 4377 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 43 100)) (Rat.frac 43 100) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 1017 2500)) (Rat.frac 1017 2500) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 4377 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 43 100)) (Rat.frac 43 100) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 1017 2500)) (Rat.frac 1017 2500) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 4377 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10))) List.nil))))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 1 1) (Rat.frac 1 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 1 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem panel_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 43 100)) (Rat.frac 43 100) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 1017 2500)) (Rat.frac 1017 2500) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 4377 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 43 100)) (Rat.frac 43 100) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 1017 2500)) (Rat.frac 1017 2500) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 4377 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10))) List.nil))))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_find_probability_10h_start_1h_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 19 50)) (Rat.frac 43 100) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_find_probability_10h_start_1h_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 12 25)) (Rat.frac 43 100) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_find_probability_10h_start_1h_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 33 100)) (Rat.frac 43 100) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_find_probability_10h_start_1h_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 53 100)) (Rat.frac 43 100) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_find_probability_6h_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 223 625)) (Rat.frac 1017 2500) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_find_probability_6h_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 571 1250)) (Rat.frac 1017 2500) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_find_probability_6h_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 767 2500)) (Rat.frac 1017 2500) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_find_probability_6h_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 1267 2500)) (Rat.frac 1017 2500) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_find_probability_18h_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 3877 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_find_probability_18h_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 4877 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_find_probability_18h_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 3377 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_find_probability_18h_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 5377 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability Option.none (Rat.frac 43 100) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability Option.none (Rat.frac 1017 2500) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability Option.none (Rat.frac 4377 10000) (Rat.frac 1 10))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability Option.none (Rat.frac 43 100) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability Option.none (Rat.frac 1017 2500) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability Option.none (Rat.frac 4377 10000) (Rat.frac 1 10))) List.nil))))) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem panel_self_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 43 100)) (Rat.frac 43 100) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 1017 2500)) (Rat.frac 1017 2500) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 4377 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 43 100)) (Rat.frac 43 100) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 1017 2500)) (Rat.frac 1017 2500) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 4377 10000)) (Rat.frac 4377 10000) (Rat.frac 1 10))) List.nil))))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 0 1) (Rat.frac 1 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 0 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oracle_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 2 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 0 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem verdict : Eq (Verdict.is (Verdict.given task artifact (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil List.nil))))))))) List.nil (Rat.frac 1 1) (Rat.frac 0 1)) Bool.true (Rat.frac 1 1) (Rat.frac 1 1)) Bool.true := (rfl)
 
 end TBMM.Cert.Mcm2024BSubmersibleSearch
 end

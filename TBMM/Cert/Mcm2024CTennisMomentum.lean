@@ -5,112 +5,52 @@ noncomputable section
 namespace TBMM.Cert.Mcm2024CTennisMomentum
 
 set_option maxRecDepth 65536 in
-theorem gate_rejecting_matches_is_count : Eq (Forms.count (Rat.frac 0 1) (Option.some (Rat.frac 31 1))) Bool.true := rfl
+def task : Task := (Task.mk (List.cons (GateEntry.mk (Check.count (List.cons (Seg.key 3) (List.cons (Seg.key 0) List.nil)) (Option.some (Rat.frac 31 1))) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 3) (List.cons (Seg.key 1) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 3) (List.cons (Seg.key 2) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 5) (List.cons (Seg.key 4) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 5) (List.cons (Seg.key 7) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 5) (List.cons (Seg.key 8) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 5) (List.cons (Seg.key 4) List.nil)) Cmp.ge (Rat.frac 1 2)) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 5) (List.cons (Seg.key 7) List.nil)) Cmp.gt (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 5) (List.cons (Seg.key 7) List.nil)) Cmp.lt (Rat.frac 1 1)) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.productOf (List.cons (List.cons (Seg.key 5) (List.cons (Seg.key 8) List.nil)) List.nil) (Rat.frac 229 5000) Cmp.le (List.cons (List.cons (Seg.key 5) (List.cons (Seg.key 7) List.nil)) List.nil)) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 5) (List.cons (Seg.key 6) List.nil)) (Option.some (Rat.negFrac 1 1)) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) List.nil))))))))))) (List.cons (Metric.mk (List.cons (Seg.key 3) (List.cons (Seg.key 0) List.nil)) Direction.targetValue Domain.count (Rat.frac 1 1) (Rat.frac 3 1) (Rat.frac 0 1) Option.none) (List.cons (Metric.mk (List.cons (Seg.key 3) (List.cons (Seg.key 1) List.nil)) Direction.targetValue Domain.probability (Rat.frac 1 1) (Rat.frac 1 5) (Rat.frac 11138 15625) Option.none) (List.cons (Metric.mk (List.cons (Seg.key 3) (List.cons (Seg.key 2) List.nil)) Direction.targetValue Domain.probability (Rat.frac 1 1) (Rat.frac 1 10) (Rat.frac 72543 250000) Option.none) List.nil))) (List.cons (List.cons (PaperValue.mk 0 (Rat.frac 0 1)) (List.cons (PaperValue.mk 1 (Rat.frac 11138 15625)) (List.cons (PaperValue.mk 2 (Rat.frac 72543 250000)) List.nil))) List.nil) List.nil)
 
 set_option maxRecDepth 65536 in
-theorem gate_ljung_box_p_is_probability : Eq (Forms.interval (Rat.frac 11138 15625) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+def artifact : Json := (Json.obj (List.cons 3 (List.cons 5 List.nil)) (List.cons (Json.obj (List.cons 0 (List.cons 1 (List.cons 2 List.nil))) (List.cons (Json.num (Rat.frac 0 1)) (List.cons (Json.num (Rat.frac 11138 15625)) (List.cons (Json.num (Rat.frac 72543 250000)) List.nil)))) (List.cons (Json.obj (List.cons 4 (List.cons 7 (List.cons 8 (List.cons 6 List.nil)))) (List.cons (Json.num (Rat.frac 3363 5000)) (List.cons (Json.num (Rat.frac 2 625)) (List.cons (Json.num (Rat.frac 3 500)) (List.cons (Json.num (Rat.frac 151 5000)) List.nil))))) List.nil)))
 
 set_option maxRecDepth 65536 in
-theorem gate_runs_p_is_probability : Eq (Forms.interval (Rat.frac 72543 250000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+theorem oracle : Eq (Rat.beq (Verdict.oracle task) (Rat.frac 1 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_transition_probability_is_probability : Eq (Forms.interval (Rat.frac 3363 5000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+theorem baseline : Eq (Rat.beq (Verdict.baseline task) (Rat.frac 0 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_warning_rate_all_is_share : Eq (Forms.interval (Rat.frac 2 625) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+theorem check_rejecting_matches_is_count : Eq (Flag.listBeq (Verdict.checkFlags task 0 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_warning_rate_final_is_share : Eq (Forms.interval (Rat.frac 3 500) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+theorem check_ljung_box_p_is_probability : Eq (Flag.listBeq (Verdict.checkFlags task 1 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_strongest_transition_at_least_half : Eq (Forms.threshold (Rat.frac 3363 5000) Cmp.ge (Rat.frac 1 2)) Bool.true := rfl
+theorem check_runs_p_is_probability : Eq (Flag.listBeq (Verdict.checkFlags task 2 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_warning_rate_all_positive : Eq (Forms.threshold (Rat.frac 2 625) Cmp.gt (Rat.frac 0 1)) Bool.true := rfl
+theorem check_transition_probability_is_probability : Eq (Flag.listBeq (Verdict.checkFlags task 3 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_warning_rate_all_below_one : Eq (Forms.threshold (Rat.frac 2 625) Cmp.lt (Rat.frac 1 1)) Bool.true := rfl
+theorem check_warning_rate_all_is_share : Eq (Flag.listBeq (Verdict.checkFlags task 4 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_final_warnings_within_all : Eq (Forms.product (List.cons (Rat.frac 3 500) List.nil) (Rat.frac 229 5000) Cmp.le (Rat.prod (List.cons (Rat.frac 2 625) List.nil))) Bool.true := rfl
+theorem check_warning_rate_final_is_share : Eq (Flag.listBeq (Verdict.checkFlags task 5 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_top_factor_correlation_range : Eq (Forms.interval (Rat.frac 151 5000) (Option.some (Rat.negFrac 1 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+theorem check_strongest_transition_at_least_half : Eq (Flag.listBeq (Verdict.checkFlags task 6 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_matches_rejecting_randomness : Eq (Reward.inDomain (Rat.frac 0 1) Domain.count) Bool.true := rfl
+theorem check_warning_rate_all_positive : Eq (Flag.listBeq (Verdict.checkFlags task 7 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem score_matches_rejecting_randomness : Eq (Rat.beq (Reward.score Direction.targetValue Domain.count (Option.some (Rat.frac 0 1)) (Rat.frac 0 1) (Rat.frac 3 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem check_warning_rate_all_below_one : Eq (Flag.listBeq (Verdict.checkFlags task 8 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_median_ljung_box_p : Eq (Reward.inDomain (Rat.frac 11138 15625) Domain.probability) Bool.true := rfl
+theorem check_final_warnings_within_all : Eq (Flag.listBeq (Verdict.checkFlags task 9 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem score_median_ljung_box_p : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 11138 15625)) (Rat.frac 11138 15625) (Rat.frac 1 5)) (Rat.frac 1 1)) Bool.true := rfl
+theorem check_top_factor_correlation_range : Eq (Flag.listBeq (Verdict.checkFlags task 10 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_median_runs_p : Eq (Reward.inDomain (Rat.frac 72543 250000) Domain.probability) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_median_runs_p : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 72543 250000)) (Rat.frac 72543 250000) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.count (Option.some (Rat.frac 0 1)) (Rat.frac 0 1) (Rat.frac 3 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 11138 15625)) (Rat.frac 11138 15625) (Rat.frac 1 5))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 72543 250000)) (Rat.frac 72543 250000) (Rat.frac 1 10))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.count (Option.some (Rat.frac 0 1)) (Rat.frac 0 1) (Rat.frac 3 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 11138 15625)) (Rat.frac 11138 15625) (Rat.frac 1 5))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 72543 250000)) (Rat.frac 72543 250000) (Rat.frac 1 10))) List.nil))))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 1 1) (Rat.frac 1 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 1 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem panel_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.count (Option.some (Rat.frac 0 1)) (Rat.frac 0 1) (Rat.frac 3 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 11138 15625)) (Rat.frac 11138 15625) (Rat.frac 1 5))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 72543 250000)) (Rat.frac 72543 250000) (Rat.frac 1 10))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.count (Option.some (Rat.frac 0 1)) (Rat.frac 0 1) (Rat.frac 3 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 11138 15625)) (Rat.frac 11138 15625) (Rat.frac 1 5))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 72543 250000)) (Rat.frac 72543 250000) (Rat.frac 1 10))) List.nil))))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_matches_rejecting_randomness_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.count (Option.some (Rat.frac 3 1)) (Rat.frac 0 1) (Rat.frac 3 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_median_ljung_box_p_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 19151 31250)) (Rat.frac 11138 15625) (Rat.frac 1 5)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_median_ljung_box_p_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 25401 31250)) (Rat.frac 11138 15625) (Rat.frac 1 5)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_median_ljung_box_p_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 8013 15625)) (Rat.frac 11138 15625) (Rat.frac 1 5)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_median_ljung_box_p_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 14263 15625)) (Rat.frac 11138 15625) (Rat.frac 1 5)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_median_runs_p_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 60043 250000)) (Rat.frac 72543 250000) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_median_runs_p_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 85043 250000)) (Rat.frac 72543 250000) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_median_runs_p_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 47543 250000)) (Rat.frac 72543 250000) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_median_runs_p_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 97543 250000)) (Rat.frac 72543 250000) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.count Option.none (Rat.frac 0 1) (Rat.frac 3 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability Option.none (Rat.frac 11138 15625) (Rat.frac 1 5))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability Option.none (Rat.frac 72543 250000) (Rat.frac 1 10))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.count Option.none (Rat.frac 0 1) (Rat.frac 3 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability Option.none (Rat.frac 11138 15625) (Rat.frac 1 5))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability Option.none (Rat.frac 72543 250000) (Rat.frac 1 10))) List.nil))))) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem panel_self_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.count (Option.some (Rat.frac 0 1)) (Rat.frac 0 1) (Rat.frac 3 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 11138 15625)) (Rat.frac 11138 15625) (Rat.frac 1 5))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 72543 250000)) (Rat.frac 72543 250000) (Rat.frac 1 10))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.count (Option.some (Rat.frac 0 1)) (Rat.frac 0 1) (Rat.frac 3 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 11138 15625)) (Rat.frac 11138 15625) (Rat.frac 1 5))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.probability (Option.some (Rat.frac 72543 250000)) (Rat.frac 72543 250000) (Rat.frac 1 10))) List.nil))))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 0 1) (Rat.frac 1 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 0 1) (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oracle_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 1 1) (Rat.frac 0 1)) (Rat.frac 2 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 0 1) (Rat.frac 0 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem verdict : Eq (Verdict.is (Verdict.given task artifact (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil List.nil))))))))))) List.nil (Rat.frac 1 1) (Rat.frac 0 1)) Bool.true (Rat.frac 1 1) (Rat.frac 1 1)) Bool.true := (rfl)
 
 end TBMM.Cert.Mcm2024CTennisMomentum
 end

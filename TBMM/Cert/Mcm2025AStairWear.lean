@@ -5,112 +5,43 @@ noncomputable section
 namespace TBMM.Cert.Mcm2025AStairWear
 
 set_option maxRecDepth 65536 in
-theorem gate_daily_users_nonneg : Eq (Forms.threshold (Rat.frac 1838 25) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
+def task : Task := (Task.mk (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 10) (List.cons (Seg.key 3) List.nil)) Cmp.ge (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 10) (List.cons (Seg.key 7) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 10) (List.cons (Seg.key 8) List.nil)) List.nil) (List.cons (List.cons (Seg.key 10) (List.cons (Seg.key 3) List.nil)) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.productOf (List.cons (List.cons (Seg.key 10) (List.cons (Seg.key 3) List.nil)) (List.cons (List.cons (Seg.key 10) (List.cons (Seg.key 1) List.nil)) List.nil)) (Rat.frac 74511 200) Cmp.ge (List.cons (List.cons (Seg.key 10) (List.cons (Seg.key 4) List.nil)) List.nil)) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.productOf (List.cons (List.cons (Seg.key 10) (List.cons (Seg.key 3) List.nil)) (List.cons (List.cons (Seg.key 10) (List.cons (Seg.key 1) List.nil)) List.nil)) (Rat.frac 71589 200) Cmp.le (List.cons (List.cons (Seg.key 10) (List.cons (Seg.key 4) List.nil)) List.nil)) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 0) (List.cons (Seg.key 6) List.nil)) List.nil) (List.cons (List.cons (Seg.key 0) (List.cons (Seg.key 2) List.nil)) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 0) (List.cons (Seg.key 2) List.nil)) List.nil) (List.cons (List.cons (Seg.key 0) (List.cons (Seg.key 5) List.nil)) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 10) (List.cons (Seg.key 9) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 (List.cons 2 List.nil)))) List.nil)))))))) (List.cons (Metric.mk (List.cons (Seg.key 10) (List.cons (Seg.key 3) List.nil)) Direction.targetValue Domain.nonneg (Rat.frac 1 1) (Rat.frac 22 1) (Rat.frac 1838 25) (Option.some (Rat.frac 7267 100))) (List.cons (Metric.mk (List.cons (Seg.key 10) (List.cons (Seg.key 7) List.nil)) Direction.targetValue Domain.share (Rat.frac 1 1) (Rat.frac 1 10) (Rat.frac 47 125) (Option.some (Rat.frac 47 125))) (List.cons (Metric.mk (List.cons (Seg.key 0) (List.cons (Seg.key 2) List.nil)) Direction.targetValue Domain.nonneg (Rat.frac 1 1) (Rat.frac 100 1) (Rat.frac 3403 10) (Option.some (Rat.frac 3403 10))) List.nil))) (List.cons (List.cons (PaperValue.mk 0 (Rat.frac 1838 25)) (List.cons (PaperValue.mk 1 (Rat.frac 47 125)) (List.cons (PaperValue.mk 2 (Rat.frac 3403 10)) List.nil))) List.nil) List.nil)
 
 set_option maxRecDepth 65536 in
-theorem gate_peak_share_is_share : Eq (Forms.interval (Rat.frac 47 125) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+def artifact : Json := (Json.obj (List.cons 10 (List.cons 0 List.nil)) (List.cons (Json.obj (List.cons 3 (List.cons 4 (List.cons 1 (List.cons 7 (List.cons 8 (List.cons 9 List.nil)))))) (List.cons (Json.num (Rat.frac 1838 25)) (List.cons (Json.num (Rat.frac 9666667 1)) (List.cons (Json.num (Rat.frac 360 1)) (List.cons (Json.num (Rat.frac 47 125)) (List.cons (Json.num (Rat.frac 138 5)) (List.cons (Json.num (Rat.frac 391 1000)) List.nil))))))) (List.cons (Json.obj (List.cons 2 (List.cons 6 (List.cons 5 List.nil))) (List.cons (Json.num (Rat.frac 3403 10)) (List.cons (Json.num (Rat.frac 1418 5)) (List.cons (Json.num (Rat.frac 397 1)) List.nil)))) List.nil)))
 
 set_option maxRecDepth 65536 in
-theorem gate_peak_users_within_daily_users : Eq (Forms.order (List.cons (Rat.frac 138 5) List.nil) (List.cons (Rat.frac 1838 25) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+theorem oracle : Eq (Rat.beq (Verdict.oracle task) (Rat.frac 1 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_passages_at_most_users_times_days : Eq (Forms.product (List.cons (Rat.frac 1838 25) (List.cons (Rat.frac 360 1) List.nil)) (Rat.frac 74511 200) Cmp.ge (Rat.prod (List.cons (Rat.frac 9666667 1) List.nil))) Bool.true := rfl
+theorem baseline : Eq (Rat.beq (Verdict.baseline task) (Rat.frac 1303 1320)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_passages_at_least_users_times_days : Eq (Forms.product (List.cons (Rat.frac 1838 25) (List.cons (Rat.frac 360 1) List.nil)) (Rat.frac 71589 200) Cmp.le (Rat.prod (List.cons (Rat.frac 9666667 1) List.nil))) Bool.true := rfl
+theorem check_daily_users_nonneg : Eq (Flag.listBeq (Verdict.checkFlags task 0 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_age_estimate_above_interval_low : Eq (Forms.order (List.cons (Rat.frac 1418 5) List.nil) (List.cons (Rat.frac 3403 10) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+theorem check_peak_share_is_share : Eq (Flag.listBeq (Verdict.checkFlags task 1 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_age_estimate_below_interval_high : Eq (Forms.order (List.cons (Rat.frac 3403 10) List.nil) (List.cons (Rat.frac 397 1) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+theorem check_peak_users_within_daily_users : Eq (Flag.listBeq (Verdict.checkFlags task 2 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_simultaneous_use_index_range : Eq (Forms.interval (Rat.frac 391 1000) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+theorem check_passages_at_most_users_times_days : Eq (Flag.listBeq (Verdict.checkFlags task 3 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_daily_users : Eq (Reward.inDomain (Rat.frac 1838 25) Domain.nonneg) Bool.true := rfl
+theorem check_passages_at_least_users_times_days : Eq (Flag.listBeq (Verdict.checkFlags task 4 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem score_daily_users : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1838 25)) (Rat.frac 1838 25) (Rat.frac 22 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem check_age_estimate_above_interval_low : Eq (Flag.listBeq (Verdict.checkFlags task 5 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_peak_share_of_daily_use : Eq (Reward.inDomain (Rat.frac 47 125) Domain.share) Bool.true := rfl
+theorem check_age_estimate_below_interval_high : Eq (Flag.listBeq (Verdict.checkFlags task 6 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem score_peak_share_of_daily_use : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 47 125)) (Rat.frac 47 125) (Rat.frac 1 10)) (Rat.frac 1 1)) Bool.true := rfl
+theorem check_simultaneous_use_index_range : Eq (Flag.listBeq (Verdict.checkFlags task 7 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_estimated_age : Eq (Reward.inDomain (Rat.frac 3403 10) Domain.nonneg) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_estimated_age : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 3403 10)) (Rat.frac 3403 10) (Rat.frac 100 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1838 25)) (Rat.frac 1838 25) (Rat.frac 22 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 47 125)) (Rat.frac 47 125) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 3403 10)) (Rat.frac 3403 10) (Rat.frac 100 1))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1838 25)) (Rat.frac 1838 25) (Rat.frac 22 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 47 125)) (Rat.frac 47 125) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 3403 10)) (Rat.frac 3403 10) (Rat.frac 100 1))) List.nil))))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 1 1) (Rat.frac 1 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 1 1) (Rat.frac 1 1) (Rat.frac 1303 1320)) (Rat.frac 17 1320)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem panel_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1838 25)) (Rat.frac 1838 25) (Rat.frac 22 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 47 125)) (Rat.frac 47 125) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 3403 10)) (Rat.frac 3403 10) (Rat.frac 100 1))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1838 25)) (Rat.frac 1838 25) (Rat.frac 22 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 47 125)) (Rat.frac 47 125) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 3403 10)) (Rat.frac 3403 10) (Rat.frac 100 1))) List.nil))))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_daily_users_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1563 25)) (Rat.frac 1838 25) (Rat.frac 22 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_daily_users_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 2113 25)) (Rat.frac 1838 25) (Rat.frac 22 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_daily_users_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1288 25)) (Rat.frac 1838 25) (Rat.frac 22 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_daily_users_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 2388 25)) (Rat.frac 1838 25) (Rat.frac 22 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_peak_share_of_daily_use_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 163 500)) (Rat.frac 47 125) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_peak_share_of_daily_use_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 213 500)) (Rat.frac 47 125) (Rat.frac 1 10)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_peak_share_of_daily_use_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 69 250)) (Rat.frac 47 125) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_peak_share_of_daily_use_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 119 250)) (Rat.frac 47 125) (Rat.frac 1 10)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_estimated_age_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 2903 10)) (Rat.frac 3403 10) (Rat.frac 100 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_estimated_age_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 3903 10)) (Rat.frac 3403 10) (Rat.frac 100 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_estimated_age_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 2403 10)) (Rat.frac 3403 10) (Rat.frac 100 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_estimated_age_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 4403 10)) (Rat.frac 3403 10) (Rat.frac 100 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 7267 100)) (Rat.frac 1838 25) (Rat.frac 22 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 47 125)) (Rat.frac 47 125) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 3403 10)) (Rat.frac 3403 10) (Rat.frac 100 1))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 7267 100)) (Rat.frac 1838 25) (Rat.frac 22 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 47 125)) (Rat.frac 47 125) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 3403 10)) (Rat.frac 3403 10) (Rat.frac 100 1))) List.nil))))) (Rat.frac 1303 1320)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem panel_self_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1838 25)) (Rat.frac 1838 25) (Rat.frac 22 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 47 125)) (Rat.frac 47 125) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 3403 10)) (Rat.frac 3403 10) (Rat.frac 100 1))) List.nil)))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1838 25)) (Rat.frac 1838 25) (Rat.frac 22 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.share (Option.some (Rat.frac 47 125)) (Rat.frac 47 125) (Rat.frac 1 10))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 3403 10)) (Rat.frac 3403 10) (Rat.frac 100 1))) List.nil))))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 1303 1320) (Rat.frac 1 1)) (Rat.frac 1303 1320)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 1303 1320) (Rat.frac 1 1) (Rat.frac 1303 1320)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oracle_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 1 1) (Rat.frac 1303 1320)) (Rat.frac 1337 1320)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 1303 1320) (Rat.frac 1303 1320)) (Rat.frac 1 1)) Bool.true := rfl
+theorem verdict : Eq (Verdict.is (Verdict.given task artifact (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil List.nil)))))))) List.nil (Rat.frac 1 1) (Rat.frac 1303 1320)) Bool.true (Rat.frac 1 1) (Rat.frac 17 1320)) Bool.true := (rfl)
 
 end TBMM.Cert.Mcm2025AStairWear
 end

@@ -5,109 +5,58 @@ noncomputable section
 namespace TBMM.Cert.Mcm2025BJuneauTourism
 
 set_option maxRecDepth 65536 in
-theorem gate_daily_cap_is_count : Eq (Forms.count (Rat.frac 11000 1) Option.none) Bool.true := rfl
+def task : Task := (Task.mk (List.cons (GateEntry.mk (Check.count (List.cons (Seg.key 5) (List.cons (Seg.key 2) List.nil)) Option.none) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 5) (List.cons (Seg.key 2) List.nil)) (Option.some (Rat.frac 1 1)) (Option.some (Rat.frac 20000 1))) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 5) (List.cons (Seg.key 11) List.nil)) Cmp.ge (Rat.frac 0 1)) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 5) (List.cons (Seg.key 11) List.nil)) Cmp.le (Rat.frac 1875 8)) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 5) (List.cons (Seg.key 1) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 4) (List.cons (Seg.key 6) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.productOf (List.cons (List.cons (Seg.key 5) (List.cons (Seg.key 2) List.nil)) List.nil) (Rat.frac 365 1) Cmp.ge (List.cons (List.cons (Seg.key 4) (List.cons (Seg.key 0) List.nil)) List.nil)) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.productOf (List.cons (List.cons (Seg.key 4) (List.cons (Seg.key 0) List.nil)) (List.cons (List.cons (Seg.key 4) (List.cons (Seg.key 7) List.nil)) List.nil)) (Rat.frac 1 1) Cmp.ge (List.cons (List.cons (Seg.key 4) (List.cons (Seg.key 10) List.nil)) List.nil)) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 5) (List.cons (Seg.key 11) List.nil)) List.nil) (List.cons (List.cons (Seg.key 4) (List.cons (Seg.key 7) List.nil)) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 4) (List.cons (Seg.key 7) List.nil)) List.nil) (List.cons (List.cons (Seg.key 5) (List.cons (Seg.key 11) List.nil)) List.nil) Bool.false (Rat.frac 1875 4)) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.productOf (List.cons (List.cons (Seg.key 5) (List.cons (Seg.key 11) List.nil)) (List.cons (List.cons (Seg.key 4) (List.cons (Seg.key 0) List.nil)) List.nil)) (Rat.frac 1 1) Cmp.le (List.cons (List.cons (Seg.key 4) (List.cons (Seg.key 10) List.nil)) List.nil)) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 4) (List.cons (Seg.key 3) List.nil)) List.nil) (List.cons (List.cons (Seg.key 4) (List.cons (Seg.key 10) List.nil)) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 8) (List.cons (Seg.key 9) List.nil)) (Option.some (Rat.negFrac 1 1)) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 List.nil))) List.nil))))))))))))) (List.cons (Metric.mk (List.cons (Seg.key 4) (List.cons (Seg.key 10) List.nil)) Direction.targetValue Domain.nonneg (Rat.frac 1 1) (Rat.frac 86000000 1) (Rat.frac 43161032783 100) (Option.some (Rat.frac 400400000 1))) (List.cons (Metric.mk (List.cons (Seg.key 4) (List.cons (Seg.key 0) List.nil)) Direction.targetValue Domain.nonneg (Rat.frac 1 1) (Rat.frac 300000 1) (Rat.frac 1491526 1) (Option.some (Rat.frac 1408000 1))) List.nil)) (List.cons (List.cons (PaperValue.mk 0 (Rat.frac 43161032783 100)) (List.cons (PaperValue.mk 1 (Rat.frac 1491526 1)) List.nil)) List.nil) List.nil)
 
 set_option maxRecDepth 65536 in
-theorem gate_daily_cap_limits : Eq (Forms.interval (Rat.frac 11000 1) (Option.some (Rat.frac 1 1)) (Option.some (Rat.frac 20000 1))) Bool.true := rfl
+def artifact : Json := (Json.obj (List.cons 5 (List.cons 4 (List.cons 8 List.nil))) (List.cons (Json.obj (List.cons 2 (List.cons 11 (List.cons 1 List.nil))) (List.cons (Json.num (Rat.frac 11000 1)) (List.cons (Json.num (Rat.frac 55 1)) (List.cons (Json.num (Rat.frac 7 20)) List.nil)))) (List.cons (Json.obj (List.cons 0 (List.cons 7 (List.cons 10 (List.cons 3 (List.cons 6 List.nil))))) (List.cons (Json.num (Rat.frac 1491526 1)) (List.cons (Json.num (Rat.frac 2315 8)) (List.cons (Json.num (Rat.frac 43161032783 100)) (List.cons (Json.num (Rat.frac 6820987991 20)) (List.cons (Json.num (Rat.frac 1 1)) List.nil)))))) (List.cons (Json.obj (List.cons 9 List.nil) (List.cons (Json.num (Rat.frac 29761 50000)) List.nil)) List.nil))))
 
 set_option maxRecDepth 65536 in
-theorem gate_visitor_fee_nonneg : Eq (Forms.threshold (Rat.frac 55 1) Cmp.ge (Rat.frac 0 1)) Bool.true := rfl
+theorem oracle : Eq (Rat.beq (Verdict.oracle task) (Rat.frac 1 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_visitor_fee_within_spending : Eq (Forms.threshold (Rat.frac 55 1) Cmp.le (Rat.frac 1875 8)) Bool.true := rfl
+theorem baseline : Eq (Rat.beq (Verdict.baseline task) (Rat.frac 11684555217 17200000000)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_conservation_share_is_share : Eq (Forms.interval (Rat.frac 7 20) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+theorem check_daily_cap_is_count : Eq (Flag.listBeq (Verdict.checkFlags task 0 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_resident_acceptance_is_index : Eq (Forms.interval (Rat.frac 1 1) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+theorem check_daily_cap_limits : Eq (Flag.listBeq (Verdict.checkFlags task 1 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_annual_visitors_within_daily_cap : Eq (Forms.product (List.cons (Rat.frac 11000 1) List.nil) (Rat.frac 365 1) Cmp.ge (Rat.prod (List.cons (Rat.frac 1491526 1) List.nil))) Bool.true := rfl
+theorem check_visitor_fee_nonneg : Eq (Flag.listBeq (Verdict.checkFlags task 2 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_revenue_within_visitors_times_per_visitor : Eq (Forms.product (List.cons (Rat.frac 1491526 1) (List.cons (Rat.frac 2315 8) List.nil)) (Rat.frac 1 1) Cmp.ge (Rat.prod (List.cons (Rat.frac 43161032783 100) List.nil))) Bool.true := rfl
+theorem check_visitor_fee_within_spending : Eq (Flag.listBeq (Verdict.checkFlags task 3 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_per_visitor_revenue_includes_fee : Eq (Forms.order (List.cons (Rat.frac 55 1) List.nil) (List.cons (Rat.frac 2315 8) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+theorem check_conservation_share_is_share : Eq (Flag.listBeq (Verdict.checkFlags task 4 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_per_visitor_spending_bounded : Eq (Forms.order (List.cons (Rat.frac 2315 8) List.nil) (List.cons (Rat.frac 55 1) List.nil) Bool.false (Rat.frac 1875 4)) Bool.true := rfl
+theorem check_resident_acceptance_is_index : Eq (Flag.listBeq (Verdict.checkFlags task 5 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_fee_revenue_within_total_revenue : Eq (Forms.product (List.cons (Rat.frac 55 1) (List.cons (Rat.frac 1491526 1) List.nil)) (Rat.frac 1 1) Cmp.le (Rat.prod (List.cons (Rat.frac 43161032783 100) List.nil))) Bool.true := rfl
+theorem check_annual_visitors_within_daily_cap : Eq (Flag.listBeq (Verdict.checkFlags task 6 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_net_benefit_within_revenue : Eq (Forms.order (List.cons (Rat.frac 6820987991 20) List.nil) (List.cons (Rat.frac 43161032783 100) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+theorem check_revenue_within_visitors_times_per_visitor : Eq (Flag.listBeq (Verdict.checkFlags task 7 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_sensitivity_correlation_range : Eq (Forms.interval (Rat.frac 29761 50000) (Option.some (Rat.negFrac 1 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+theorem check_per_visitor_revenue_includes_fee : Eq (Flag.listBeq (Verdict.checkFlags task 8 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_total_revenue : Eq (Reward.inDomain (Rat.frac 43161032783 100) Domain.nonneg) Bool.true := rfl
+theorem check_per_visitor_spending_bounded : Eq (Flag.listBeq (Verdict.checkFlags task 9 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem score_total_revenue : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 43161032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem check_fee_revenue_within_total_revenue : Eq (Flag.listBeq (Verdict.checkFlags task 10 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_annual_visitors : Eq (Reward.inDomain (Rat.frac 1491526 1) Domain.nonneg) Bool.true := rfl
+theorem check_net_benefit_within_revenue : Eq (Flag.listBeq (Verdict.checkFlags task 11 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem score_annual_visitors : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1491526 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem check_sensitivity_correlation_range : Eq (Flag.listBeq (Verdict.checkFlags task 12 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 43161032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1491526 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 43161032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1491526 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 1 1) (Rat.frac 1 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 1 1) (Rat.frac 1 1) (Rat.frac 11684555217 17200000000)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem panel_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 43161032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1491526 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 43161032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1491526 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_total_revenue_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 38861032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_total_revenue_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 47461032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_total_revenue_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 34561032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_total_revenue_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 51761032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_annual_visitors_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1341526 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_annual_visitors_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1641526 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_annual_visitors_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1191526 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_annual_visitors_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1791526 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 400400000 1)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1408000 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 400400000 1)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1408000 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1))) List.nil)))) (Rat.frac 11684555217 17200000000)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem panel_self_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 43161032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1491526 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1))) List.nil))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 43161032783 100)) (Rat.frac 43161032783 100) (Rat.frac 86000000 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 1491526 1)) (Rat.frac 1491526 1) (Rat.frac 300000 1))) List.nil)))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 11684555217 17200000000) (Rat.frac 1 1)) (Rat.frac 11684555217 17200000000)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 11684555217 17200000000) (Rat.frac 1 1) (Rat.frac 11684555217 17200000000)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oracle_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 1 1) (Rat.frac 11684555217 17200000000)) (Rat.frac 2 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 11684555217 17200000000) (Rat.frac 11684555217 17200000000)) (Rat.frac 1 1)) Bool.true := rfl
+theorem verdict : Eq (Verdict.is (Verdict.given task artifact (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil List.nil))))))))))))) List.nil (Rat.frac 1 1) (Rat.frac 11684555217 17200000000)) Bool.true (Rat.frac 1 1) (Rat.frac 1 1)) Bool.true := (rfl)
 
 end TBMM.Cert.Mcm2025BJuneauTourism
 end

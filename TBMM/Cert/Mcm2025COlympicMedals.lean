@@ -5,130 +5,43 @@ noncomputable section
 namespace TBMM.Cert.Mcm2025COlympicMedals
 
 set_option maxRecDepth 65536 in
-theorem gate_usa_total_above_pi_low : Eq (Forms.order (List.cons (Rat.frac 4939 40) List.nil) (List.cons (Rat.frac 34753 250) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+def task : Task := (Task.mk (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 4) (List.cons (Seg.key 11) List.nil)) List.nil) (List.cons (List.cons (Seg.key 4) (List.cons (Seg.key 7) List.nil)) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 4) (List.cons (Seg.key 7) List.nil)) List.nil) (List.cons (List.cons (Seg.key 4) (List.cons (Seg.key 10) List.nil)) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 4) (List.cons (Seg.key 9) List.nil)) List.nil) (List.cons (List.cons (Seg.key 4) (List.cons (Seg.key 6) List.nil)) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 4) (List.cons (Seg.key 6) List.nil)) List.nil) (List.cons (List.cons (Seg.key 4) (List.cons (Seg.key 8) List.nil)) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 4) (List.cons (Seg.key 6) List.nil)) List.nil) (List.cons (List.cons (Seg.key 4) (List.cons (Seg.key 7) List.nil)) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 4) (List.cons (Seg.key 0) List.nil)) List.nil) (List.cons (List.cons (Seg.key 4) (List.cons (Seg.key 1) List.nil)) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 3) (List.cons (Seg.key 5) List.nil)) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 3) (List.cons (Seg.key 5) List.nil)) List.nil) (List.cons (List.cons (Seg.key 3) (List.cons (Seg.key 2) List.nil)) List.nil) Bool.false (Rat.frac 0 1)) (List.cons 0 (List.cons 1 (List.cons 2 (List.cons 3 List.nil))))) List.nil)))))))) (List.cons (Metric.mk (List.cons (Seg.key 4) (List.cons (Seg.key 7) List.nil)) Direction.targetValue Domain.nonneg (Rat.frac 1 1) (Rat.frac 20 1) (Rat.frac 34753 250) (Option.some (Rat.frac 2150391 20000))) (List.cons (Metric.mk (List.cons (Seg.key 4) (List.cons (Seg.key 6) List.nil)) Direction.targetValue Domain.nonneg (Rat.frac 1 1) (Rat.frac 10 1) (Rat.frac 26923 500) (Option.some (Rat.frac 20544763 500000))) (List.cons (Metric.mk (List.cons (Seg.key 4) (List.cons (Seg.key 0) List.nil)) Direction.targetValue Domain.nonneg (Rat.frac 1 1) (Rat.frac 8 1) (Rat.frac 18277 500) (Option.some (Rat.frac 32589243 1000000))) (List.cons (Metric.mk (List.cons (Seg.key 3) (List.cons (Seg.key 2) List.nil)) Direction.targetValue Domain.nonneg (Rat.frac 1 1) (Rat.frac 3 1) (Rat.frac 3787 500) (Option.some (Rat.frac 11366667 1000000))) List.nil)))) (List.cons (List.cons (PaperValue.mk 0 (Rat.frac 34753 250)) (List.cons (PaperValue.mk 1 (Rat.frac 26923 500)) (List.cons (PaperValue.mk 2 (Rat.frac 18277 500)) (List.cons (PaperValue.mk 3 (Rat.frac 3787 500)) List.nil)))) List.nil) List.nil)
 
 set_option maxRecDepth 65536 in
-theorem gate_usa_total_below_pi_high : Eq (Forms.order (List.cons (Rat.frac 34753 250) List.nil) (List.cons (Rat.frac 155 1) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+def artifact : Json := (Json.obj (List.cons 4 (List.cons 3 List.nil)) (List.cons (Json.obj (List.cons 7 (List.cons 11 (List.cons 10 (List.cons 6 (List.cons 9 (List.cons 8 (List.cons 1 (List.cons 0 List.nil)))))))) (List.cons (Json.num (Rat.frac 34753 250)) (List.cons (Json.num (Rat.frac 4939 40)) (List.cons (Json.num (Rat.frac 155 1)) (List.cons (Json.num (Rat.frac 26923 500)) (List.cons (Json.num (Rat.frac 44 1)) (List.cons (Json.num (Rat.frac 64 1)) (List.cons (Json.num (Rat.frac 46137 500)) (List.cons (Json.num (Rat.frac 18277 500)) List.nil))))))))) (List.cons (Json.obj (List.cons 2 (List.cons 5 List.nil)) (List.cons (Json.num (Rat.frac 3787 500)) (List.cons (Json.num (Rat.frac 41 100)) List.nil))) List.nil)))
 
 set_option maxRecDepth 65536 in
-theorem gate_usa_gold_above_pi_low : Eq (Forms.order (List.cons (Rat.frac 44 1) List.nil) (List.cons (Rat.frac 26923 500) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+theorem oracle : Eq (Rat.beq (Verdict.oracle task) (Rat.frac 1 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_usa_gold_below_pi_high : Eq (Forms.order (List.cons (Rat.frac 26923 500) List.nil) (List.cons (Rat.frac 64 1) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+theorem baseline : Eq (Rat.beq (Verdict.baseline task) (Rat.frac 4035243 32000000)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_usa_gold_within_total : Eq (Forms.order (List.cons (Rat.frac 26923 500) List.nil) (List.cons (Rat.frac 34753 250) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+theorem check_usa_total_above_pi_low : Eq (Flag.listBeq (Verdict.checkFlags task 0 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_chn_gold_within_total : Eq (Forms.order (List.cons (Rat.frac 18277 500) List.nil) (List.cons (Rat.frac 46137 500) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+theorem check_usa_total_below_pi_high : Eq (Flag.listBeq (Verdict.checkFlags task 1 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_first_medal_probability_range : Eq (Forms.interval (Rat.frac 41 100) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) Bool.true := rfl
+theorem check_usa_gold_above_pi_low : Eq (Flag.listBeq (Verdict.checkFlags task 2 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem gate_expected_first_medallists_at_least_top_probability : Eq (Forms.order (List.cons (Rat.frac 41 100) List.nil) (List.cons (Rat.frac 3787 500) List.nil) Bool.false (Rat.frac 0 1)) Bool.true := rfl
+theorem check_usa_gold_below_pi_high : Eq (Flag.listBeq (Verdict.checkFlags task 3 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_usa_total_2028 : Eq (Reward.inDomain (Rat.frac 34753 250) Domain.nonneg) Bool.true := rfl
+theorem check_usa_gold_within_total : Eq (Flag.listBeq (Verdict.checkFlags task 4 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem score_usa_total_2028 : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 34753 250)) (Rat.frac 34753 250) (Rat.frac 20 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem check_chn_gold_within_total : Eq (Flag.listBeq (Verdict.checkFlags task 5 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_usa_gold_2028 : Eq (Reward.inDomain (Rat.frac 26923 500) Domain.nonneg) Bool.true := rfl
+theorem check_first_medal_probability_range : Eq (Flag.listBeq (Verdict.checkFlags task 6 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem score_usa_gold_2028 : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 26923 500)) (Rat.frac 26923 500) (Rat.frac 10 1)) (Rat.frac 1 1)) Bool.true := rfl
+theorem check_expected_first_medallists_at_least_top_probability : Eq (Flag.listBeq (Verdict.checkFlags task 7 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem domain_chn_gold_2028 : Eq (Reward.inDomain (Rat.frac 18277 500) Domain.nonneg) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_chn_gold_2028 : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 18277 500)) (Rat.frac 18277 500) (Rat.frac 8 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem domain_first_medal_countries_2028 : Eq (Reward.inDomain (Rat.frac 3787 500) Domain.nonneg) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem score_first_medal_countries_2028 : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 3787 500)) (Rat.frac 3787 500) (Rat.frac 3 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 34753 250)) (Rat.frac 34753 250) (Rat.frac 20 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 26923 500)) (Rat.frac 26923 500) (Rat.frac 10 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 18277 500)) (Rat.frac 18277 500) (Rat.frac 8 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 3787 500)) (Rat.frac 3787 500) (Rat.frac 3 1))) List.nil))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 34753 250)) (Rat.frac 34753 250) (Rat.frac 20 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 26923 500)) (Rat.frac 26923 500) (Rat.frac 10 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 18277 500)) (Rat.frac 18277 500) (Rat.frac 8 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 3787 500)) (Rat.frac 3787 500) (Rat.frac 3 1))) List.nil)))))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 1 1) (Rat.frac 1 1)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 1 1) (Rat.frac 1 1) (Rat.frac 4035243 32000000)) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem panel_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 34753 250)) (Rat.frac 34753 250) (Rat.frac 20 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 26923 500)) (Rat.frac 26923 500) (Rat.frac 10 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 18277 500)) (Rat.frac 18277 500) (Rat.frac 8 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 3787 500)) (Rat.frac 3787 500) (Rat.frac 3 1))) List.nil))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 34753 250)) (Rat.frac 34753 250) (Rat.frac 20 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 26923 500)) (Rat.frac 26923 500) (Rat.frac 10 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 18277 500)) (Rat.frac 18277 500) (Rat.frac 8 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 3787 500)) (Rat.frac 3787 500) (Rat.frac 3 1))) List.nil)))))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_usa_total_2028_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 32253 250)) (Rat.frac 34753 250) (Rat.frac 20 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_usa_total_2028_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 37253 250)) (Rat.frac 34753 250) (Rat.frac 20 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_usa_total_2028_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 29753 250)) (Rat.frac 34753 250) (Rat.frac 20 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_usa_total_2028_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 39753 250)) (Rat.frac 34753 250) (Rat.frac 20 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_usa_gold_2028_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 24423 500)) (Rat.frac 26923 500) (Rat.frac 10 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_usa_gold_2028_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 29423 500)) (Rat.frac 26923 500) (Rat.frac 10 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_usa_gold_2028_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 21923 500)) (Rat.frac 26923 500) (Rat.frac 10 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_usa_gold_2028_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 31923 500)) (Rat.frac 26923 500) (Rat.frac 10 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_chn_gold_2028_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 16277 500)) (Rat.frac 18277 500) (Rat.frac 8 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_chn_gold_2028_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 20277 500)) (Rat.frac 18277 500) (Rat.frac 8 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_chn_gold_2028_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 14277 500)) (Rat.frac 18277 500) (Rat.frac 8 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_chn_gold_2028_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 22277 500)) (Rat.frac 18277 500) (Rat.frac 8 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_first_medal_countries_2028_half_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 3037 500)) (Rat.frac 3787 500) (Rat.frac 3 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_first_medal_countries_2028_half_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 4537 500)) (Rat.frac 3787 500) (Rat.frac 3 1)) (Rat.frac 1 2)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_first_medal_countries_2028_edge_lo : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 2287 500)) (Rat.frac 3787 500) (Rat.frac 3 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem contract_first_medal_countries_2028_edge_hi : Eq (Rat.beq (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 5287 500)) (Rat.frac 3787 500) (Rat.frac 3 1)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_raw : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 2150391 20000)) (Rat.frac 34753 250) (Rat.frac 20 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 20544763 500000)) (Rat.frac 26923 500) (Rat.frac 10 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 32589243 1000000)) (Rat.frac 18277 500) (Rat.frac 8 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 11366667 1000000)) (Rat.frac 3787 500) (Rat.frac 3 1))) List.nil))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 2150391 20000)) (Rat.frac 34753 250) (Rat.frac 20 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 20544763 500000)) (Rat.frac 26923 500) (Rat.frac 10 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 32589243 1000000)) (Rat.frac 18277 500) (Rat.frac 8 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 11366667 1000000)) (Rat.frac 3787 500) (Rat.frac 3 1))) List.nil)))))) (Rat.frac 4035243 32000000)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem panel_self_0 : Eq (Rat.beq (Rat.div (Reward.weightedSum (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 34753 250)) (Rat.frac 34753 250) (Rat.frac 20 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 26923 500)) (Rat.frac 26923 500) (Rat.frac 10 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 18277 500)) (Rat.frac 18277 500) (Rat.frac 8 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 3787 500)) (Rat.frac 3787 500) (Rat.frac 3 1))) List.nil))))) (Reward.totalWeight (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 34753 250)) (Rat.frac 34753 250) (Rat.frac 20 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 26923 500)) (Rat.frac 26923 500) (Rat.frac 10 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 18277 500)) (Rat.frac 18277 500) (Rat.frac 8 1))) (List.cons (Weighted.mk (Rat.frac 1 1) (Reward.score Direction.targetValue Domain.nonneg (Option.some (Rat.frac 3787 500)) (Rat.frac 3787 500) (Rat.frac 3 1))) List.nil)))))) (Rat.frac 1 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_oeval : Eq (Rat.beq (Reward.oEval (Rat.frac 4035243 32000000) (Rat.frac 1 1)) (Rat.frac 4035243 32000000)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_robust_bo : Eq (Rat.beq (Reward.robustBo (Rat.frac 4035243 32000000) (Rat.frac 1 1) (Rat.frac 4035243 32000000)) (Rat.frac 0 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem oracle_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 1 1) (Rat.frac 4035243 32000000)) (Rat.frac 2 1)) Bool.true := rfl
-
-set_option maxRecDepth 65536 in
-theorem baseline_multibo : Eq (Rat.beq (Reward.multiBoCell (Rat.frac 4035243 32000000) (Rat.frac 4035243 32000000)) (Rat.frac 1 1)) Bool.true := rfl
+theorem verdict : Eq (Verdict.is (Verdict.given task artifact (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil List.nil)))))))) List.nil (Rat.frac 1 1) (Rat.frac 4035243 32000000)) Bool.true (Rat.frac 1 1) (Rat.frac 1 1)) Bool.true := (rfl)
 
 end TBMM.Cert.Mcm2025COlympicMedals
 end

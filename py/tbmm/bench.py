@@ -12,6 +12,10 @@ seconds of this process (so other load on the machine does not count):
 
 Replayed tasks are scored and gated on their resolved artifact (the replay's outputs
 pre-computed once): the replay's own cost is the separate line.
+
+`tbmm bench --lean` measures the Lean layer instead (`LeanFigure`: wall and CPU seconds,
+the Lean child processes included): a long-list artifact, `tbmm lean audit`, one
+`tbmm verify` call, and `tbmm verify --batch`.
 """
 
 from __future__ import annotations
@@ -344,3 +348,164 @@ def bench_replay_smoke_screen(task: Task, seconds: float = 2.0) -> BenchResult:
         fn(doc, task, spec, Deadline(600))
         n += 1
     return BenchResult("replay", task.slug, n, time.process_time() - t0)
+
+
+# --- the Lean layer's costs (`tbmm bench --lean`) -------------------------------------
+
+
+@dataclass(frozen=True)
+class LeanFigure:
+    """One measurement: wall and CPU seconds (this process and its children, the Lean run
+    included), what was measured, and its outcome."""
+
+    name: str
+    detail: str
+    seconds: float
+    cpu_seconds: float
+    outcome: str
+    count: int = 1
+
+    @property
+    def rate(self) -> float:
+        return self.count / self.seconds if self.seconds else float("inf")
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "detail": self.detail,
+            "seconds": round(self.seconds, 3),
+            "cpu_seconds": round(self.cpu_seconds, 3),
+            "count": self.count,
+            "outcome": self.outcome,
+        }
+
+
+def _cpu() -> float:
+    import os
+
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
+def wildcard_list(task: Task) -> str:
+    """The list the task's first wildcard check runs over (its path before the `[*]`)."""
+    for c in task.gate.check:
+        for p in c.paths():
+            if "[*]" in p:
+                return p.split("[*]", 1)[0]
+    raise ValueError(f"{task.slug}: no gate check runs over a list")
+
+
+def grown(task: Task, path: str, entries: int) -> dict:
+    """The task's anchor artifact with the list at `path` grown to `entries` entries (its
+    own entries repeated; in the replayed outputs too, when the same list is there)."""
+    import copy
+
+    from tbmm.models import REPLAYED
+    from tbmm.paths import resolve
+
+    doc = copy.deepcopy(task.anchor_artifact)
+    for p in (path, f"{REPLAYED}.{path}"):
+        try:
+            xs = resolve(doc, p)
+        except KeyError:
+            continue
+        if isinstance(xs, list) and xs:
+            xs[:] = [copy.deepcopy(xs[i % len(xs)]) for i in range(entries)]
+    return doc
+
+
+def bench_lean_list(task: Task, entries: int = 1000) -> LeanFigure:
+    """Python's verdict and the kernel's check of the anchor with one list grown to `entries`
+    entries (the caps are not applied: this measures the Lean layer, not the input limits)."""
+    from tbmm.gate import run_gate
+    from tbmm.lean.certify import check_artifact
+    from tbmm.scoring import score_task
+
+    path = wildcard_list(task)
+    doc = grown(task, path, entries)
+    c0, t0 = _cpu(), time.perf_counter()
+    g = run_gate(task, doc)
+    s = score_task(task, doc, gate_failed=g.verdict == "fail", unverifiable=g.unverifiable)
+    res = check_artifact(task, doc, gate_report=g, score=s)
+    wall, cpu = time.perf_counter() - t0, _cpu() - c0
+    checks = sum(1 for c in task.gate.check if any("[*]" in p for p in c.paths()))
+    detail = (
+        f"{task.slug}: {path} x {entries}, {checks} check(s) over it, {res.obligations} obligations"
+    )
+    return LeanFigure("lean list", detail, wall, cpu, res.outcome)
+
+
+def _tbmm(args: list[str]) -> tuple[float, float, int, str]:
+    """Run the `tbmm` command line in a fresh process: (wall, CPU of the child, exit, stdout)."""
+    import os
+    import subprocess
+    import sys
+
+    exe = [sys.executable, "-c", "import sys; from tbmm.cli import main; sys.exit(main())"]
+    t = os.times()
+    c0 = t.children_user + t.children_system
+    t0 = time.perf_counter()
+    proc = subprocess.run([*exe, *args], capture_output=True, text=True, check=False)
+    wall = time.perf_counter() - t0
+    t = os.times()
+    return wall, t.children_user + t.children_system - c0, proc.returncode, proc.stdout
+
+
+def bench_audit() -> LeanFigure:
+    """`tbmm lean audit` as a user runs it (a fresh process; the library already built)."""
+    wall, cpu, code, _ = _tbmm(["lean", "audit"])
+    return LeanFigure("lean audit", "tbmm lean audit (CLI)", wall, cpu, f"exit {code}")
+
+
+def bench_verify_cli(task: Task, runs: int = 3) -> LeanFigure:
+    """`tbmm verify` of the task's anchor artifact in a fresh process; the best of `runs`."""
+    import tempfile
+    from pathlib import Path
+
+    best: tuple[float, float, int] | None = None
+    with tempfile.TemporaryDirectory(prefix="tbmm-bench-") as tmp:
+        art = Path(tmp) / "anchor.json"
+        art.write_bytes(task.anchor_artifact_bytes())
+        for _ in range(runs):
+            wall, cpu, code, _ = _tbmm(["verify", str(art), "--task", task.slug])
+            if best is None or wall < best[0]:
+                best = (wall, cpu, code)
+    assert best is not None
+    return LeanFigure(
+        "verify CLI",
+        f"tbmm verify (anchor of {task.slug}), best of {runs}",
+        best[0],
+        best[1],
+        f"exit {best[2]}",
+    )
+
+
+def bench_batch(task: Task, n: int = 40) -> LeanFigure:
+    """`tbmm verify --batch` over `n` distinct anchor-size artifacts of the task (the anchor
+    with one scored value nudged each time), in a fresh process: all in one Lean run."""
+    import json
+    import tempfile
+    from pathlib import Path
+
+    from tbmm.paths import resolve
+
+    m = task.metrics[0]
+    base = json.loads(task.anchor_artifact_bytes())
+    with tempfile.TemporaryDirectory(prefix="tbmm-bench-") as tmp:
+        for i in range(n):
+            doc = json.loads(json.dumps(base))
+            leaf = resolve(doc, m.path.rsplit(".", 1)[0]) if "." in m.path else doc
+            key = m.path.rsplit(".", 1)[-1]
+            if isinstance(leaf, dict) and isinstance(leaf.get(key), (int, float)):
+                leaf[key] = leaf[key] + i * 1e-9
+            (Path(tmp) / f"a{i:04d}.json").write_text(json.dumps(doc))
+        wall, cpu, code, out = _tbmm(["verify", "--batch", tmp, "--task", task.slug])
+    return LeanFigure(
+        "verify batch",
+        f"tbmm verify --batch: {n} artifacts of {task.slug}, one Lean run",
+        wall,
+        cpu,
+        f"exit {code}",
+        count=n,
+    )

@@ -627,6 +627,10 @@ if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
 
 
+# The task whose anchor `bench --lean` verifies on the command line and in a batch.
+_LEAN_BENCH_TASK = "mcm-2025-b-juneau-tourism"
+
+
 @app.command()
 def bench(
     task: Annotated[
@@ -636,12 +640,34 @@ def bench(
     seconds: Annotated[float, typer.Option(help="CPU seconds per measurement.")] = 2.0,
     replays: Annotated[bool, typer.Option(help="Also run each replay's own benchmark.")] = True,
     tasks_root: TasksRoot = TASKS_ROOT,
+    lean: Annotated[
+        bool,
+        typer.Option(
+            "--lean",
+            help="The Lean layer's costs instead: a long-list artifact, the audit, the verify "
+            "command line, a batch.",
+        ),
+    ] = False,
+    entries: Annotated[int, typer.Option(help="--lean: entries of the long list.")] = 1000,
+    list_task: Annotated[
+        str | None,
+        typer.Option(
+            "--list-task",
+            help="--lean: the task whose list grows (default: every task with a wildcard check).",
+        ),
+    ] = None,
+    batch: Annotated[int, typer.Option(help="--lean: artifacts in the batch.")] = 40,
     as_json: JsonFlag = False,
 ) -> None:
     """Throughput over a mixed corpus of every task: artifacts per CPU-second for scoring and
     the gate, as a ratio to json.loads of the same bytes; the same over the tasks without a
     replay (claims only: the replayed tasks' artifacts carry whole decisions, e.g. a planting
-    plan of thousands of entries, and dominate the mix); replays per second per replayed task."""
+    plan of thousands of entries, and dominate the mix); replays per second per replayed task.
+    With --lean, the Lean layer's costs instead (wall and CPU seconds, the Lean runs included)."""
+    if lean:
+        one = _task(task[0] if task else _LEAN_BENCH_TASK, tasks_root)
+        _bench_lean(one, entries, list_task, batch, tasks_root, as_json)
+        return
     from tbmm.bench import bench_mixed, bench_replays
 
     tasks = [_task(s, tasks_root) for s in task] if task else load_suite(tasks_root)
@@ -677,25 +703,177 @@ def bench(
         )
 
 
+def _bench_lean(
+    t: Task, entries: int, list_task: str | None, n: int, tasks_root: Path, as_json: bool
+) -> None:
+    import os
+
+    from tbmm import bench as B
+
+    if list_task is not None:
+        lists = [_task(list_task, tasks_root)]
+    else:
+        lists = []
+        for x in load_suite(tasks_root):
+            try:
+                B.wildcard_list(x)
+            except ValueError:
+                continue
+            lists.append(x)
+    figures = [B.bench_lean_list(x, entries) for x in lists]
+    figures += [B.bench_audit(), B.bench_verify_cli(t), B.bench_batch(t, n)]
+    load = os.getloadavg()[0]
+    if as_json:
+        print(
+            json.dumps({"load_average": load, "figures": [f.to_json() for f in figures]}, indent=2)
+        )
+        return
+    for f in figures:
+        rate = f" = {f.rate:.1f}/s" if f.count > 1 else ""
+        console.print(
+            f"{f.name:12s} {f.seconds:6.2f} s wall {f.cpu_seconds:6.2f} s CPU{rate}  "
+            f"[{f.outcome}] {f.detail}",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
+    console.print(
+        f"load average {load:.1f} on {os.cpu_count()} CPUs: wall time is mostly waiting for a "
+        "core; CPU time is what an idle machine would take",
+        highlight=False,
+    )
+
+
+def _verify_many(
+    artifact: Path | None,
+    task: str | None,
+    batch: Path | None,
+    manifest: Path | None,
+    tasks_root: Path,
+    as_json: bool,
+    no_lean: bool,
+) -> None:
+    """`tbmm verify --batch DIR --task T` / `--manifest FILE`: many artifacts, one Lean run."""
+    import time
+
+    from tbmm.lean.certify import CertificateError
+    from tbmm.lean.runtime import ToolchainError
+    from tbmm.verify import verify_batch
+
+    if artifact is not None or (batch is not None and manifest is not None):
+        raise _fail("--batch and --manifest take no ARTIFACT, and not each other")
+    if batch is not None:
+        if task is None:
+            raise _fail("--batch needs --task (or use --manifest to name each file's task)")
+        if not batch.is_dir():
+            raise _fail(f"{batch}: not a folder")
+        pairs = [(p, task) for p in sorted(batch.glob("*.json"))]
+    else:
+        assert manifest is not None
+        try:
+            mapping = json.loads(manifest.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise _fail(f"cannot read the manifest {manifest}: {exc}") from exc
+        if not isinstance(mapping, dict) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in mapping.items()
+        ):
+            raise _fail(f"{manifest}: expected a JSON object mapping files to task slugs")
+        pairs = [(manifest.parent / k, v) for k, v in mapping.items()]
+    if not pairs:
+        raise _fail("no artifacts to verify")
+    from tbmm.bounds import BoundsError, read_capped
+    from tbmm.verify import _unreadable
+
+    tasks: dict[str, Task] = {}
+    items, refused = [], {}
+    for k, (path, slug) in enumerate(pairs):
+        t = tasks.get(slug) or tasks.setdefault(slug, _task(slug, tasks_root))
+        try:
+            items.append((t, read_capped(path, t.caps)))
+        except BoundsError as exc:
+            refused[k] = _unreadable(t, f"{path}: {exc}", "over_caps")
+        except OSError as exc:
+            refused[k] = _unreadable(t, f"cannot read {path}: {exc.strerror or exc}", "unreadable")
+    t0 = time.monotonic()
+    try:
+        checked = iter(verify_batch(items, lean=not no_lean))
+        reps = [refused[k] if k in refused else next(checked) for k in range(len(pairs))]
+    except TaskFormatError as exc:
+        raise _fail(str(exc)) from exc
+    except ToolchainError as exc:
+        raise _fail(f"{exc} (or pass --no-lean)") from exc
+    except CertificateError as exc:  # a generator bug: no verdict
+        raise _fail(f"the generated certificate left its grammar: {exc}", 3) from exc
+    seconds = time.monotonic() - t0
+    code = max(r.exit_code for r in reps)
+    if as_json:
+        out = [
+            {"file": str(p), **r.model_dump(mode="json")}
+            for (p, _), r in zip(pairs, reps, strict=True)
+        ]
+        print(json.dumps(out, indent=2, ensure_ascii=False))
+        raise typer.Exit(code)
+    names = {0: "FEASIBLE", 1: "INFEASIBLE", 2: "UNREADABLE", 3: "NO VERDICT"}
+    styles = {0: "green", 1: "red", 2: "yellow", 3: "magenta"}
+    for (path, _), r in zip(pairs, reps, strict=True):
+        st = styles[r.exit_code]
+        console.print(
+            f"[{st}]{names[r.exit_code]}[/{st}] {path.name} ({r.task}): gate {r.gate}, "
+            f"Lean {r.lean}, O-Eval {r.o_eval_exact}, Robust BO-Eval {r.robust_bo_eval_exact}"
+            + (f" ({r.error})" if r.error else ""),
+            highlight=False,
+            soft_wrap=True,
+        )
+        for f in r.failing:
+            console.print(f"  [red]✗[/red] {f}", highlight=False, soft_wrap=True)
+    counts = {names[c]: sum(r.exit_code == c for r in reps) for c in names}
+    console.print(
+        f"{len(reps)} artifacts in {seconds:.2f} s ({len(reps) / seconds:.1f}/s): "
+        + ", ".join(f"{n} {k.lower()}" for k, n in counts.items() if n),
+        highlight=False,
+    )
+    raise typer.Exit(code)
+
+
 @app.command()
 def verify(
-    artifact: Annotated[Path, typer.Argument(help="The agent's JSON artifact.")],
-    task: Annotated[str, typer.Option("--task", help="Task slug.")],
+    artifact: Annotated[
+        Path | None, typer.Argument(help="The agent's JSON artifact (or use --batch/--manifest).")
+    ] = None,
+    task: Annotated[str | None, typer.Option("--task", help="Task slug.")] = None,
     tasks_root: TasksRoot = TASKS_ROOT,
     as_json: JsonFlag = False,
     no_lean: Annotated[
         bool, typer.Option("--no-lean", help="Skip the Lean kernel check (gate and score only).")
     ] = False,
+    batch: Annotated[
+        Path | None,
+        typer.Option("--batch", help="A folder of artifacts (*.json) of the task --task."),
+    ] = None,
+    manifest: Annotated[
+        Path | None,
+        typer.Option(
+            "--manifest",
+            help="A JSON object mapping artifact files (relative to it) to task slugs.",
+        ),
+    ] = None,
 ) -> None:
     """Schema + gate + score + Lean kernel check.
 
     Exit 0 feasible, 1 infeasible, 2 unreadable, over a cap or no Lean toolchain, 3 no
-    verdict (verification budget exceeded, or Python and Lean disagree).
+    verdict (verification budget exceeded, or Python and Lean disagree). With --batch or
+    --manifest, every artifact is reported apart, the Lean kernel checks all of them in
+    one run, and the exit code is the highest of theirs.
     """
     from tbmm.lean.certify import CertificateError
     from tbmm.lean.runtime import ToolchainError
     from tbmm.verify import verify_artifact
 
+    if batch is not None or manifest is not None:
+        _verify_many(artifact, task, batch, manifest, tasks_root, as_json, no_lean)
+        return
+    if artifact is None or task is None:
+        raise _fail("give an ARTIFACT and --task (or --batch DIR --task, or --manifest FILE)")
     t = _task(task, tasks_root)
     data = _read_artifact_bytes(artifact, t)
     try:

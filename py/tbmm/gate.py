@@ -48,6 +48,9 @@ class Instance:
     values: dict[str, Fraction] = field(default_factory=dict)
     status: str = "pending"  # pass | fail | missing | bad
     message: str = ""
+    list_missing: bool = (
+        False  # the single instance of a check whose `[*]` list is missing or empty
+    )
 
     @property
     def name(self) -> str:
@@ -122,6 +125,7 @@ def instances(check: GateCheck, doc: dict[str, Any]) -> list[Instance]:
 def _missing_list(check: GateCheck, prefix: str, roles: dict[str, list[str]]) -> Instance:
     inst = Instance(check, None, roles)
     inst.status, inst.message = "missing", f"{prefix}: list missing or empty"
+    inst.list_missing = True
     return inst
 
 

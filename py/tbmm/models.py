@@ -305,6 +305,17 @@ class GateCheck(Strict):
         missing = [n for n in need[f] if getattr(self, n) is None]
         if missing:
             raise ValueError(f"form {f.value} needs {missing}")
+        # A path the form does not read would still take part in expansion and in the
+        # missing/bad handling of every instance: refused, so every path of a check is one
+        # its form reads (what the Lean verdict's `Check` can state).
+        reads = {*need[f], "bound_factors"} if f is Form.product else set(need[f])
+        stray = [
+            n
+            for n in ("field", "against", "fields", "lhs", "rhs", "factors", "bound_factors")
+            if getattr(self, n) is not None and n not in reads
+        ]
+        if stray:
+            raise ValueError(f"form {f.value} does not read {stray}")
         if f is Form.interval and self.lo is None and self.hi is None:
             raise ValueError("interval needs lo and/or hi")
         if f is Form.product and (self.bound is None) == (self.bound_factors is None):

@@ -1,7 +1,8 @@
 """`tbmm verify`: schema check + feasibility gate + score + Lean kernel check, one report.
 
-Exit codes: 0 feasible (the gate passed or only warned, and the Lean certificate of the
-artifact's invariants checked), 1 infeasible (names the failing obligation and field),
+Exit codes: 0 feasible (the gate passed or only warned, and the Lean kernel recomputed
+the same verdict from the artifact and the task as Lean terms), 1 infeasible (names the
+failing check, instance and field, kernel-confirmed),
 2 unreadable input (or over a cap of tbmm.bounds), 3 no verdict: the verification budget
 was exceeded (status `budget_exceeded`), or the Lean kernel did not confirm what Python
 computed (status `lean_disagreement`: both values shown, or Lean could not check at all,
@@ -103,28 +104,50 @@ def verify_artifact(
 
 
 def _verify(task: Task, data: bytes | None, *, lean: bool) -> VerifyReport:
+    early, ev, doc = _python_stage(task, data)
+    if early is not None:
+        return early
+    assert ev is not None and ev.doc is not None
+    lr = None
+    if lean:
+        from tbmm.lean.certify import check_artifact
+
+        lr = check_artifact(task, ev.doc, gate_report=ev.gate, score=ev.score)
+        bounds.check_budget("after the Lean check")
+    return _finish(task, doc, ev, lr, lean=lean)
+
+
+def _python_stage(task: Task, data: bytes | None) -> tuple[VerifyReport | None, Any, Any]:
+    """Read, resolve (replay), gate and score: a final report for what needs no Lean
+    (missing, unreadable, over a cap), else the evaluation and the parsed artifact."""
     if data is None:
-        return _unreadable(task, "missing artifact", "missing_artifact")
+        return _unreadable(task, "missing artifact", "missing_artifact"), None, None
     try:
         doc = read_artifact(data, task.caps)
     except ArtifactError as exc:  # over a cap of tbmm.bounds: its own status
         over = isinstance(exc.__cause__, bounds.BoundsError)
-        return _unreadable(task, str(exc), "over_caps" if over else "unreadable")
+        return _unreadable(task, str(exc), "over_caps" if over else "unreadable"), None, None
     ev = evaluate(task, doc)
     bounds.check_budget("after the gate, the replay and scoring")
-    g, s, resolved = ev.gate, ev.score, ev.doc
-    assert resolved is not None
+    assert ev.doc is not None
+    return None, ev, doc
+
+
+def _finish(task: Task, doc: Any, ev: Any, lr: Any, *, lean: bool) -> VerifyReport:
+    """The report of an evaluated artifact, with the Lean kernel's result `lr` (None: skipped)."""
+    g, s = ev.gate, ev.score
     failing = [f"gate {i.name} ({i.check.form.value}): {i.message}" for i in g.failed]
     lean_state, lean_detail = "skipped", {}
-    if lean:
-        from tbmm.lean.certify import check_artifact
-
-        lr = check_artifact(task, resolved, gate_report=g, score=s)
-        bounds.check_budget("after the Lean check")
+    if lean and lr is not None:
         lean_state = lr.outcome
         lean_detail = lr.to_json()
         failing += [f"lean {o}" for o in lr.failing]
         failing += [f"lean disagreement: {d}" for d in lr.disagreements]
+        if lr.disagreements:
+            failing.append(
+                f"lean disagreement: verdict: Python {lr.python_verdict}, "
+                f"Lean kernel {lr.lean_verdict or 'differs'}"
+            )
         if lr.error:
             failing.append(f"lean error: {lr.error}")
     if lean_state in ("disagreement", "error"):  # no verdict: Python's scores kept for diagnosis
@@ -142,9 +165,7 @@ def _verify(task: Task, data: bytes | None, *, lean: bool) -> VerifyReport:
             gate_report=g.to_json(),
             replay=ev.replay.to_json() if ev.replay is not None else {},
         )
-    infeasible = g.verdict == "fail" or lean_state == "fail"
-    if infeasible and s.status != "gate_failed":
-        s = score_task(task, resolved, gate_failed=True, unverifiable=g.unverifiable)
+    infeasible = g.verdict == "fail"  # Lean, when it ran, confirmed the same verdict
     sj = s.to_json()
     return VerifyReport(
         task=task.slug,
@@ -165,3 +186,41 @@ def _verify(task: Task, data: bytes | None, *, lean: bool) -> VerifyReport:
         gate_report=g.to_json(),
         replay=ev.replay.to_json() if ev.replay is not None else {},
     )
+
+
+def verify_batch(
+    items: list[tuple[Task, bytes | None]],
+    *,
+    lean: bool = True,
+    budget_s: float = bounds.DEFAULT_BUDGET_S,
+) -> list[VerifyReport]:
+    """Verify many artifacts, the Lean kernel checking all of them in ONE run (one module,
+    one theorem per artifact, each artifact's result apart: a refuted or failing one hides
+    nothing of the others). Each artifact's own stages (reading, replay, gate, scoring)
+    run within `budget_s`, as `verify_artifact`'s do."""
+    reports: list[VerifyReport | None] = []
+    staged: list[tuple[int, Any, Any]] = []
+    for k, (task, data) in enumerate(items):
+        with bounds.deadline(budget_s):
+            try:
+                early, ev, doc = _python_stage(task, data)
+            except bounds.BudgetExceeded as exc:
+                early = VerifyReport(
+                    task=task.slug,
+                    exit_code=3,
+                    readable=True,
+                    error=str(exc),
+                    status="budget_exceeded",
+                    score=score_task(task, None).to_json(),
+                )
+        reports.append(early)
+        if early is None:
+            staged.append((k, ev, doc))
+    results: list[Any] = [None] * len(staged)
+    if lean and staged:
+        from tbmm.lean.certify import check_batch
+
+        results = check_batch([(items[k][0], ev.doc, ev.gate, ev.score) for k, ev, _ in staged])
+    for (k, ev, doc), lr in zip(staged, results, strict=True):
+        reports[k] = _finish(items[k][0], doc, ev, lr, lean=lean)
+    return [r for r in reports if r is not None]

@@ -12,8 +12,9 @@ Every check below is required for `ok`:
    whitelist. The one exception is the compiler marker `unsafe axiom lcAny : Type` in
    `TBMM/Core.lean`, which no safe declaration can mention. Every module under `TBMM/` is
    part of the library (imported by `TBMM.lean`), the theorem module, or a certificate.
-3. Certificates, by allowlist (`tbmm.lean.allowlist`): nothing but the generated
-   `theorem NAME : Eq (TERM) b := rfl` of the expected names, in the module's namespace.
+3. Certificates, by allowlist (`tbmm.lean.allowlist`): nothing but the generated data
+   `def task : Task`/`def artifact : Json` and `theorem NAME : Eq (TERM) Bool.true := (rfl)`
+   of the expected names, in the module's namespace.
 4. Fidelity: every certificate is regenerated in memory from the task data and anchors
    (`tbmm.lean.certify`) and must equal the committed file byte for byte, sidecar
    included; a missing, stale, edited or extra file fails.
@@ -23,7 +24,9 @@ Every check below is required for `ok`:
    "does not depend on any axioms".
 
 Obligations are described by sidecar files `TBMM/Cert/<Name>.json` next to each
-certificate module: ``[{"decl", "task", "kind", "form", "check", "field", "expect"}, ...]``.
+certificate module: ``[{"decl", "task", "kind", "form", "check", "field", "expect"}, ...]``;
+`kind` is `check` (one gate check over all its instances), `items` (a declared list's
+minimum length), `task` (the oracle's and the baseline's raw scores), `verdict` or `replay`.
 """
 
 from __future__ import annotations
@@ -58,6 +61,7 @@ if TYPE_CHECKING:
     from tbmm.tasks import Task
 
 CORE_MARKER = "unsafe axiom lcAny : Type"
+CERT_TYPES = frozenset({"Task", "Json"})  # the types a certificate's data definitions name
 CORE_MODULE = f"{LIBRARY}.Core"
 # The Nat functions the Lean kernel evaluates on numerals with GMP, trusting any
 # definition that bears the name (see `TBMM/Core.lean` for how the list was probed).
@@ -261,7 +265,7 @@ def check_core(root: Path, indexes: dict[str, SourceIndex]) -> list[str]:
             )
         owners = [m for m, i in indexes.items() if m != CORE_MODULE and name in i.names()]
         errors += [f"{m} redeclares the kernel-accelerated {name}" for m in owners]
-    used = library_names(root)
+    used = library_names(root) | CERT_TYPES
     for mod, idx in indexes.items():
         for d in idx.decls:
             for prefix in ("TBMM.Cert.", "TBMM."):
@@ -311,16 +315,14 @@ def load_obligations(root: Path) -> tuple[list[Obligation], list[str]]:
     return obligations, errors
 
 
-def _expected(root: Path, module: str) -> list[tuple[str, bool]] | None:
-    """The (theorem, truth value) pairs the module's sidecar lists, or None when unreadable."""
+def _expected(root: Path, module: str) -> list[str] | None:
+    """The theorem names the module's sidecar lists, or None when unreadable."""
     sidecar = module_file(root, module).with_suffix(".json")
     try:
         items = json.loads(sidecar.read_text(encoding="utf-8"))
         prefix = module + "."
         return [
-            (str(o["decl"]).removeprefix(prefix), bool(o.get("expect", True)))
-            for o in items
-            if str(o["decl"]).startswith(prefix)
+            str(o["decl"]).removeprefix(prefix) for o in items if str(o["decl"]).startswith(prefix)
         ]
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None

