@@ -5,40 +5,139 @@ noncomputable section
 namespace TBMM.Cert.Cumcm2024BProductionDecision
 
 set_option maxRecDepth 65536 in
-def task : Task := (Task.mk (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 6) (List.cons (Seg.key 1) (List.cons Seg.wild (List.cons (Seg.key 0) List.nil)))) Cmp.le (Rat.frac 28 1)) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 6) (List.cons (Seg.key 4) List.nil)) Cmp.le (Rat.frac 28 1)) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 6) (List.cons (Seg.key 1) (List.cons (Seg.index 0) (List.cons (Seg.key 0) List.nil)))) (List.cons (List.cons (Seg.key 6) (List.cons (Seg.key 1) (List.cons (Seg.index 1) (List.cons (Seg.key 0) List.nil)))) (List.cons (List.cons (Seg.key 6) (List.cons (Seg.key 1) (List.cons (Seg.index 2) (List.cons (Seg.key 0) List.nil)))) (List.cons (List.cons (Seg.key 6) (List.cons (Seg.key 1) (List.cons (Seg.index 3) (List.cons (Seg.key 0) List.nil)))) (List.cons (List.cons (Seg.key 6) (List.cons (Seg.key 1) (List.cons (Seg.index 4) (List.cons (Seg.key 0) List.nil)))) (List.cons (List.cons (Seg.key 6) (List.cons (Seg.key 1) (List.cons (Seg.index 5) (List.cons (Seg.key 0) List.nil)))) List.nil)))))) (List.cons (List.cons (Seg.key 6) (List.cons (Seg.key 4) List.nil)) (List.cons (List.cons (Seg.key 6) (List.cons (Seg.key 4) List.nil)) (List.cons (List.cons (Seg.key 6) (List.cons (Seg.key 4) List.nil)) (List.cons (List.cons (Seg.key 6) (List.cons (Seg.key 4) List.nil)) (List.cons (List.cons (Seg.key 6) (List.cons (Seg.key 4) List.nil)) (List.cons (List.cons (Seg.key 6) (List.cons (Seg.key 4) List.nil)) List.nil)))))) Bool.false (Rat.frac 1 100)) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.order (List.cons (List.cons (Seg.key 6) (List.cons (Seg.key 4) List.nil)) (List.cons (List.cons (Seg.key 6) (List.cons (Seg.key 4) List.nil)) (List.cons (List.cons (Seg.key 6) (List.cons (Seg.key 4) List.nil)) (List.cons (List.cons (Seg.key 6) (List.cons (Seg.key 4) List.nil)) (List.cons (List.cons (Seg.key 6) (List.cons (Seg.key 4) List.nil)) (List.cons (List.cons (Seg.key 6) (List.cons (Seg.key 4) List.nil)) List.nil)))))) (List.cons (List.cons (Seg.key 6) (List.cons (Seg.key 1) (List.cons (Seg.index 0) (List.cons (Seg.key 0) List.nil)))) (List.cons (List.cons (Seg.key 6) (List.cons (Seg.key 1) (List.cons (Seg.index 1) (List.cons (Seg.key 0) List.nil)))) (List.cons (List.cons (Seg.key 6) (List.cons (Seg.key 1) (List.cons (Seg.index 2) (List.cons (Seg.key 0) List.nil)))) (List.cons (List.cons (Seg.key 6) (List.cons (Seg.key 1) (List.cons (Seg.index 3) (List.cons (Seg.key 0) List.nil)))) (List.cons (List.cons (Seg.key 6) (List.cons (Seg.key 1) (List.cons (Seg.index 4) (List.cons (Seg.key 0) List.nil)))) (List.cons (List.cons (Seg.key 6) (List.cons (Seg.key 1) (List.cons (Seg.index 5) (List.cons (Seg.key 0) List.nil)))) List.nil)))))) Bool.false (Rat.frac 1 100)) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.interval (List.cons (Seg.key 6) (List.cons (Seg.key 1) (List.cons Seg.wild (List.cons (Seg.key 3) List.nil)))) (Option.some (Rat.frac 0 1)) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 7) (List.cons (Seg.key 0) List.nil)) Cmp.le (Rat.frac 104 1)) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 5) (List.cons (Seg.key 8) (List.cons (Seg.key 2) List.nil))) Cmp.le (Rat.frac 1 20)) (List.cons 0 (List.cons 1 List.nil))) List.nil))))))) (List.cons (Metric.mk (List.cons (Seg.key 7) (List.cons (Seg.key 0) List.nil)) Direction.higherIsBetter Domain.any (Rat.frac 1 1) (Rat.frac 18 1) (Rat.frac 88 1) (Option.some (Rat.frac 16839011 200000))) (List.cons (Metric.mk (List.cons (Seg.key 6) (List.cons (Seg.key 4) List.nil)) Direction.higherIsBetter Domain.any (Rat.frac 1 1) (Rat.frac 5 1) (Rat.frac 114433 5000) (Option.some (Rat.frac 12466001 500000))) List.nil)) (List.cons (List.cons (PaperValue.mk 0 (Rat.frac 88 1)) (List.cons (PaperValue.mk 1 (Rat.frac 114433 5000)) List.nil)) List.nil) List.nil)
+def task : Task := (Task.mk (List.cons (GateEntry.mk (Check.count (List.cons (Seg.key 12) (List.cons (Seg.key 0) (List.cons Seg.wild (List.cons (Seg.key 5) List.nil)))) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.count (List.cons (Seg.key 12) (List.cons (Seg.key 0) (List.cons Seg.wild (List.cons (Seg.key 6) List.nil)))) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.count (List.cons (Seg.key 12) (List.cons (Seg.key 0) (List.cons Seg.wild (List.cons (Seg.key 7) List.nil)))) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.count (List.cons (Seg.key 12) (List.cons (Seg.key 0) (List.cons Seg.wild (List.cons (Seg.key 1) List.nil)))) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.agree (List.cons (Seg.key 12) (List.cons (Seg.key 0) (List.cons Seg.wild (List.cons (Seg.key 2) List.nil)))) (List.cons (Seg.key 15) (List.cons (Seg.key 12) (List.cons (Seg.key 0) (List.cons Seg.wild (List.cons (Seg.key 2) List.nil))))) (Rat.frac 1 200) (Rat.frac 0 1)) (List.cons 0 List.nil)) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 12) (List.cons (Seg.key 0) (List.cons Seg.wild (List.cons (Seg.key 2) List.nil)))) Cmp.le (Rat.frac 28 1)) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.count (List.cons (Seg.key 13) (List.cons (Seg.key 9) (List.cons Seg.wild (List.cons (Seg.key 4) List.nil)))) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.count (List.cons (Seg.key 13) (List.cons (Seg.key 16) (List.cons Seg.wild (List.cons (Seg.key 4) List.nil)))) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.count (List.cons (Seg.key 13) (List.cons (Seg.key 16) (List.cons Seg.wild (List.cons (Seg.key 1) List.nil)))) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.count (List.cons (Seg.key 13) (List.cons (Seg.key 10) (List.cons (Seg.key 4) List.nil))) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.count (List.cons (Seg.key 13) (List.cons (Seg.key 10) (List.cons (Seg.key 1) List.nil))) (Option.some (Rat.frac 1 1))) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.agree (List.cons (Seg.key 13) (List.cons (Seg.key 2) List.nil)) (List.cons (Seg.key 15) (List.cons (Seg.key 13) (List.cons (Seg.key 2) List.nil))) (Rat.frac 1 200) (Rat.frac 0 1)) (List.cons 1 List.nil)) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 13) (List.cons (Seg.key 2) List.nil)) Cmp.le (Rat.frac 104 1)) (List.cons 0 (List.cons 1 List.nil))) (List.cons (GateEntry.mk (Check.threshold (List.cons (Seg.key 11) (List.cons (Seg.key 14) (List.cons (Seg.key 3) List.nil))) Cmp.le (Rat.frac 1 20)) (List.cons 0 (List.cons 1 List.nil))) List.nil)))))))))))))) (List.cons (Metric.mk (List.cons (Seg.key 15) (List.cons (Seg.key 12) (List.cons (Seg.key 8) List.nil))) Direction.higherIsBetter Domain.any (Rat.frac 1 1) (Rat.frac 6 1) (Rat.frac 15185128187 1000000000) Option.none) (List.cons (Metric.mk (List.cons (Seg.key 15) (List.cons (Seg.key 13) (List.cons (Seg.key 2) List.nil))) Direction.higherIsBetter Domain.any (Rat.frac 1 1) (Rat.frac 30 1) (Rat.frac 28833333333 500000000) Option.none) List.nil)) List.nil (List.cons (MinItems.mk (List.cons (Seg.key 12) (List.cons (Seg.key 0) List.nil)) 6) (List.cons (MinItems.mk (List.cons (Seg.key 13) (List.cons (Seg.key 9) List.nil)) 8) (List.cons (MinItems.mk (List.cons (Seg.key 13) (List.cons (Seg.key 16) List.nil)) 3) List.nil))))
 
 set_option maxRecDepth 65536 in
-def artifact : Json := (Json.obj (List.cons 7 (List.cons 6 (List.cons 5 List.nil))) (List.cons (Json.obj (List.cons 0 List.nil) (List.cons (Json.num (Rat.frac 88 1)) List.nil)) (List.cons (Json.obj (List.cons 4 (List.cons 1 List.nil)) (List.cons (Json.num (Rat.frac 114433 5000)) (List.cons (Json.arr (List.cons (Json.obj (List.cons 0 (List.cons 3 List.nil)) (List.cons (Json.num (Rat.frac 131870 5000)) (List.cons (Json.num (Rat.frac 72900 100000)) List.nil))) (List.cons (Json.obj (List.cons 0 (List.cons 3 List.nil)) (List.cons (Json.num (Rat.frac 125360 5000)) (List.cons (Json.num (Rat.frac 51200 100000)) List.nil))) (List.cons (Json.obj (List.cons 0 (List.cons 3 List.nil)) (List.cons (Json.num (Rat.frac 99350 5000)) (List.cons (Json.num (Rat.frac 72900 100000)) List.nil))) (List.cons (Json.obj (List.cons 0 (List.cons 3 List.nil)) (List.cons (Json.num (Rat.frac 74750 5000)) (List.cons (Json.num (Rat.frac 64000 100000)) List.nil))) (List.cons (Json.obj (List.cons 0 (List.cons 3 List.nil)) (List.cons (Json.num (Rat.frac 122400 5000)) (List.cons (Json.num (Rat.frac 64800 100000)) List.nil))) (List.cons (Json.obj (List.cons 0 (List.cons 3 List.nil)) (List.cons (Json.num (Rat.frac 132869 5000)) (List.cons (Json.num (Rat.frac 85737 100000)) List.nil))) List.nil))))))) List.nil))) (List.cons (Json.obj (List.cons 8 List.nil) (List.cons (Json.obj (List.cons 2 List.nil) (List.cons (Json.num (Rat.frac 11649 250000)) List.nil)) List.nil)) List.nil))))
+def artifact : Json := (Json.obj (List.cons 11 (List.cons 12 (List.cons 13 (List.cons 15 List.nil)))) (List.cons (Json.obj (List.cons 14 List.nil) (List.cons (Json.obj (List.cons 3 List.nil) (List.cons (Json.num (Rat.frac 11649 250000)) List.nil)) List.nil)) (List.cons (Json.obj (List.cons 0 List.nil) (List.cons (Json.arr (List.cons (Json.obj (List.cons 5 (List.cons 6 (List.cons 7 (List.cons 1 (List.cons 2 List.nil))))) (List.cons (Json.num (Rat.frac 1 1)) (List.cons (Json.num (Rat.frac 1 1)) (List.cons (Json.num (Rat.frac 0 1)) (List.cons (Json.num (Rat.frac 1 1)) (List.cons (Json.num (Rat.frac 17555556 1000000)) List.nil)))))) (List.cons (Json.obj (List.cons 5 (List.cons 6 (List.cons 7 (List.cons 1 (List.cons 2 List.nil))))) (List.cons (Json.num (Rat.frac 1 1)) (List.cons (Json.num (Rat.frac 1 1)) (List.cons (Json.num (Rat.frac 0 1)) (List.cons (Json.num (Rat.frac 1 1)) (List.cons (Json.num (Rat.frac 10750000 1000000)) List.nil)))))) (List.cons (Json.obj (List.cons 5 (List.cons 6 (List.cons 7 (List.cons 1 (List.cons 2 List.nil))))) (List.cons (Json.num (Rat.frac 1 1)) (List.cons (Json.num (Rat.frac 1 1)) (List.cons (Json.num (Rat.frac 0 1)) (List.cons (Json.num (Rat.frac 1 1)) (List.cons (Json.num (Rat.frac 14888889 1000000)) List.nil)))))) (List.cons (Json.obj (List.cons 5 (List.cons 6 (List.cons 7 (List.cons 1 (List.cons 2 List.nil))))) (List.cons (Json.num (Rat.frac 1 1)) (List.cons (Json.num (Rat.frac 1 1)) (List.cons (Json.num (Rat.frac 1 1)) (List.cons (Json.num (Rat.frac 1 1)) (List.cons (Json.num (Rat.frac 14250000 1000000)) List.nil)))))) (List.cons (Json.obj (List.cons 5 (List.cons 6 (List.cons 7 (List.cons 1 (List.cons 2 List.nil))))) (List.cons (Json.num (Rat.frac 0 1)) (List.cons (Json.num (Rat.frac 1 1)) (List.cons (Json.num (Rat.frac 0 1)) (List.cons (Json.num (Rat.frac 0 1)) (List.cons (Json.num (Rat.frac 11987654 1000000)) List.nil)))))) (List.cons (Json.obj (List.cons 5 (List.cons 6 (List.cons 7 (List.cons 1 (List.cons 2 List.nil))))) (List.cons (Json.num (Rat.frac 0 1)) (List.cons (Json.num (Rat.frac 0 1)) (List.cons (Json.num (Rat.frac 0 1)) (List.cons (Json.num (Rat.frac 0 1)) (List.cons (Json.num (Rat.frac 21678670 1000000)) List.nil)))))) List.nil))))))) List.nil)) (List.cons (Json.obj (List.cons 9 (List.cons 16 (List.cons 10 (List.cons 2 List.nil)))) (List.cons (Json.arr (List.cons (Json.obj (List.cons 4 List.nil) (List.cons (Json.num (Rat.frac 1 1)) List.nil)) (List.cons (Json.obj (List.cons 4 List.nil) (List.cons (Json.num (Rat.frac 1 1)) List.nil)) (List.cons (Json.obj (List.cons 4 List.nil) (List.cons (Json.num (Rat.frac 1 1)) List.nil)) (List.cons (Json.obj (List.cons 4 List.nil) (List.cons (Json.num (Rat.frac 1 1)) List.nil)) (List.cons (Json.obj (List.cons 4 List.nil) (List.cons (Json.num (Rat.frac 1 1)) List.nil)) (List.cons (Json.obj (List.cons 4 List.nil) (List.cons (Json.num (Rat.frac 1 1)) List.nil)) (List.cons (Json.obj (List.cons 4 List.nil) (List.cons (Json.num (Rat.frac 1 1)) List.nil)) (List.cons (Json.obj (List.cons 4 List.nil) (List.cons (Json.num (Rat.frac 1 1)) List.nil)) List.nil))))))))) (List.cons (Json.arr (List.cons (Json.obj (List.cons 4 (List.cons 1 List.nil)) (List.cons (Json.num (Rat.frac 1 1)) (List.cons (Json.num (Rat.frac 1 1)) List.nil))) (List.cons (Json.obj (List.cons 4 (List.cons 1 List.nil)) (List.cons (Json.num (Rat.frac 1 1)) (List.cons (Json.num (Rat.frac 1 1)) List.nil))) (List.cons (Json.obj (List.cons 4 (List.cons 1 List.nil)) (List.cons (Json.num (Rat.frac 1 1)) (List.cons (Json.num (Rat.frac 1 1)) List.nil))) List.nil)))) (List.cons (Json.obj (List.cons 4 (List.cons 1 List.nil)) (List.cons (Json.num (Rat.frac 0 1)) (List.cons (Json.num (Rat.frac 1 1)) List.nil))) (List.cons (Json.num (Rat.frac 57666667 1000000)) List.nil))))) (List.cons (Json.obj (List.cons 12 (List.cons 13 List.nil)) (List.cons (Json.obj (List.cons 0 (List.cons 8 List.nil)) (List.cons (Json.arr (List.cons (Json.obj (List.cons 2 List.nil) (List.cons (Json.num (Rat.frac 17555555555 1000000000)) List.nil)) (List.cons (Json.obj (List.cons 2 List.nil) (List.cons (Json.num (Rat.frac 10750000000 1000000000)) List.nil)) (List.cons (Json.obj (List.cons 2 List.nil) (List.cons (Json.num (Rat.frac 14888888888 1000000000)) List.nil)) (List.cons (Json.obj (List.cons 2 List.nil) (List.cons (Json.num (Rat.frac 14250000000 1000000000)) List.nil)) (List.cons (Json.obj (List.cons 2 List.nil) (List.cons (Json.num (Rat.frac 11987654320 1000000000)) List.nil)) (List.cons (Json.obj (List.cons 2 List.nil) (List.cons (Json.num (Rat.frac 21678670360 1000000000)) List.nil)) List.nil))))))) (List.cons (Json.num (Rat.frac 15185128187 1000000000)) List.nil))) (List.cons (Json.obj (List.cons 2 List.nil) (List.cons (Json.num (Rat.frac 28833333333 500000000)) List.nil)) List.nil))) List.nil)))))
 
 set_option maxRecDepth 65536 in
 theorem oracle : Eq (Rat.beq (Verdict.oracle task) (Rat.frac 1 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem baseline : Eq (Rat.beq (Verdict.baseline task) (Rat.frac 2146337 2400000)) Bool.true := (rfl)
+theorem baseline : Eq (Rat.beq (Verdict.baseline task) (Rat.frac 0 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem check_q2_case_profit_cap : Eq (Flag.listBeq (Verdict.checkFlags task 0 artifact) List.nil) Bool.true := (rfl)
+theorem check_q2_bit_inspect_part1 : Eq (Flag.listBeq (Verdict.checkFlags task 0 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem check_q2_mean_profit_cap : Eq (Flag.listBeq (Verdict.checkFlags task 1 artifact) List.nil) Bool.true := (rfl)
+theorem check_q2_bit_inspect_part2 : Eq (Flag.listBeq (Verdict.checkFlags task 1 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem check_q2_mean_is_case_average_lo : Eq (Flag.listBeq (Verdict.checkFlags task 2 artifact) List.nil) Bool.true := (rfl)
+theorem check_q2_bit_inspect_product : Eq (Flag.listBeq (Verdict.checkFlags task 2 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem check_q2_mean_is_case_average_hi : Eq (Flag.listBeq (Verdict.checkFlags task 3 artifact) List.nil) Bool.true := (rfl)
+theorem check_q2_bit_disassemble : Eq (Flag.listBeq (Verdict.checkFlags task 3 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem check_q2_good_probability_range : Eq (Flag.listBeq (Verdict.checkFlags task 4 artifact) List.nil) Bool.true := (rfl)
+theorem check_q2_case_profit_replayed : Eq (Flag.listBeq (Verdict.checkFlags task 4 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem check_q3_profit_cap : Eq (Flag.listBeq (Verdict.checkFlags task 5 artifact) List.nil) Bool.true := (rfl)
+theorem check_q2_case_profit_cap : Eq (Flag.listBeq (Verdict.checkFlags task 5 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem check_q1_type1_error : Eq (Flag.listBeq (Verdict.checkFlags task 6 artifact) List.nil) Bool.true := (rfl)
+theorem check_q3_bit_inspect_part : Eq (Flag.listBeq (Verdict.checkFlags task 6 artifact) List.nil) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem verdict : Eq (Verdict.is (Verdict.given task artifact (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil List.nil))))))) List.nil (Rat.frac 1 1) (Rat.frac 2146337 2400000)) Bool.true (Rat.frac 1 1) (Rat.frac 1 1)) Bool.true := (rfl)
+theorem check_q3_bit_inspect_semi : Eq (Flag.listBeq (Verdict.checkFlags task 7 artifact) List.nil) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem check_q3_bit_disassemble_semi : Eq (Flag.listBeq (Verdict.checkFlags task 8 artifact) List.nil) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem check_q3_bit_inspect_product : Eq (Flag.listBeq (Verdict.checkFlags task 9 artifact) List.nil) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem check_q3_bit_disassemble_product : Eq (Flag.listBeq (Verdict.checkFlags task 10 artifact) List.nil) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem check_q3_profit_replayed : Eq (Flag.listBeq (Verdict.checkFlags task 11 artifact) List.nil) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem check_q3_profit_cap : Eq (Flag.listBeq (Verdict.checkFlags task 12 artifact) List.nil) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem check_q1_type1_error : Eq (Flag.listBeq (Verdict.checkFlags task 13 artifact) List.nil) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem items_q2_cases : Eq (Flag.listBeq (Verdict.listFlags task 0 artifact) List.nil) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem items_q3_parts : Eq (Flag.listBeq (Verdict.listFlags task 1 artifact) List.nil) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem items_q3_semi_products : Eq (Flag.listBeq (Verdict.listFlags task 2 artifact) List.nil) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem verdict : Eq (Verdict.is (Verdict.given task artifact (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil List.nil)))))))))))))) (List.cons List.nil (List.cons List.nil (List.cons List.nil List.nil))) (Rat.frac 1 1) (Rat.frac 0 1)) Bool.true (Rat.frac 1 1) (Rat.frac 1 1)) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem replay_q2_case1_loops : Eq (Nat.beq (Production.q2Loops Production.Data.q2Case1 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true)) 0) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem replay_q2_case1_bounded : Eq (Production.q2Ok Production.Data.q2Case1 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true)) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem replay_q2_case1_profit : Eq (Rat.beq (Production.q2Profit Production.Data.q2Case1 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true) 1000000000) (Rat.frac 3511111111 200000000)) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem replay_q2_case2_loops : Eq (Nat.beq (Production.q2Loops Production.Data.q2Case2 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true)) 0) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem replay_q2_case2_bounded : Eq (Production.q2Ok Production.Data.q2Case2 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true)) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem replay_q2_case2_profit : Eq (Rat.beq (Production.q2Profit Production.Data.q2Case2 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true) 1000000000) (Rat.frac 43 4)) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem replay_q2_case3_loops : Eq (Nat.beq (Production.q2Loops Production.Data.q2Case3 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true)) 0) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem replay_q2_case3_bounded : Eq (Production.q2Ok Production.Data.q2Case3 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true)) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem replay_q2_case3_profit : Eq (Rat.beq (Production.q2Profit Production.Data.q2Case3 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true) 1000000000) (Rat.frac 1861111111 125000000)) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem replay_q2_case4_loops : Eq (Nat.beq (Production.q2Loops Production.Data.q2Case4 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.true Bool.true)) 0) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem replay_q2_case4_bounded : Eq (Production.q2Ok Production.Data.q2Case4 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.true Bool.true)) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem replay_q2_case4_profit : Eq (Rat.beq (Production.q2Profit Production.Data.q2Case4 (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.true Bool.true) 1000000000) (Rat.frac 57 4)) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem replay_q2_case5_loops : Eq (Nat.beq (Production.q2Loops Production.Data.q2Case5 (Production.Q2Decision.mk (List.cons Bool.false (List.cons Bool.true List.nil)) Bool.false Bool.false)) 0) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem replay_q2_case5_bounded : Eq (Production.q2Ok Production.Data.q2Case5 (Production.Q2Decision.mk (List.cons Bool.false (List.cons Bool.true List.nil)) Bool.false Bool.false)) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem replay_q2_case5_profit : Eq (Rat.beq (Production.q2Profit Production.Data.q2Case5 (Production.Q2Decision.mk (List.cons Bool.false (List.cons Bool.true List.nil)) Bool.false Bool.false) 1000000000) (Rat.frac 149845679 12500000)) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem replay_q2_case6_loops : Eq (Nat.beq (Production.q2Loops Production.Data.q2Case6 (Production.Q2Decision.mk (List.cons Bool.false (List.cons Bool.false List.nil)) Bool.false Bool.false)) 0) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem replay_q2_case6_bounded : Eq (Production.q2Ok Production.Data.q2Case6 (Production.Q2Decision.mk (List.cons Bool.false (List.cons Bool.false List.nil)) Bool.false Bool.false)) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem replay_q2_case6_profit : Eq (Rat.beq (Production.q2Profit Production.Data.q2Case6 (Production.Q2Decision.mk (List.cons Bool.false (List.cons Bool.false List.nil)) Bool.false Bool.false) 1000000000) (Rat.frac 541966759 25000000)) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem replay_q2_all_bounded : Eq (Production.q2AllOk Production.Data.q2Cases (List.cons (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true) (List.cons (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true) (List.cons (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true) (List.cons (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.true Bool.true) (List.cons (Production.Q2Decision.mk (List.cons Bool.false (List.cons Bool.true List.nil)) Bool.false Bool.false) (List.cons (Production.Q2Decision.mk (List.cons Bool.false (List.cons Bool.false List.nil)) Bool.false Bool.false) List.nil))))))) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem replay_q2_mean_profit : Eq (Rat.beq (Production.q2MeanProfit Production.Data.q2Cases (List.cons (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true) (List.cons (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true) (List.cons (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.false Bool.true) (List.cons (Production.Q2Decision.mk (List.cons Bool.true (List.cons Bool.true List.nil)) Bool.true Bool.true) (List.cons (Production.Q2Decision.mk (List.cons Bool.false (List.cons Bool.true List.nil)) Bool.false Bool.false) (List.cons (Production.Q2Decision.mk (List.cons Bool.false (List.cons Bool.false List.nil)) Bool.false Bool.false) List.nil)))))) 1000000000) (Rat.frac 15185128187 1000000000)) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem replay_q3_loops : Eq (Nat.beq (Production.q3Loops Production.Data.q3 (Production.Q3Decision.mk (List.cons (Production.SemiDecision.mk Bool.true Bool.true (List.cons Bool.true (List.cons Bool.true (List.cons Bool.true List.nil)))) (List.cons (Production.SemiDecision.mk Bool.true Bool.true (List.cons Bool.true (List.cons Bool.true (List.cons Bool.true List.nil)))) (List.cons (Production.SemiDecision.mk Bool.true Bool.true (List.cons Bool.true (List.cons Bool.true List.nil))) List.nil))) Bool.false Bool.true)) 0) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem replay_q3_bounded : Eq (Production.q3Ok Production.Data.q3 (Production.Q3Decision.mk (List.cons (Production.SemiDecision.mk Bool.true Bool.true (List.cons Bool.true (List.cons Bool.true (List.cons Bool.true List.nil)))) (List.cons (Production.SemiDecision.mk Bool.true Bool.true (List.cons Bool.true (List.cons Bool.true (List.cons Bool.true List.nil)))) (List.cons (Production.SemiDecision.mk Bool.true Bool.true (List.cons Bool.true (List.cons Bool.true List.nil))) List.nil))) Bool.false Bool.true)) Bool.true := (rfl)
+
+set_option maxRecDepth 65536 in
+theorem replay_q3_profit : Eq (Rat.beq (Production.q3Profit Production.Data.q3 (Production.Q3Decision.mk (List.cons (Production.SemiDecision.mk Bool.true Bool.true (List.cons Bool.true (List.cons Bool.true (List.cons Bool.true List.nil)))) (List.cons (Production.SemiDecision.mk Bool.true Bool.true (List.cons Bool.true (List.cons Bool.true (List.cons Bool.true List.nil)))) (List.cons (Production.SemiDecision.mk Bool.true Bool.true (List.cons Bool.true (List.cons Bool.true List.nil))) List.nil))) Bool.false Bool.true) 1000000000) (Rat.frac 28833333333 500000000)) Bool.true := (rfl)
 
 end TBMM.Cert.Cumcm2024BProductionDecision
 end
