@@ -100,3 +100,62 @@ def test_verify_exit_codes_and_names(suite: list[Task], tmp_path: Path) -> None:
     garbage.write_bytes(b"\xff\xfe\x00")
     r = runner.invoke(app, ["verify", str(garbage), "--task", ok.slug])
     assert r.exit_code == 2
+
+
+def test_verify_batch_and_manifest(suite: list[Task], tmp_path: Path) -> None:
+    """`tbmm verify --batch DIR --task T` and `--manifest FILE`: each artifact reported
+    apart (its own exit code and verdict), the exit code the highest of theirs."""
+    ok = by_slug(suite, "mcm-2025-b-juneau-tourism")
+    dragon = by_slug(suite, "cumcm-2024-a-dragon-dance")
+    folder = tmp_path / "batch"
+    folder.mkdir()
+    (folder / "a_anchor.json").write_bytes(ok.anchor_artifact_bytes())
+    r = runner.invoke(app, ["verify", "--batch", str(folder), "--task", ok.slug])
+    assert r.exit_code == 0 and "1 artifacts in" in r.stdout, r.stdout  # a batch of one
+    (folder / "b_empty.json").write_text("{}")
+    r = runner.invoke(app, ["verify", "--batch", str(folder), "--task", ok.slug, "--json"])
+    assert r.exit_code == 0, r.stdout
+    rows = json.loads(r.stdout)
+    assert [Path(x["file"]).name for x in rows] == ["a_anchor.json", "b_empty.json"]
+    assert [(x["exit_code"], x["lean"]) for x in rows] == [(0, "ok"), (0, "ok")]
+    assert rows[0]["o_eval_exact"] == "1" and rows[1]["o_eval_exact"] == "0"
+    (folder / "c_garbage.json").write_bytes(b"\xff\xfe\x00")
+    r = runner.invoke(app, ["verify", "--batch", str(folder), "--task", ok.slug, "--json"])
+    assert r.exit_code == 2 and [x["exit_code"] for x in json.loads(r.stdout)] == [0, 0, 2]
+
+    (tmp_path / "bad_dragon.json").write_bytes(infeasible_dragon(dragon))
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(
+        json.dumps({"batch/a_anchor.json": ok.slug, "bad_dragon.json": dragon.slug})
+    )
+    r = runner.invoke(app, ["verify", "--manifest", str(manifest)])
+    assert r.exit_code == 1, r.stdout
+    assert "FEASIBLE a_anchor.json" in r.stdout and "INFEASIBLE bad_dragon.json" in r.stdout
+    assert "check_head_speed_limit" in r.stdout  # the failing check, kernel-confirmed
+    assert "2 artifacts in" in r.stdout
+
+    for args, why in [
+        (["--batch", str(folder)], "--batch needs --task"),
+        (["--batch", str(tmp_path / "nowhere"), "--task", ok.slug], "not a folder"),
+        (["--manifest", str(folder / "c_garbage.json")], "cannot read the manifest"),
+    ]:
+        r = runner.invoke(app, ["verify", *args])
+        assert r.exit_code == 2 and why in r.stderr, (args, r.stderr)
+
+
+def test_verify_without_a_lean_toolchain_is_one_line_exit_2(
+    suite: list[Task], tmp_path: Path
+) -> None:
+    ok = by_slug(suite, "mcm-2025-b-juneau-tourism")
+    art = anchor_file(ok, tmp_path)
+    env = {"TBMM_LEAN_KIND": "elan", "PATH": "/nonexistent"}
+    for args in (
+        ["verify", str(art), "--task", ok.slug],
+        ["verify", "--batch", str(tmp_path), "--task", ok.slug],
+    ):
+        r = runner.invoke(app, args, env=env)
+        assert r.exit_code == 2, (args, r.stdout, r.stderr)
+        assert r.stderr.count("\n") == 1 and "no Lean toolchain" in r.stderr, r.stderr
+        assert "Traceback" not in r.stderr + r.stdout
+    r = runner.invoke(app, ["verify", str(art), "--task", ok.slug, "--no-lean"], env=env)
+    assert r.exit_code == 0 and "Lean skipped" in r.stdout

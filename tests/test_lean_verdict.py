@@ -506,3 +506,96 @@ def test_every_path_token_is_interned(vsyn: Task) -> None:
     for p in terms.task_paths(vsyn):
         for tok in tokens(p):
             assert not isinstance(tok, str) or tok in keys.tags
+
+
+def test_a_python_that_drops_one_failing_list_instance_is_caught(
+    vsyn: Task, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One entry of a list check fails; a gate that drops just that instance (the others
+    kept) calls the artifact feasible, and the kernel, expanding `[*]` itself, refutes it."""
+    doc = copy.deepcopy(vsyn.anchor_artifact)
+    doc["rows"][1]["d"] = _num("0.1")  # p = 0.5 > d: only d_over_p [1] fails
+    honest = check_artifact(vsyn, doc)
+    assert honest.outcome == "fail" and any("check_d_over_p [1]" in f for f in honest.failing)
+    real = gate_mod.instances
+
+    def dropping(c: Any, d: Any) -> Any:
+        return [i for i in real(c, d) if not (c.id == "d_over_p" and i.index == 1)]
+
+    monkeypatch.setattr(gate_mod, "instances", dropping)
+    assert gate_mod.run_gate(vsyn, doc).verdict != "fail"  # the patched Python alone: feasible
+    res = check_artifact(vsyn, doc)
+    assert res.outcome == "disagreement", res.to_json()
+    by = {d.decl: d for d in res.disagreements}
+    assert by["check_d_over_p"].python == "passes", res.to_json()
+    assert by["check_d_over_p"].lean == "flags [1] fail", res.to_json()
+    assert res.lean_verdict.startswith("⟨infeasible, O-Eval 0, Robust BO-Eval -1⟩"), (
+        res.lean_verdict
+    )
+
+
+def _nudged(vsyn: Task) -> dict[str, Any]:
+    doc = copy.deepcopy(vsyn.anchor_artifact)
+    doc["q"]["speed"] = _num("1.9")  # feasible, but short of the anchor: O-Eval < 1
+    return doc
+
+
+@pytest.mark.parametrize("part", ["panel_mean", "raw"])
+def test_a_python_that_inflates_the_score_is_caught(
+    vsyn: Task, part: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Python's panel mean (eq. 1, hence O-Eval) or its raw score (hence Robust BO-Eval)
+    inflated by 1/10: the kernel recomputes the verdict from the artifact and refutes it,
+    showing its own values, which are the honest ones."""
+    from fractions import Fraction
+
+    from tbmm import scoring
+
+    doc = _nudged(vsyn)
+    honest = check_artifact(vsyn, doc)
+    assert honest.outcome == "ok" and "O-Eval 1," not in honest.python_verdict, honest.to_json()
+    scoring.oracle_raw(vsyn)  # O is cached from the honest scorer (the inflation is R's)
+    name = {"panel_mean": "panel_o_eval", "raw": "raw_score"}[part]
+    real = getattr(scoring, name)
+    monkeypatch.setattr(scoring, name, lambda *a, **k: real(*a, **k) + Fraction(1, 10))
+    res = check_artifact(vsyn, doc)
+    assert res.python_verdict != honest.python_verdict
+    assert res.outcome == "disagreement", res.to_json()
+    assert [d.decl for d in res.disagreements] == ["verdict"], res.to_json()
+    assert res.lean_verdict == honest.python_verdict, res.to_json()
+
+
+def test_the_lean_check_runs_within_the_verification_budget(
+    dragon: Task, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Lean run's timeout is what is left of the budget (`bounds.remaining_budget`):
+    killed when it runs out, a budget_exceeded report (exit 3) that says so; nothing left
+    at all, and no Lean process is started."""
+    from tbmm import bounds
+    from tbmm.lean import certify
+    from tbmm.verify import verify_artifact, verify_batch
+
+    data = dragon.anchor_artifact_bytes()
+    monkeypatch.setattr(bounds, "remaining_budget", lambda: 0.001)  # Lean cannot start in 1 ms
+    rep = verify_artifact(dragon, data)
+    assert (rep.exit_code, rep.status) == (3, "budget_exceeded"), rep.error
+    assert "exceeded (the Lean kernel check of 1 artifact(s), stopped after 0.00 s)" in rep.error
+    reps = verify_batch([(dragon, data), (dragon, b"{}"), (dragon, b"[")])
+    assert [(r.exit_code, r.status) for r in reps] == [
+        (3, "budget_exceeded"),
+        (3, "budget_exceeded"),
+        (2, "unreadable"),
+    ]
+    assert "the batch's one Lean run" in reps[0].error
+
+    def no_lean(*a: Any, **k: Any) -> Any:
+        raise AssertionError("a Lean run started with no budget left")
+
+    monkeypatch.setattr(bounds, "remaining_budget", lambda: -1.0)
+    monkeypatch.setattr("tbmm.lean.build.check_module", no_lean)
+    with bounds.deadline(60), pytest.raises(bounds.BudgetExceeded, match="before the Lean"):
+        certify.check_artifact(dragon, dragon.anchor_artifact)
+    monkeypatch.setattr(bounds, "remaining_budget", lambda: None)  # no budget: the default
+    assert certify.lean_timeout(30.0, "x") == (30.0, False)
+    monkeypatch.setattr(bounds, "remaining_budget", lambda: 12.5)
+    assert certify.lean_timeout(30.0, "x") == (12.5, True)

@@ -269,3 +269,10 @@ def check_budget(stage: str) -> None:
 def remaining_budget() -> float | None:
     d = _CURRENT.get()
     return d.remaining() if d is not None else None
+
+
+def budget_exceeded(stage: str) -> BudgetExceeded:
+    """The error for `stage` running out of the current budget (a stage that waits on a
+    child process, such as the Lean check, is given `remaining_budget()` as its timeout)."""
+    d = _CURRENT.get()
+    return BudgetExceeded(d.budget_s if d is not None else 0.0, stage)

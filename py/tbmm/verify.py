@@ -80,6 +80,18 @@ def _unreadable(task: Task, error: str, status: str) -> VerifyReport:
     )
 
 
+def _over_budget(task: Task, error: str) -> VerifyReport:
+    """Exit 3: the verification budget ran out; scored as a missing artifact, no verdict."""
+    return VerifyReport(
+        task=task.slug,
+        exit_code=3,
+        readable=True,
+        error=error,
+        status="budget_exceeded",
+        score=score_task(task, None).to_json(),
+    )
+
+
 def verify_artifact(
     task: Task, data: bytes | None, *, lean: bool = True, budget_s: float = bounds.DEFAULT_BUDGET_S
 ) -> VerifyReport:
@@ -87,20 +99,14 @@ def verify_artifact(
 
     Input over a cap of tbmm.bounds is refused before any work (status over_caps, exit 2);
     a verification that runs past `budget_s` ends as status budget_exceeded (exit 3), scored
-    as a missing artifact: it is neither infeasible nor a verdict on the model.
+    as a missing artifact: it is neither infeasible nor a verdict on the model. The Lean
+    check is given what is left of the budget as its timeout (killed when it runs out).
     """
     with bounds.deadline(budget_s):
         try:
             return _verify(task, data, lean=lean)
         except bounds.BudgetExceeded as exc:
-            return VerifyReport(
-                task=task.slug,
-                exit_code=3,
-                readable=True,
-                error=str(exc),
-                status="budget_exceeded",
-                score=score_task(task, None).to_json(),
-            )
+            return _over_budget(task, str(exc))
 
 
 def _verify(task: Task, data: bytes | None, *, lean: bool) -> VerifyReport:
@@ -197,30 +203,36 @@ def verify_batch(
     """Verify many artifacts, the Lean kernel checking all of them in ONE run (one module,
     one theorem per artifact, each artifact's result apart: a refuted or failing one hides
     nothing of the others). Each artifact's own stages (reading, replay, gate, scoring)
-    run within `budget_s`, as `verify_artifact`'s do."""
+    run within `budget_s`, as `verify_artifact`'s do; the shared Lean run gets what their
+    budgets left, pooled (when it runs out, every artifact it held ends budget_exceeded)."""
     reports: list[VerifyReport | None] = []
     staged: list[tuple[int, Any, Any]] = []
+    pooled = 0.0
     for k, (task, data) in enumerate(items):
-        with bounds.deadline(budget_s):
+        with bounds.deadline(budget_s) as d:
             try:
                 early, ev, doc = _python_stage(task, data)
             except bounds.BudgetExceeded as exc:
-                early = VerifyReport(
-                    task=task.slug,
-                    exit_code=3,
-                    readable=True,
-                    error=str(exc),
-                    status="budget_exceeded",
-                    score=score_task(task, None).to_json(),
-                )
+                early = _over_budget(task, str(exc))
+            left = d.remaining()
         reports.append(early)
         if early is None:
             staged.append((k, ev, doc))
+            pooled += max(left, 0.0)
     results: list[Any] = [None] * len(staged)
     if lean and staged:
         from tbmm.lean.certify import check_batch
 
-        results = check_batch([(items[k][0], ev.doc, ev.gate, ev.score) for k, ev, _ in staged])
+        try:
+            with bounds.deadline(pooled):
+                results = check_batch(
+                    [(items[k][0], ev.doc, ev.gate, ev.score) for k, ev, _ in staged]
+                )
+        except bounds.BudgetExceeded as exc:
+            why = f"{exc}: the batch's one Lean run had what its {len(staged)} artifacts' budgets left"
+            for k, _, _ in staged:
+                reports[k] = _over_budget(items[k][0], why)
+            return [r for r in reports if r is not None]
     for (k, ev, doc), lr in zip(staged, results, strict=True):
         reports[k] = _finish(items[k][0], doc, ev, lr, lean=lean)
     return [r for r in reports if r is not None]

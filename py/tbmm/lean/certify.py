@@ -46,6 +46,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
+from tbmm import bounds
 from tbmm.exact import fraction_to_text as exact_text
 from tbmm.files import write_text_if_changed
 from tbmm.lean import serialize as S
@@ -614,7 +615,9 @@ def check_artifact(
     The certificate states Python's verdict (each check's failing instances, the task's
     O and F, then feasibility, O-Eval and Robust BO-Eval), so a module that checks means
     the kernel agrees with Python on everything; a refuted theorem is a disagreement,
-    shown with both sides. Raises `ToolchainError` when no Lean is available.
+    shown with both sides. Raises `ToolchainError` when no Lean is available, and
+    `tbmm.bounds.BudgetExceeded` when the Lean run does not finish within what is left of
+    the current verification budget (its timeout; without a budget, `LEAN_CHECK_TIMEOUT`).
     """
     return _check([_entry(task, doc, gate_report, score)], root=root, diagnose=diagnose)[0]
 
@@ -631,7 +634,8 @@ def check_batch(
     others. An artifact whose theorem is refuted is then checked on its own, lemma by lemma,
     to name the check (and, with `diagnose`, to read the kernel's values back)."""
     if len(entries) == 1:
-        return [check_artifact(*entries[0], root=root, diagnose=diagnose)]
+        t, doc, g, sc = entries[0]
+        return [check_artifact(t, doc, gate_report=g, score=sc, root=root, diagnose=diagnose)]
     return _check([_entry(*e) for e in entries], root=root, diagnose=diagnose, combined="batch")
 
 
@@ -644,6 +648,21 @@ def _entry(task: Any, doc: dict[str, Any], g: Any, s: Any) -> tuple[Any, dict[st
         g = g or run_gate(task, doc)
         s = s or score_task(task, doc, gate_failed=g.verdict == "fail", unverifiable=g.unverifiable)
     return task, doc, g, s
+
+
+LEAN_CHECK_TIMEOUT = 600.0  # seconds for one Lean run of a certificate outside any budget
+
+
+def lean_timeout(default: float, stage: str) -> tuple[float, bool]:
+    """The timeout of a Lean run: what is left of the current verification budget
+    (`tbmm.bounds.deadline`), at most `default`; and whether the budget is what limits it.
+    Raises `BudgetExceeded` naming `stage` when nothing is left."""
+    left = bounds.remaining_budget()
+    if left is None or left >= default:
+        return default, False
+    if left <= 0:
+        raise bounds.budget_exceeded(stage)
+    return left, True
 
 
 def _check(
@@ -689,10 +708,15 @@ def _check(
     )
     if bad:
         raise CertificateError("; ".join(str(b) for b in bad[:3]))
+    timeout, limited = lean_timeout(LEAN_CHECK_TIMEOUT, "before the Lean kernel check")
     with tempfile.TemporaryDirectory(prefix="tbmm-verify-") as tmp:
         path = Path(tmp) / f"{VERIFY_MODULE}.lean"
         path.write_text(cert.text, encoding="utf-8")
-        res = check_module(path, root, toolchain=tc)
+        res = check_module(path, root, toolchain=tc, timeout=timeout)
+    if res.exit_code is None and limited:
+        raise bounds.budget_exceeded(
+            f"the Lean kernel check of {len(items)} artifact(s), stopped after {timeout:.2f} s"
+        )
     names = {o.name for o in cert.obligations}
     refused: dict[str, str] = {}
     stray: list[str] = []
@@ -907,10 +931,14 @@ def _accepted(theorems: dict[str, str], root: Path, tc: Any, preamble: Sequence[
     body = ["noncomputable section", "namespace TBMMValues", "", *preamble]
     body += [S.theorem(n, stmt) for n, stmt in theorems.items()]
     body += ["end TBMMValues", "end", ""]
+    try:  # a diagnosis within what is left of the budget, else none (values not read back)
+        timeout, _ = lean_timeout(KERNEL_VALUES_TIMEOUT, "reading the kernel's values back")
+    except bounds.BudgetExceeded:
+        return set()
     with tempfile.TemporaryDirectory(prefix="tbmm-values-") as tmp:
         path = Path(tmp) / "TBMMValues.lean"
         path.write_text(S.module(body), encoding="utf-8")
-        res = check_module(path, root, toolchain=tc, timeout=KERNEL_VALUES_TIMEOUT)
+        res = check_module(path, root, toolchain=tc, timeout=timeout)
     errors = [m for m in res.messages if m.severity == "error"]
     if res.exit_code not in (0, 1) or any(not m.decl for m in errors):
         return set()  # timed out, crashed, or failed outside a theorem: nothing is known
