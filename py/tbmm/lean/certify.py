@@ -569,6 +569,19 @@ class LeanResult:
 
 
 _REFUTED = ("Not a definitional equality", "Type mismatch")
+# A replay obligation that restates a number: `Rat.beq (LEAN REPLAY) (PYTHON'S VALUE)`.
+_BEQ_RE = re.compile(
+    r"Rat\.beq \((?P<expr>.*)\) \(Rat\.(?P<kind>frac|negFrac) (?P<n>\d+) (?P<d>\d+)\)"
+)
+
+
+def _claimed_value(statement: str) -> tuple[str, Fraction] | None:
+    """(the Lean expression, Python's value) of a `Rat.beq (EXPR) VALUE` statement."""
+    m = _BEQ_RE.fullmatch(statement)
+    if m is None:
+        return None
+    sign = -1 if m["kind"] == "negFrac" else 1
+    return m["expr"], Fraction(sign * int(m["n"]), int(m["d"]))
 
 
 def _flags_text(flags: Sequence[Flag]) -> str:
@@ -789,6 +802,9 @@ def _sides(it: Item, o: Obligation, text: str, lean_side: dict[str, str]) -> tup
     if o.kind == "task":
         value = it.expected.oracle if o.form == "oracle" else it.expected.baseline
         return f"{o.form} = {exact_text(value)}", lean_side.get(o.name, "differs")
+    claimed = _claimed_value(o.statement) if o.kind == "replay" else None
+    if claimed is not None:  # the kernel's own replayed number, read back when it fits
+        return f"= {exact_text(claimed[1])}", lean_side.get(o.name, f"≠ {exact_text(claimed[1])}")
     return "true", "false"
 
 
@@ -887,6 +903,12 @@ def _diagnose(
         for o in obs:
             if o.name in refused and refused[o.name].startswith(_REFUTED):
                 rats[o.name] = f"Verdict.{o.form} {td}"
+    replays: dict[str, Fraction] = {}  # refuted replay restatements: the kernel's number
+    for it in items:
+        for o in it.obligations:
+            claimed = _claimed_value(o.statement) if o.kind == "replay" else None
+            if claimed is not None and refused.get(o.name, "").startswith(_REFUTED):
+                rats[o.name], replays[o.name] = claimed
     vals = kernel_values(rats, root, toolchain=tc, preamble=defs, limit=len(rats)) if rats else {}
     for obs in cert.task_obligations.values():
         for o in obs:
@@ -895,6 +917,9 @@ def _diagnose(
                 out[o.name] = (
                     "could not be read back" if v is None else f"{o.form} = {exact_text(v)}"
                 )
+    for name, claimed_value in replays.items():
+        v = vals.get(name)
+        out[name] = f"= {exact_text(v)}" if v is not None else f"≠ {exact_text(claimed_value)}"
     for it in items:
         key = f"{it.prefix}__verdict"
         if f"{key}.f" not in rats:
