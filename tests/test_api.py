@@ -180,3 +180,39 @@ def test_verify_without_a_lean_runtime_says_unavailable(
     monkeypatch.setattr(certify, "check_artifact", missing)
     v = tbmm.verify(juneau, juneau.anchor_artifact_bytes(), lean=True)
     assert v.lean == "unavailable" and v.o_eval == 1 and "no Lean toolchain" in v.error
+
+
+def test_verify_many_checks_a_batch_in_one_lean_run(
+    juneau: Task, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Mixed batch (feasible, gate-breaking, no answer, unreadable): one Lean run for all,
+    each verdict the one `verify` gives alone, in order."""
+    from tbmm.lean import certify
+
+    good = juneau.anchor_artifact_bytes().decode()
+    doc = json.loads(good)
+    doc["policy"]["daily_cap"] = -5  # outside the statement's range: the gate fails
+    bad = json.dumps(doc)
+    runs: list[int] = []
+    real = certify.check_batch
+
+    def counting(entries, *a, **k):  # noqa: ANN001, ANN002, ANN003, ANN202
+        runs.append(len(entries))
+        return real(entries, *a, **k)
+
+    monkeypatch.setattr(certify, "check_batch", counting)
+    items = [(juneau, good), (juneau, bad), (juneau, "not json"), (juneau, good)]
+    many = tbmm.verify_many(items, lean=True)
+    assert runs == [3]  # the unreadable one never reaches Lean
+    alone = [tbmm.verify(t, a, lean=True) for t, a in items]
+    assert [(v.status, v.o_eval_exact, v.gate, v.lean) for v in many] == [
+        (v.status, v.o_eval_exact, v.gate, v.lean) for v in alone
+    ]
+    assert [v.lean for v in many] == ["ok", "fail", "skipped", "ok"]
+    comps = tbmm.verify_many(
+        [(juneau, "```json\n" + good + "\n```"), (juneau, "no answer here")],
+        lean=True,
+        completions=True,
+    )
+    assert [v.status for v in comps] == ["scored", "unreadable"]
+    assert comps[0].lean == "ok" and "no answer in the completion" in comps[1].error

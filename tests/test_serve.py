@@ -119,3 +119,23 @@ def test_openrlhf_protocol(server: str) -> None:
         json={"query": ["P" + good, "Pnothing"], "prompts": ["P", "P"], "labels": [t.slug, t.slug]},
     )
     assert r.status_code == 200 and r.json()["rewards"] == [1.0, 0.0]
+
+
+def test_lean_items_are_kernel_checked(server: str) -> None:
+    """Items asking for Lean come back kernel-checked (one Lean run per request); the
+    others are not, and the order of the verdicts is the order of the items."""
+    t = tbmm.load_task("mcm-2025-b-juneau-tourism")
+    text = t.anchor_artifact_bytes().decode()
+    doc = json.loads(text)
+    doc["policy"]["daily_cap"] = -5
+    items = [
+        {"task": t.slug, "artifact": text, "lean": True},
+        {"task": t.slug, "artifact": text},
+        {"task": t.slug, "artifact": json.dumps(doc), "lean": True},
+        {"task": t.slug, "completion": "```json\n" + text + "\n```", "lean": True},
+    ]
+    r = httpx.post(f"{server}/v1/verify", json={"items": items}, timeout=120)
+    assert r.status_code == 200, r.text
+    out = r.json()
+    assert [v["lean"] for v in out["verdicts"]] == ["ok", "skipped", "fail", "ok"]
+    assert out["rewards"] == [1.0, 1.0, 0.0, 1.0]

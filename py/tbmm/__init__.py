@@ -1,7 +1,7 @@
 """TB-MathModel: agentic, verifiable mathematical-modeling benchmark.
 
 The public API (see README, "Python API"): `tasks`, `load_task`, `score`, `gate`, `replay`,
-`verify`, `extract_artifact`, `verify_completion`, `schemas`, and the RL reward adapters in
+`verify`, `verify_many`, `extract_artifact`, `verify_completion`, `schemas`, and the RL reward adapters in
 `tbmm.rewards`. Names are imported on first use, so `import tbmm` stays cheap.
 """
 
@@ -21,6 +21,7 @@ _API = (
     "replay",
     "verify",
     "verify_completion",
+    "verify_many",
     "extract_artifact",
     "schemas",
     "TaskInfo",

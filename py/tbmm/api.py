@@ -450,6 +450,42 @@ def verify_completion(task: Any, completion: str, *, lean: bool = False) -> Verd
     return verify(task, ex.text, lean=lean)
 
 
+def verify_many(
+    items: list[tuple[Any, Any]], *, lean: bool = False, completions: bool = False
+) -> list[Verdict]:
+    """`verify` (or `verify_completion` with `completions=True`) of many (task, artifact)
+    pairs, in order. With `lean=True` the Lean kernel checks all of them in ONE run (one
+    theorem per artifact, each result apart), which is what makes kernel checking
+    affordable for a batch of rollouts; without a Lean runtime every verdict is the Python
+    one with `lean="unavailable"`, as in `verify`."""
+    from tbmm.lean.runtime import ToolchainError
+    from tbmm.verify import verify_batch
+
+    out: list[Verdict | None] = [None] * len(items)
+    todo: list[tuple[int, Any, bytes | None]] = []
+    for k, (task, artifact) in enumerate(items):
+        t = _task(task)
+        if completions:
+            ex = extract_artifact(artifact)
+            if not ex.found:
+                out[k] = verify_completion(t, artifact)
+                continue
+            artifact = ex.text
+        todo.append((k, t, None if artifact is None else _bytes(artifact)))
+    pairs = [(t, data) for _, t, data in todo]
+    try:
+        reports = verify_batch(pairs, lean=lean)
+        unavailable = ""
+    except ToolchainError as exc:
+        reports, unavailable = verify_batch(pairs, lean=False), str(exc)
+    for (k, t, _), rep in zip(todo, reports, strict=True):
+        v = verdict_from_report(t, rep)
+        if unavailable:
+            v = v.model_copy(update={"lean": "unavailable", "error": v.error or unavailable})
+        out[k] = v
+    return [v for v in out if v is not None]
+
+
 # ---------------------------------------------------------------------------- schemas
 
 

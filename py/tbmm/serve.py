@@ -89,28 +89,47 @@ def _items(doc: Any) -> tuple[list[dict[str, Any]], str]:
 
 
 def verify_items(items: list[dict[str, Any]], reward: str) -> dict[str, Any]:
-    """Verdicts and rewards of validated items (an unknown task is an unreadable verdict)."""
-    from tbmm.api import load_task, verify, verify_completion
+    """Verdicts and rewards of validated items, in order (an unknown task is an unreadable
+    verdict). Items asking for Lean are kernel-checked together, in ONE Lean run per
+    request; the others never wait for Lean."""
+    from tbmm.api import load_task, verify, verify_completion, verify_many
     from tbmm.rewards import FLOOR, reward_of
 
-    verdicts: list[dict[str, Any]] = []
-    rewards: list[float] = []
-    for it in items:
+    verdicts: list[Any] = [None] * len(items)
+    lean_art: list[tuple[int, Any, Any]] = []
+    lean_comp: list[tuple[int, Any, Any]] = []
+    for k, it in enumerate(items):
         try:
             task = load_task(it["task"])
         except KeyError:
-            verdicts.append({"task": it["task"], "status": "unknown_task", "error": "unknown task"})
-            rewards.append(FLOOR[reward])
+            verdicts[k] = {"task": it["task"], "status": "unknown_task", "error": "unknown task"}
             continue
         if it["completion"] is not None:
-            v = verify_completion(task, it["completion"], lean=it["lean"])
+            payload = it["completion"]
         else:
             art = it["artifact"]
-            data = art.encode() if isinstance(art, str) else exact.dumps(art, indent=None).encode()
-            v = verify(task, data, lean=it["lean"])
-        verdicts.append(v.model_dump(mode="json"))
-        rewards.append(reward_of(v, reward))  # type: ignore[arg-type]
-    return {"rewards": rewards, "verdicts": verdicts}
+            payload = (
+                art.encode() if isinstance(art, str) else exact.dumps(art, indent=None).encode()
+            )
+        if it["lean"]:
+            (lean_comp if it["completion"] is not None else lean_art).append((k, task, payload))
+        elif it["completion"] is not None:
+            verdicts[k] = verify_completion(task, payload)
+        else:
+            verdicts[k] = verify(task, payload)
+    for group, completions in ((lean_art, False), (lean_comp, True)):
+        if group:
+            done = verify_many([(t, p) for _, t, p in group], lean=True, completions=completions)
+            for (k, _, _), v in zip(group, done, strict=True):
+                verdicts[k] = v
+    rewards = [
+        FLOOR[reward] if isinstance(v, dict) else reward_of(v, reward)  # type: ignore[arg-type]
+        for v in verdicts
+    ]
+    return {
+        "rewards": rewards,
+        "verdicts": [v if isinstance(v, dict) else v.model_dump(mode="json") for v in verdicts],
+    }
 
 
 def create_app() -> Any:
