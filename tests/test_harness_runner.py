@@ -269,12 +269,16 @@ def test_ctrl_c_aborts_quickly_and_commits_nothing_partial(tmp_path: Path) -> No
         start_new_session=True,
         stderr=subprocess.PIPE,
     )
-    deadline = time.monotonic() + 30
-    # both agents' own `sleep` runs (not merely a sandbox command line that mentions it)
-    while time.monotonic() < deadline and (
-        sum(_cmd(p).startswith(f"sleep {long}") for p in os.listdir("/proc") if p.isdigit()) < 2
-    ):
+    # both agents' own `sleep` runs (not merely a sandbox command line that mentions it);
+    # a generous wait (a loaded machine starts sandboxes slowly), then a clear failure
+    deadline = time.monotonic() + 180
+    running = 0
+    while time.monotonic() < deadline and running < 2:
         time.sleep(0.05)
+        running = sum(
+            _cmd(p).startswith(f"sleep {long}") for p in os.listdir("/proc") if p.isdigit()
+        )
+    assert running == 2, f"only {running} of 2 sandboxes started within 180 s"
     os.kill(proc.pid, signal.SIGINT)
     _, err = proc.communicate(timeout=20)
     assert proc.returncode != 0
