@@ -100,7 +100,7 @@ def test_oracle_scores_one_and_passes(task: Task) -> None:
 
 
 def test_oracle_verifies_with_lean(task: Task) -> None:
-    rep = verify_artifact(task, task.anchor_artifact_bytes)
+    rep = verify_artifact(task, task.anchor_artifact_bytes())
     assert rep.exit_code == 0 and rep.gate == "pass" and rep.lean == "ok"
     assert rep.o_eval == 1
 
@@ -133,16 +133,22 @@ def test_mirror_order_does_not_matter(task: Task) -> None:
 
 @pytest.mark.parametrize("q", ["q2", "q3"])
 def test_inflated_claims_are_misreported(task: Task, q: str) -> None:
+    """The reference's decisions with every claim 5 % better than the replay (beyond the
+    2 % tolerance), one mirror fewer counted and 2 % less area: each claim is misreported."""
+    doc = _q_only(task, q)
     for key in CLAIMS:
-        doc = _decisions(task)
         doc[q][key] = _num(float(doc[q][key].value) * 1.05)
-        fails = _failed(_eval(task, doc))
-        assert any(m.startswith("misreported") and key in m for m in fails.values()), (key, fails)
-    doc = _decisions(task)
     doc[q]["mirror_count"] = _num(int(doc[q]["mirror_count"].value) - 1)
     doc[q]["total_mirror_area_m2"] = _num(float(doc[q]["total_mirror_area_m2"].value) * 0.98)
-    fails = _failed(_eval(task, doc))
+    ev = _eval(task, doc)
+    fails = _failed(ev)
+    for key in CLAIMS:
+        assert any(m.startswith("misreported") and f"{q}.{key}" in m for m in fails.values()), (
+            key,
+            fails,
+        )
     assert {f"{q}_count_claim", f"{q}_area_claim"} <= set(fails)
+    assert ev.score.o_eval == 0
 
 
 def test_the_issue_s_inflated_answer_is_caught(task: Task) -> None:
@@ -526,7 +532,9 @@ def test_sun_vectors_follow_the_statement_s_formulas() -> None:
             math.sin(delta) * math.cos(phi) - math.cos(delta) * math.sin(phi) * math.cos(omega),
             math.cos(delta) * math.cos(phi) * math.cos(omega) + math.sin(delta) * math.sin(phi),
         )
-        assert np.allclose(m.sun[t], v, atol=1e-9)
+        # arccos of the statement's cos(gamma) is ill-conditioned at noon (cos = -1): the
+        # azimuth carries about sqrt(2 * 1e-16) rad there
+        assert np.allclose(m.sun[t], v, atol=1e-7)
     # DNI at noon on June 21 (sin(alpha) = sin(90 - 39.4 + 23.45 deg)), H = 3 km
     sa = math.sin(
         math.radians(
@@ -559,29 +567,29 @@ def test_shading_and_blocking_match_brute_force_ray_casting(task: Task) -> None:
     everyone = np.arange(f.n)
     rng = np.random.default_rng(3)
     targets = rng.choice(f.n, 25, replace=False)
-    bi, bj = H._blocking_pairs(f, st, site, everyone, 10**9)
+    classes = H._classes(st)
+    bi, bj = H._blocking_pairs(f, st, site, everyone, 10**9, classes)
     for t in (0, 12, 27, 59):
         s = mom.sun[t]
         n, ew, eh = H._orientation(s, st)
-        si, sj = H._shading_pairs(s, float(mom.altitude[t]), f, st, everyone, 10**9)
+        si, sj = H._shading_pairs(s, float(mom.altitude[t]), f, st, everyone, 10**9, classes)
         ii, jj = np.concatenate([si, bi]), np.concatenate([sj, bj])
         d = np.concatenate([np.broadcast_to(s, (si.shape[0], 3)), st.r[bi]])
         oi, om = H._occlusion_rows(ii, jj, d, f, st, n, ew, eh, rows)
         lost = H._unpack_rows(H._or_by_target(f.n, oi, om), k)
+        others = np.arange(f.n)
         for i in targets:
             pts = st.c[i] + np.outer(alpha * f.w[i], ew[i]) + np.outer(beta * f.h[i], eh[i])
+            js = others[others != i]
             hit = np.zeros(k * k, bool)
             for ray in (s, st.r[i]):
-                for j in range(f.n):
-                    if j == i:
-                        continue
-                    lam = ((st.c[j] - pts) @ n[j]) / (n[j] @ ray)
-                    q = pts + lam[:, None] * ray - st.c[j]
-                    hit |= (
-                        (lam > 0)
-                        & (np.abs(q @ ew[j]) <= f.w[j] / 2)
-                        & (np.abs(q @ eh[j]) <= f.h[j] / 2)
-                    )
+                # every other mirror j (rows) against every grid point (columns)
+                cn = np.einsum("jk,jk->j", st.c[js], n[js])
+                lam = (cn[:, None] - n[js] @ pts.T) / (n[js] @ ray)[:, None]
+                qx = pts[None, :, :] + lam[:, :, None] * ray - st.c[js][:, None, :]
+                u = np.abs(np.einsum("jpk,jk->jp", qx, ew[js])) <= f.w[js, None] / 2
+                v = np.abs(np.einsum("jpk,jk->jp", qx, eh[js])) <= f.h[js, None] / 2
+                hit |= ((lam > 0) & u & v).any(0)
             assert (hit == lost[i]).all(), (t, i)
 
 

@@ -23,6 +23,7 @@ with the number of mirrors times the neighbours that can actually interact.
 
 from __future__ import annotations
 
+import decimal
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -345,16 +346,40 @@ def ray_sets(num: Numerics) -> list[RaySet]:
     return out
 
 
-def _blocking_pairs(f: Field, st: _Static, site: Site, targets: np.ndarray, cap: int):
+def _classes(st: _Static) -> list[np.ndarray]:
+    """Occluders grouped by size (half diagonal, factors of 1.5) and top height (2 m bins):
+    each group's search windows use its own largest reach, so one large or tall mirror does
+    not widen every mirror's windows."""
+    key = np.floor(np.log(np.maximum(st.hd, 1e-3)) / math.log(1.5)).astype(np.int64) * 1000 + (
+        np.floor(np.maximum(st.ztop, 0.0) / 2.0).astype(np.int64)
+    )
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    cuts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1], True])
+    return [order[a:b] for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+
+
+def _blocking_pairs(
+    f: Field, st: _Static, site: Site, targets: np.ndarray, cap: int, classes: list[np.ndarray]
+):
     """Static candidate pairs (i target, j blocker): j's reach meets the corridor from i
-    towards the tower that i's reflected rays cross below the highest mirror top."""
-    hd_max = float(st.hd.max())
+    towards the tower that i's reflected rays cross below j's top."""
+    out_i, out_j = [], []
+    for cls in classes:
+        i, j = _blocking_pairs_in(f, st, targets, cap, cls)
+        out_i.append(i)
+        out_j.append(j)
+    return np.concatenate(out_i), np.concatenate(out_j)
+
+
+def _blocking_pairs_in(f: Field, st: _Static, targets: np.ndarray, cap: int, cls: np.ndarray):
+    hd_max = float(st.hd[cls].max())
     rel = st.c[:, :2] - np.array([f.tower_x, f.tower_y])[None, :]
     rho = np.sqrt((rel * rel).sum(1))
     theta = np.arctan2(rel[:, 1], rel[:, 0])
     horiz = np.sqrt(st.r[:, 0] ** 2 + st.r[:, 1] ** 2)
     tan_e = st.r[:, 2] / np.maximum(horiz, 1e-12)
-    zspan = np.maximum(float(st.ztop.max()) - st.zbot, 0.0)
+    zspan = np.maximum(float(st.ztop[cls].max()) - st.zbot, 0.0)
     reach = zspan / np.maximum(tan_e, 1e-9)
     ti = targets
     halfw = st.hd[ti] + hd_max
@@ -363,12 +388,13 @@ def _blocking_pairs(f: Field, st: _Static, site: Site, targets: np.ndarray, cap:
     rho_hi = np.sqrt((rho[ti] + halfw) ** 2 + halfw**2)
     ratio = halfw / np.maximum(rho_lo, 1e-9)
     win = np.where((rho_lo > 0) & (ratio < 1), np.arcsin(np.minimum(ratio, 1.0)), math.pi)
-    # wrap-around: copies of every mirror at theta +- 2 pi
-    a = np.concatenate([theta, theta + 2 * math.pi, theta - 2 * math.pi])
-    b = np.concatenate([rho, rho, rho])
+    # wrap-around: copies of every occluder at theta +- 2 pi
+    tc, rc = theta[cls], rho[cls]
+    a = np.concatenate([tc, tc + 2 * math.pi, tc - 2 * math.pi])
+    b = np.concatenate([rc, rc, rc])
     bw = max(float(np.median(2 * win)), 1e-3)
     ii, jj = window_pairs(a, b, theta[ti] - win, theta[ti] + win, rho_lo, rho_hi, bw, cap)
-    jj = jj % f.n
+    jj = cls[jj % cls.shape[0]]
     i = ti[ii]
     ok = i != jj
     i, jj = i[ok], jj[ok]
@@ -382,20 +408,37 @@ def _blocking_pairs(f: Field, st: _Static, site: Site, targets: np.ndarray, cap:
     return i[ok], jj[ok]
 
 
-def _shading_pairs(s: np.ndarray, alt: float, f: Field, st: _Static, targets: np.ndarray, cap: int):
+def _shading_pairs(
+    s: np.ndarray,
+    alt: float,
+    f: Field,
+    st: _Static,
+    targets: np.ndarray,
+    cap: int,
+    classes: list[np.ndarray],
+):
     """Candidate pairs (i target, j shader) for sun direction `s` (altitude `alt`)."""
-    hd_max = float(st.hd.max())
     gx, gy = s[0], s[1]
     gn = math.hypot(gx, gy)
     gx, gy = gx / gn, gy / gn
     xp = f.x * gx + f.y * gy  # towards the sun
     yp = -f.x * gy + f.y * gx
-    reach = np.maximum(float(st.ztop.max()) - st.zbot, 0.0) / math.tan(alt)
+    out_i, out_j = [], []
+    for cls in classes:
+        i, j = _shading_pairs_in(xp, yp, alt, st, targets, cap, cls)
+        out_i.append(i)
+        out_j.append(j)
+    return np.concatenate(out_i), np.concatenate(out_j)
+
+
+def _shading_pairs_in(xp, yp, alt, st, targets, cap, cls):  # noqa: ANN001
+    hd_max = float(st.hd[cls].max())
+    reach = np.maximum(float(st.ztop[cls].max()) - st.zbot, 0.0) / math.tan(alt)
     ti = targets
     halfw = st.hd[ti] + hd_max
     ii, jj = window_pairs(
-        yp,
-        xp,
+        yp[cls],
+        xp[cls],
         yp[ti] - halfw,
         yp[ti] + halfw,
         xp[ti] - halfw,
@@ -403,6 +446,7 @@ def _shading_pairs(s: np.ndarray, alt: float, f: Field, st: _Static, targets: np
         max(2 * hd_max, 1.0),
         cap,
     )
+    jj = cls[jj]
     i = ti[ii]
     ok = i != jj
     i, jj = i[ok], jj[ok]
@@ -574,6 +618,77 @@ def _unpack_rows(masks: np.ndarray, k: int) -> np.ndarray:
     return bits.reshape(masks.shape[0], k * k).astype(bool)
 
 
+def _image_plane(
+    st: _Static, site: Site, ew: np.ndarray, eh: np.ndarray, f: Field, ti: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Where the sun-cone rays of mirrors `ti` cross the plane through the collector centre
+    orthogonal to each mirror's central reflected ray r (axes e1 horizontal, e2 = r x e1).
+
+    A ray from p = C + alpha*w*ew + beta*h*eh along r + theta*(sx*e1 + sy*e2) crosses at
+    u = (p-C).e1 + lam*theta*sx, v = (p-C).e2 + lam*theta*sy, lam = d - (p-C).r (exact for
+    that direction): u and v are the rows cu, cv dotted with the ray's basis column (sx, sy,
+    alpha, beta, sx*alpha, sx*beta, sy*alpha, sy*beta). A line parallel to r through (u, v)
+    enters the collector's lateral surface (radius R) at height 80 + (v - sin(e) *
+    sqrt(R^2 - u^2)) / cos(e) when |u| <= R (e: elevation of r); the actual ray differs in
+    direction by <= theta over the <= R/cos(e) from that plane to the surface, a shift of
+    at most about 2 cm at the collector's edges. Returns cu, cv, sin(e) and the allowed
+    |v - sin(e) sqrt(R^2 - u^2)| (half the collector height times cos(e))."""
+    th = site.sun_half_angle_rad
+    r, e1, e2 = st.r[ti], st.e1[ti], st.e2[ti]
+    wv, hv = ew[ti] * f.w[ti, None], eh[ti] * f.h[ti, None]
+    wr, hr = _dot(wv, r), _dot(hv, r)
+    d = st.dist[ti]
+    z = np.zeros_like(d)
+    cu = np.stack([th * d, z, _dot(wv, e1), _dot(hv, e1), -th * wr, -th * hr, z, z], 1)
+    cv = np.stack([z, th * d, _dot(wv, e2), _dot(hv, e2), z, z, -th * wr, -th * hr], 1)
+    sin_e = r[:, 2]
+    lim = 0.5 * site.collector_height_m * np.sqrt(1.0 - sin_e * sin_e)
+    return cu, cv, sin_e, lim
+
+
+def _all_in(
+    cu: np.ndarray,
+    cv: np.ndarray,
+    sin_e: np.ndarray,
+    lim: np.ndarray,
+    bound: np.ndarray,
+    rad: float,
+) -> np.ndarray:
+    """True where every ray of a mirror provably enters the collector: |u| and |v| bounded
+    by |cu|, |cv| times the largest magnitudes of its ray set's basis rows (`bound`, per
+    mirror), and that box inside the entry band (the same test as per ray, so a shortcut
+    never changes a verdict)."""
+    ub = (np.abs(cu) * bound).sum(1)
+    vb = (np.abs(cv) * bound).sum(1)
+    return (
+        (ub <= rad)
+        & (vb + rad * sin_e <= lim)
+        & (vb - sin_e * np.sqrt(np.maximum(rad * rad - ub * ub, 0.0)) <= lim)
+    )
+
+
+def _ray_hits(
+    cu: np.ndarray,
+    cv: np.ndarray,
+    sin_e: np.ndarray,
+    lim: np.ndarray,
+    basis: np.ndarray,
+    rad: float,
+) -> np.ndarray:
+    """Boolean (mirrors, rays): the ray enters the collector's lateral surface."""
+    u = cu @ basis
+    q = rad * rad - u * u
+    inside = q >= 0
+    np.maximum(q, 0.0, out=q)
+    np.sqrt(q, out=q)
+    q *= sin_e[:, None]
+    v = cv @ basis
+    v -= q
+    np.abs(v, out=v)
+    inside &= v <= lim[:, None]
+    return inside
+
+
 def _truncation_rays(
     st: _Static,
     site: Site,
@@ -583,56 +698,14 @@ def _truncation_rays(
     ti: np.ndarray,
     rs: RaySet,
 ) -> tuple[np.ndarray, np.ndarray | None]:
-    """Which sun-cone rays from the grid points of mirrors `ti` enter the collector's
-    lateral surface (vertical cylinder of radius R, |z - 80| <= H/2).
-
-    In the plane through the collector centre orthogonal to the mirror's central reflected
-    ray r (axes e1 horizontal, e2 = r x e1), a ray from p = C + alpha*w*ew + beta*h*eh
-    along r + theta*(sx*e1 + sy*e2) crosses at u = (p-C).e1 + lam*theta*sx,
-    v = (p-C).e2 + lam*theta*sy, lam = d - (p-C).r (exact for that direction). A line
-    parallel to r through (u, v) enters the lateral surface at height
-    80 + (v - sin(e)*sqrt(R^2-u^2))/cos(e) when |u| <= R (e: elevation of r); the actual
-    ray differs in direction by <= theta over the <= R/cos(e) from that plane to the
-    surface, a shift of at most about 2 cm at the collector's edges.
-
-    Returns (all_in, rays): all_in[m] is True when every ray of mirror m provably passes
-    (bounds of u and v over the basis' range), and rays (boolean, one column per ray) for
-    the other mirrors, in order (None when there are none)."""
+    """All mirrors `ti` with one ray set: (all_in, hits of the others, in order)."""
     rad = 0.5 * site.collector_diameter_m
-    half = 0.5 * site.collector_height_m
-    th = site.sun_half_angle_rad
-    r, e1, e2 = st.r[ti], st.e1[ti], st.e2[ti]
-    wv, hv = ew[ti] * f.w[ti, None], eh[ti] * f.h[ti, None]
-    wr, hr = _dot(wv, r), _dot(hv, r)
-    d = st.dist[ti]
-    z = np.zeros_like(d)
-    # basis rows: sx, sy, alpha, beta, sx*alpha, sx*beta, sy*alpha, sy*beta
-    cu = np.stack([th * d, z, _dot(wv, e1), _dot(hv, e1), -th * wr, -th * hr, z, z], 1)
-    cv = np.stack([z, th * d, _dot(wv, e2), _dot(hv, e2), z, z, -th * wr, -th * hr], 1)
-    sin_e = r[:, 2]
-    lim = half * np.sqrt(1.0 - sin_e * sin_e)
-    ub = np.abs(cu) @ rs.bound
-    vb = np.abs(cv) @ rs.bound
-    all_in = (
-        (ub <= rad)
-        & (vb + rad * sin_e <= lim)
-        & (vb - sin_e * np.sqrt(np.maximum(rad * rad - ub * ub, 0.0)) <= lim)
-    )
+    cu, cv, sin_e, lim = _image_plane(st, site, ew, eh, f, ti)
+    all_in = _all_in(cu, cv, sin_e, lim, rs.bound[None, :], rad)
     rest = ~all_in
     if not rest.any():
         return all_in, None
-    cu, cv, sin_e, lim = cu[rest], cv[rest], sin_e[rest, None], lim[rest, None]
-    u = cu @ rs.basis
-    q = rad * rad - u * u
-    inside = q >= 0
-    np.maximum(q, 0.0, out=q)
-    np.sqrt(q, out=q)
-    q *= sin_e
-    v = cv @ rs.basis
-    v -= q
-    np.abs(v, out=v)
-    inside &= v <= lim
-    return all_in, inside
+    return all_in, _ray_hits(cu[rest], cv[rest], sin_e[rest], lim[rest], rs.basis, rad)
 
 
 def _position_key(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -679,9 +752,12 @@ def simulate(
     sets = ray_sets(num)
     nsets = len(sets)
     key = _position_key(f.x[ti], f.y[ti])
+    bounds = np.stack([rs.bound for rs in sets])
+    rad = 0.5 * site.collector_diameter_m
     chunk = max(64, 65536 // num.rays)
     full = (np.int64(1) << np.int64(k)) - 1
-    bi, bj = _blocking_pairs(f, st, site, ti, cap)
+    classes = _classes(st)
+    bi, bj = _blocking_pairs(f, st, site, ti, cap, classes)
     area = f.area[ti]
     total_area = float(area.sum())
     tcount = mom.sun.shape[0]
@@ -696,7 +772,7 @@ def simulate(
         alt = float(mom.altitude[t])
         n, ew, eh = _orientation(s, st)
         cos_i = n[ti] @ s
-        si, sj = _shading_pairs(s, alt, f, st, ti, cap)
+        si, sj = _shading_pairs(s, alt, f, st, ti, cap, classes)
         ii = np.concatenate([si, bi])
         jj = np.concatenate([sj, bj])
         dirs = np.concatenate([np.broadcast_to(s, (si.shape[0], 3)), st.r[bi]])
@@ -711,22 +787,20 @@ def simulate(
         sb = np.bitwise_count(keep).sum(1) / (k * k)
         sbt = sb.copy()  # sb * truncation
         group = (key + t) % nsets
-        for g in range(nsets):
-            members = np.flatnonzero(group == g)
+        cu, cv, sin_e, lim = _image_plane(st, site, ew, eh, f, ti)
+        full_in = _all_in(cu, cv, sin_e, lim, bounds[group], rad)
+        rest = np.flatnonzero(~full_in & (sb > 0))
+        for g in np.unique(group[rest]):
+            members = rest[group[rest] == g]
+            rs = sets[int(g)]
             for a in range(0, members.shape[0], chunk):
                 sel = members[a : a + chunk]
-                sel = sel[sb[sel] > 0]
-                if sel.shape[0] == 0:
-                    continue
-                all_in, rays = _truncation_rays(st, site, ew, eh, f, ti[sel], sets[g])
-                if rays is None:
-                    continue
-                rest = sel[~all_in]
-                kept = _unpack_rows(keep[rest], k)[:, sets[g].cell]
+                rays = _ray_hits(cu[sel], cv[sel], sin_e[sel], lim[sel], rs.basis, rad)
+                kept = _unpack_rows(keep[sel], k)[:, rs.cell]
                 nk = kept.sum(1)
                 hit_kept = (rays & kept).sum(1)
                 share = np.where(nk > 0, hit_kept / np.maximum(nk, 1), rays.mean(1))
-                sbt[rest] = sb[rest] * share
+                sbt[sel] = sb[sel] * share
         trunc = np.divide(sbt, sb, out=np.ones_like(sbt), where=sb > 0)
         eta = sbt * cos_i * at_i * site.reflectivity
         eta_t[t] = (area * eta).sum() / total_area
@@ -897,15 +971,49 @@ def parse_design(doc: dict[str, Any], q: str, max_items: int) -> Design | None:
 
 def _extreme(col: list[exact.Num], arr: np.ndarray, which: str) -> tuple[Fraction, int]:
     """Exact min or max of a column and its index. Rounding a decimal to the nearest float
-    is monotone, so the exact extreme is among the entries with the extreme float."""
+    is monotone, so the exact extreme is among the entries with the extreme float; equal
+    texts are one value (a field of identical mirrors costs one exact parse)."""
     m = arr.min() if which == "min" else arr.max()
-    cand = np.flatnonzero(arr == m)
-    best = int(cand[0])
-    for i in cand[1:]:
-        v = col[int(i)].value
-        if (v < col[best].value) if which == "min" else (v > col[best].value):
-            best = int(i)
+    by_text: dict[str, int] = {}
+    for i in np.flatnonzero(arr == m):
+        by_text.setdefault(col[int(i)].text, int(i))
+    pick = min if which == "min" else max
+    best = pick(by_text.values(), key=lambda i: col[i].value)
     return col[best].value, best
+
+
+def _mantissa_exponent(text: str) -> tuple[int, int]:
+    """(m, e) with value = m * 10^e, exactly, from a JSON number's text."""
+    body = text.lstrip("+-")
+    if body.replace(".", "", 1).isdigit():  # plain decimal: the common case, parsed directly
+        whole, _, frac = body.partition(".")
+        m = int(whole + frac)
+        return (-m if text.startswith("-") else m), -len(frac)
+    sign, digits, ex = decimal.Decimal(text).as_tuple()
+    m = int("".join(map(str, digits))) if digits else 0
+    return (-m if sign else m), int(ex)
+
+
+def _decimal_ints(nums: Sequence[exact.Num | Fraction]) -> tuple[list[int], int]:
+    """Integers X_i and one k with value_i = X_i / 10^k, exactly. The artifact's numbers are
+    decimal texts (and the rules' constants decimals), so integer arithmetic decides every
+    comparison exactly, much faster than Fractions for thousands of near-ties."""
+    parts: list[tuple[int, int]] = []
+    for v in nums:
+        if isinstance(v, Fraction):
+            den, twos, fives = v.denominator, 0, 0
+            while den % 2 == 0:
+                den, twos = den // 2, twos + 1
+            while den % 5 == 0:
+                den, fives = den // 5, fives + 1
+            if den != 1:
+                raise ValueError(f"{v} is not a decimal")
+            e = max(twos, fives)
+            parts.append((v.numerator * 10**e // v.denominator, -e))
+        else:
+            parts.append(_mantissa_exponent(v.text))
+    k = max([0] + [-e for _, e in parts])
+    return [m * 10 ** (e + k) for m, e in parts], k
 
 
 def _exact_sq(parts: Sequence[Fraction]) -> Fraction:
@@ -1005,20 +1113,25 @@ def constraints(d: Design, rules: Rules) -> tuple[dict[str, Any], dict[str, str]
     need = np.maximum(f.w[ii], f.w[jj]) + float(extra)
     dd2 = (f.x[ii] - f.x[jj]) ** 2 + (f.y[ii] - f.y[jj]) ** 2
 
-    def exact_pair(k: int) -> Fraction:
-        a, b = int(ii[k]), int(jj[k])
-        return _exact_sq((xs[a].value - xs[b].value, ys[a].value - ys[b].value))
-
-    def exact_need(k: int) -> Fraction:
-        a, b = int(ii[k]), int(jj[k])
-        wa = w_common if ws is None else max(ws[a].value, ws[b].value)
-        return (wa + extra) ** 2  # type: ignore[operator]
-
     rel = 1e-9
     n2 = need * need
     sure = dd2 < n2 * (1 - rel)
     amb = np.flatnonzero(np.abs(dd2 - n2) <= n2 * rel)
-    bad = int(sure.sum()) + sum(1 for k in amb if exact_pair(int(k)) < exact_need(int(k)))
+    bad = int(sure.sum())
+    if amb.shape[0]:
+        # near-ties decided exactly, in integers at one decimal scale
+        who = np.unique(np.concatenate([ii[amb], jj[amb]]))
+        cols: list[exact.Num | Fraction] = [xs[i] for i in who] + [ys[i] for i in who]
+        cols += [ws[i] for i in who] if ws is not None else [w_common]  # type: ignore[list-item]
+        cols.append(extra)
+        ints, _ = _decimal_ints(cols)
+        m = who.shape[0]
+        at = {int(i): p for p, i in enumerate(who)}
+        xi, yi, wi, ex = ints[:m], ints[m : 2 * m], ints[2 * m : -1], ints[-1]
+        for kk in amb:
+            a, b = at[int(ii[kk])], at[int(jj[kk])]
+            wa = max(wi[a], wi[b]) if ws is not None else wi[0]
+            bad += (xi[a] - xi[b]) ** 2 + (yi[a] - yi[b]) ** 2 < (wa + ex) ** 2
     vals[f"{q}.spacing_violations"] = bad
     if ii.shape[0]:
         margin = np.sqrt(dd2) - need
@@ -1061,14 +1174,19 @@ def constraints(d: Design, rules: Rules) -> tuple[dict[str, Any], dict[str, str]
             ),
         ):
             m = float(diff.min())
-            cand = np.flatnonzero(diff <= m + 1e-9 * (1 + abs(m)))
-            best = min((int(i) for i in cand), key=fn)
+            cand: dict[tuple[str, str, str], int] = {}
+            for i in np.flatnonzero(diff <= m + 1e-9 * (1 + abs(m))):
+                ii_ = int(i)
+                cand.setdefault((ws[ii_].text, hs[ii_].text, zs[ii_].text), ii_)
+            best = min(cand.values(), key=fn)
             vals[f"{q}.{label}"] = fn(best)
             det[f"{q}.{label}"] = (
                 f"{q}.mirrors[{best}]: width {ws[best].text}, height {hs[best].text}, "
                 f"installation height {zs[best].text}"
             )
-        area = sum((w.value * h.value for w, h in zip(ws, hs, strict=True)), Fraction(0))
+        wi_, kw = _decimal_ints(ws)
+        hi_, kh = _decimal_ints(hs)
+        area = Fraction(sum(a * b for a, b in zip(wi_, hi_, strict=True)), 10 ** (kw + kh))
     else:
         area = n * d.common["mirror_width_m"] * d.common["mirror_height_m"]
     vals[f"{q}.mirror_count"] = n

@@ -3,29 +3,33 @@
 The source release keeps no mirror positions of the anchor paper's designs (only its
 summary numbers), so the reference is constructed here and verified by the replay itself.
 
-Procedure (deterministic; every number below is a parameter of this script):
-1. Candidate layouts: a hexagonal lattice of pitch = mirror width + 5 m + 0.01 m (the
-   statement's minimum spacing plus rounding slack), rotated by `angle`, clipped to mirror
-   centres within 349.999 m of the field centre and at least 100.001 m from the tower at
-   (0, tower_y). Square mirrors of side `w`, installation height 4 m (Problem 2).
-2. Problem 2: for every (w, tower_y, angle) of the grid below whose full candidate field
-   reaches the target power, keep the best mirrors: replay the field, rank the mirrors by
-   their own annual mean power per unit area, keep the shortest prefix whose power reaches
-   the target, replay again (removing mirrors only removes shading and blocking, so the
-   kept mirrors' power does not drop), repeat until the count is stable. The design with
-   the highest replayed power per unit area wins.
-3. Problem 3 (sizes and heights may differ): the best Problem 2 layouts again, with the
-   installation height rising with the distance from the tower (z = w/2 + (6 - w/2) t^p,
-   t in [0, 1] from the nearest to the farthest candidate; far mirrors then send their
-   light over nearer ones), selected the same way; the Problem 2 winner itself (a valid
-   Problem 3 design) competes too.
-4. The target is 60.3 MW: 0.5 % above the 60 MW rating, several times the replay's
+Procedure (deterministic; every number is a constant of this script):
+1. Candidate layouts: a hexagonal lattice, rotated by 30 deg, of pitch = mirror width + 5 m
+   + 0.01 m (the statement's minimum spacing plus rounding slack), clipped to mirror centres
+   within 349.999 m of the field centre and at least 100.001 m from the tower at
+   (0, tower_y), coordinates rounded to 1 mm; square mirrors of side w.
+2. Selection: replay the field, rank the mirrors by their own annual mean power per unit
+   area, keep the shortest prefix whose power reaches the target, replay again (removing
+   mirrors only removes shading and blocking, and a mirror's rays depend on its position
+   only, so the kept mirrors' power does not drop), repeat until the count is stable.
+3. Problem 2: every (w, tower_y, common installation height) of Q2_WIDTHS x Q2_TOWER_Y x
+   {w/2 + 0.1 m, 4 m}; Problem 3: every (w, tower_y, p) of Q3_WIDTHS x Q3_TOWER_Y x
+   Q3_PROFILES with installation heights rising with the distance from the tower,
+   z = (w/2 + 0.1) + (6 - w/2 - 0.1) t^p, t in [0, 1] from the nearest to the farthest
+   candidate (far mirrors send their light over nearer ones); the Problem 2 winner (a valid
+   Problem 3 design) competes too. The highest replayed power per unit area wins. A first,
+   coarser search (widths 6.2-7.0 m, tower at -40/-70/-100 m, lattice at 0 and 30 deg, heights
+   4 m or rising from w/2) found the 30 deg lattice, the narrowest mirror still reaching
+   the target and the tower near the centre best: these grids refine around that optimum.
+4. The target is 60.3 MW: 0.5 % above the 60 MW rating, about twice the replay's
    discretisation error (tests/test_replay_heliostat_field.py), so the reference meets the
    rating under a finer replay too.
 
-Run from the repository root: `uv run python tasks/CUMCM/cumcm-2023-a-heliostat-field/
-reference/design_fields.py [--write]` (about 15 minutes on 2 cores); `--write` rewrites
-reference.json and reference/design_report.txt.
+Run from the repository root (about 15 minutes on 2 cores):
+    uv run python tasks/CUMCM/cumcm-2023-a-heliostat-field/reference/design_fields.py --write
+rewrites reference.json and reference/design_report.txt; `--replay-only` keeps the designs
+and recomputes their claims with the current replay; `--evidence` writes
+reference/evidence_report.txt (the densest 6 m x 6 m lattices: the anchor paper's mirrors).
 """
 
 from __future__ import annotations
@@ -169,6 +173,7 @@ def dump_reference(art: dict, note: str) -> str:
     lines.append("},")
     lines.append(f'"note": {json.dumps(note, ensure_ascii=False)}}}')
     text = "\n".join(lines) + "\n"
+
     def canon(tree: dict) -> dict:
         return json.loads(exact.dumps(tree, indent=None), parse_float=str, parse_int=str)
 
@@ -303,9 +308,8 @@ def finish(art: dict, note: str, log: list[str], *, write: bool) -> None:
 def evidence() -> int:
     """The densest lattices of 6 m x 6 m mirrors at 4 m (the anchor paper's mirrors) at the
     exact minimum spacing of 11 m, for towers from the field centre to 250 m south (the
-    paper's position): every position the 350 m circle holds, so no 6 m x 6 m field with
-    that tower delivers more (removing a mirror only removes its own power, as shading and
-    blocking only cost)."""
+    paper's position), every candidate kept: a plausibility check of the paper's reported
+    power (its field has fewer mirrors than these lattices), not a bound over all layouts."""
     lines = ["densest 6 m x 6 m lattices at 4 m, pitch 11 m (every candidate kept)"]
     for ty in (0.0, -60.0, -100.0, -150.0, -200.0, -250.0):
         for ang in (0.0, math.pi / 6):
