@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 import re
-import time
 import zipfile
 from fractions import Fraction
 from typing import Any
@@ -22,7 +21,7 @@ from tbmm.pipeline import Evaluation, evaluate
 from tbmm.replay import Deadline, ReplayInputError, run_replay
 from tbmm.replay import heliostat_field as H
 from tbmm.rules import reward
-from tbmm.scoring import read_artifact
+from tbmm.scoring import ArtifactError, read_artifact
 from tbmm.tasks import Task, find_task
 from tbmm.verify import verify_artifact
 
@@ -47,8 +46,8 @@ def _num(text: str | float) -> exact.Num:
 
 
 def _eval(task: Task, doc: dict[str, Any]) -> Evaluation:
-    """Through the JSON text, as an agent's artifact arrives."""
-    return evaluate(task, read_artifact(exact.dumps(doc, indent=None)))
+    """Through the JSON text and the task's input caps, as an agent's artifact arrives."""
+    return evaluate(task, read_artifact(exact.dumps(doc, indent=None), task.caps))
 
 
 def _failed(ev: Evaluation) -> dict[str, str]:
@@ -366,7 +365,11 @@ def test_problem2_common_design_bounds(task: Task, check: str, edit: dict[str, s
 
 
 def _unreplayable(task: Task, doc: dict[str, Any] | str, needle: str) -> None:
-    ev = evaluate(task, read_artifact(doc)) if isinstance(doc, str) else evaluate(task, doc)
+    ev = (
+        evaluate(task, read_artifact(doc, task.caps))
+        if isinstance(doc, str)
+        else evaluate(task, doc)
+    )
     assert ev.replay is not None and ev.replay.status == "unreplayable", ev.replay
     assert needle in ev.replay.error, ev.replay.error
     assert ev.score.o_eval == 0
@@ -411,13 +414,20 @@ def test_a_missing_design_is_never_a_pass(task: Task) -> None:
 
 
 def test_a_million_mirrors_are_refused_before_reading_them(task: Task) -> None:
+    """By the input caps (10201 entries per mirror list, 4 MiB) before any parse, and by the
+    replay itself if a tree ever reached it (it checks the length before any entry)."""
     entry = {"x_m": _num("200"), "y_m": _num("0")}
     doc = _decisions(task)
     doc["q3"]["mirrors"] = [entry] * 1_000_000
-    t0 = time.process_time()
+    text = exact.dumps(doc, indent=None).encode()
+    rep = verify_artifact(task, text, lean=False)
+    assert rep.exit_code == 2 and rep.status == "over_caps", rep.to_json()
+    doc["q3"]["mirrors"] = [entry] * 10_202  # one over the list cap, under the byte cap
+    with pytest.raises(ArtifactError, match="q3.mirrors"):
+        read_artifact(exact.dumps(doc, indent=None), task.caps)
+    doc["q3"]["mirrors"] = [entry] * 1_000_000
     with pytest.raises(ReplayInputError, match="1000000 entries, more than the 10201"):
         H.replay(doc, task, task.replay_spec, Deadline(30))
-    assert time.process_time() - t0 < 5  # generous: the list is never walked
     _unreplayable(task, doc, "more than the 10201")
 
 

@@ -108,7 +108,7 @@ def main(repeats: int = 3) -> int:
         walls, cpus = [], []
         for _ in range(repeats):
             t0, c0 = time.perf_counter(), time.process_time()
-            ev = evaluate(task, read_artifact(text))
+            ev = evaluate(task, read_artifact(text, task.caps))
             walls.append(time.perf_counter() - t0)
             cpus.append(time.process_time() - c0)
             assert ev.replay is not None and ev.replay.status == "ok", ev.replay

@@ -66,6 +66,10 @@ class Numerics:
     ray_sets: int = 32  # distinct shifted ray sets, by (position key + moment)
     max_candidates_per_mirror: int = 400  # work bound: more means the field is illegal
 
+    def __post_init__(self) -> None:
+        if not (1 <= self.grid <= 62 and self.rays >= 1 and self.ray_sets >= 1):
+            raise ValueError(f"unusable numerics {self}: grid in 1..62 (int64 row masks)")
+
 
 @dataclass
 class Field:
