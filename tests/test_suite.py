@@ -183,10 +183,14 @@ def test_broken_harbor_config(figured: Task, tmp_path: Path) -> None:
     assert "harbor" in _checks(d)
 
 
-def test_broken_anchor_paper_value(figured: Task, tmp_path: Path) -> None:
-    d = _copy(figured, tmp_path)
+def test_broken_anchor_paper_value(suite: list[Task], tmp_path: Path) -> None:
+    def scored_anchor(p: dict) -> bool:  # an excluded paper's values are only on record
+        return p.get("role") == "anchor" and bool(p["values"]) and not p.get("exclusion_reason")
+
+    task = next(t for t in suite if any(scored_anchor(p) for p in t.panel.model_dump()["papers"]))
+    d = _copy(task, tmp_path)
     panel = json.loads((d / "panel.json").read_text())
-    paper = next(p for p in panel["papers"] if p.get("role") == "anchor" and p["values"])
+    paper = next(p for p in panel["papers"] if scored_anchor(p))
     k = next(iter(paper["values"]))
     paper["values"][k] = "123456789"
     (d / "panel.json").write_text(json.dumps(panel))
