@@ -17,11 +17,12 @@ import numpy as np
 import pytest
 
 from tbmm import exact
+from tbmm.gate import run_gate
 from tbmm.pipeline import Evaluation, evaluate
 from tbmm.replay import Deadline, ReplayInputError, run_replay
 from tbmm.replay import heliostat_field as H
 from tbmm.rules import reward
-from tbmm.scoring import ArtifactError, read_artifact
+from tbmm.scoring import ArtifactError, read_artifact, score_task
 from tbmm.tasks import Task, find_task
 from tbmm.verify import verify_artifact
 
@@ -411,6 +412,43 @@ def test_a_missing_design_is_never_a_pass(task: Task) -> None:
     assert all("replayed.q3" in v for v in ev.gate.unverifiable.values())
     assert all(m.reward == 0 and "unverifiable" in m.reason for m in ev.score.metrics)
     assert ev.score.o_eval == 0
+
+
+def test_an_omitted_claim_zeroes_every_metric(task: Task) -> None:
+    """Each claim tied to the replay by an `agree` check, left out: the check cannot be
+    evaluated, so no metric pays (the design is replayed once; a claim is no replay input)."""
+    doc = _decisions(task)
+    resolved, rep = run_replay(task, doc)
+    assert rep is not None and rep.status == "ok", rep
+    agree = [c for c in task.gate.check if c.form == "agree"]
+    assert {c.field.split(".")[0] for c in agree} == {"q2", "q3"}
+    for c in agree:
+        q, key = c.field.split(".", 1)
+        cut = {**resolved, q: {k: v for k, v in resolved[q].items() if k != key}}
+        g = run_gate(task, cut, rep.details)
+        assert g.verdict != "pass", c.id
+        assert set(g.unverifiable) == {m.id for m in task.metrics}, (c.id, g.unverifiable)
+        assert all(f"{c.id} needs {c.field}" in r for r in g.unverifiable.values()), c.id
+        s = score_task(task, cut, gate_failed=g.verdict == "fail", unverifiable=g.unverifiable)
+        assert s.o_eval == 0 and all(m.reward == 0 for m in s.metrics), c.id
+
+
+@pytest.mark.parametrize(
+    ("q", "key", "needle"),
+    [
+        ("q2", "mirror_width_m", "q2.mirror_width_m"),
+        ("q2", "installation_height_m", "q2.installation_height_m"),
+        ("q3", "tower_y_m", "q3.tower_y_m"),
+    ],
+)
+def test_an_omitted_design_field_is_never_a_pass(task: Task, q: str, key: str, needle: str) -> None:
+    doc = _decisions(task)
+    del doc[q][key]
+    ev = _eval(task, doc)
+    assert ev.gate.verdict != "pass", ev.gate
+    assert ev.score.o_eval == 0
+    reasons = [ev.replay.error if ev.replay else "", *ev.gate.unverifiable.values()]
+    assert any(needle in r for r in reasons), reasons
 
 
 def test_a_million_mirrors_are_refused_before_reading_them(task: Task) -> None:
