@@ -484,11 +484,88 @@ def test_a_pile_of_mirrors_is_refused_as_too_dense(task: Task) -> None:
     _unreplayable(task, doc, "the field cannot be replayed")
 
 
+def test_an_illegal_field_is_not_replayed_optically(task: Task) -> None:
+    """At the list cap, 20 m mirrors 25 m apart over 2.5 km (beyond the circle, oversized):
+    replaying its optics would take longer than the verification budget; the exact rules
+    are decided first, the optics skipped, and the gate fails the design naming the rules."""
+    ii, jj = np.meshgrid(np.arange(101) - 50, np.arange(101) - 50)
+    ms = [
+        {
+            "x_m": _num(25 * int(a)),
+            "y_m": _num(25 * int(b)),
+            "width_m": _num("20"),
+            "height_m": _num("20"),
+            "installation_height_m": _num("20"),
+        }
+        for a, b in zip(ii.ravel(), jj.ravel(), strict=True)
+    ]
+    doc = _decisions(task)
+    doc["q3"]["mirrors"] = ms
+    ev = _eval(task, doc)
+    assert ev.replay is not None and ev.replay.status == "ok", ev.replay
+    note = next(n for n in ev.replay.notes if n.startswith("q3: optics not replayed"))
+    assert "beyond 350 m" in note and "a side outside [2, 8] m" in note, note
+    assert not any(k.startswith("q3.annual") for k in ev.replay.values)
+    assert any(k.startswith("q2.annual") for k in ev.replay.values)  # q2 is legal: replayed
+    fails = _failed(ev)
+    assert {"q3_field_boundary", "q3_max_width", "q3_max_installation_height"} <= set(fails)
+    assert ev.gate.verdict == "fail" and ev.score.o_eval == 0
+
+
+@pytest.mark.parametrize(
+    "q, edit, needle",
+    [
+        ("q2", {"mirror_height_m": "6.5"}, "a mirror narrower than high"),
+        ("q2", {"installation_height_m": "3"}, "a mirror not clear of the ground"),
+        ("q2", {"installation_height_m": "1.9", "mirror_height_m": "3"}, "installation height"),
+    ],
+)
+def test_rule_breaking_common_design_skips_optics(
+    task: Task, q: str, edit: dict[str, str], needle: str
+) -> None:
+    """Every rule the gate checks on Problem 2's common design also stops its optics (the
+    replay's rules and gate.toml state the same bounds)."""
+    doc = _q_only(task, q)
+    _set(doc[q], **edit)
+    resolved, rep = run_replay(task, doc)
+    assert rep is not None and any(needle in n for n in rep.notes), rep.notes
+    assert "annual_thermal_power_mw" not in resolved["replayed"][q]
+
+
+def test_the_replay_s_rules_are_the_gate_s(task: Task) -> None:
+    """The bounds that stop the optics (replay.toml) are those the gate checks (gate.toml):
+    a design the gate accepts is always replayed, and none it rejects costs optics work."""
+    _, _, rules = H._params(task.replay_spec)
+    checks = {c.id: c for c in task.gate.check}
+    pairs = {
+        "q3_min_width": rules.side_min_m,
+        "q3_min_height": rules.side_min_m,
+        "q3_max_width": rules.side_max_m,
+        "q3_max_height": rules.side_max_m,
+        "q3_min_installation_height": rules.installation_height_min_m,
+        "q3_max_installation_height": rules.installation_height_max_m,
+    }
+    for cid, v in pairs.items():
+        assert exact.parse_decimal(checks[cid].bound) == v, cid
+    for cid in ("q2_mirror_width_range", "q2_mirror_height_range"):
+        c = checks[cid]
+        assert (exact.parse_decimal(c.lo), exact.parse_decimal(c.hi)) == (
+            rules.side_min_m,
+            rules.side_max_m,
+        )
+    c = checks["q2_installation_height_range"]
+    assert (exact.parse_decimal(c.lo), exact.parse_decimal(c.hi)) == (
+        rules.installation_height_min_m,
+        rules.installation_height_max_m,
+    )
+
+
 def test_the_densest_legal_fields_stay_within_the_work_bound() -> None:
     """Work bounds (candidate caps) must never reject a legal field: the densest lattices of
-    the smallest and the largest mirrors replay, and their spacing is exactly legal."""
+    the smallest and the largest mirrors at the minimum spacing itself (in floats, a hair
+    denser than decimal coordinates can be legally) replay."""
     for w, z in ((2.0, 2.0), (8.0, 6.0)):
-        pitch = w + 5
+        pitch = w + 5  # the minimum spacing itself (decimal coordinates need a hair more)
         m = int(350 / pitch) + 2
         jj, ii = np.meshgrid(np.arange(-m, m + 1), np.arange(-2 * m, 2 * m + 1))
         x = ((jj + 0.5 * (ii % 2)) * pitch).ravel()

@@ -853,6 +853,10 @@ class Rules:
     field_radius_m: Fraction = Fraction(350)
     tower_clearance_m: Fraction = Fraction(100)
     spacing_extra_m: Fraction = Fraction(5)
+    side_min_m: Fraction = Fraction(2)
+    side_max_m: Fraction = Fraction(8)
+    installation_height_min_m: Fraction = Fraction(2)
+    installation_height_max_m: Fraction = Fraction(6)
 
 
 @dataclass
@@ -1198,6 +1202,45 @@ def constraints(d: Design, rules: Rules) -> tuple[dict[str, Any], dict[str, str]
     return vals, det
 
 
+def broken_rules(d: Design, vals: dict[str, Any], rules: Rules) -> list[str]:
+    """The statement's placement and size rules that the design breaks (exact, from the
+    constraint quantities). The optics of such a design are not replayed: the gate fails it
+    whatever it achieves, and a field beyond the legal envelope (mirrors far outside the
+    circle, oversized mirrors) could cost far more work than the largest legal field."""
+    q = d.q
+    broken = [
+        f"{vals[f'{q}.{key}']} {what}"
+        for key, what in (
+            ("mirrors_outside_field", f"mirror(s) beyond {rules.field_radius_m} m"),
+            ("tower_outside_field", f"tower(s) beyond {rules.field_radius_m} m"),
+            ("mirrors_near_tower", f"mirror(s) within {rules.tower_clearance_m} m of the tower"),
+            ("spacing_violations", "pair(s) closer than max(width) + 5 m"),
+        )
+        if vals[f"{q}.{key}"] > 0
+    ]
+    if q == "q3":
+        sides = (vals[f"{q}.min_width_m"], vals[f"{q}.max_width_m"])
+        sides += (vals[f"{q}.min_height_m"], vals[f"{q}.max_height_m"])
+        lo_z, hi_z = vals[f"{q}.min_installation_height_m"], vals[f"{q}.max_installation_height_m"]
+        w_lt_h = vals[f"{q}.min_width_minus_height_m"] < 0
+        grounded = vals[f"{q}.min_ground_clearance_m"] <= 0
+    else:
+        w, h, z = (d.common[k] for k in COMMON)
+        sides, lo_z, hi_z, w_lt_h, grounded = (w, h), z, z, w < h, 2 * z <= h
+    if min(sides) < rules.side_min_m or max(sides) > rules.side_max_m:
+        broken.append(f"a side outside [{rules.side_min_m}, {rules.side_max_m}] m")
+    if lo_z < rules.installation_height_min_m or hi_z > rules.installation_height_max_m:
+        broken.append(
+            f"an installation height outside [{rules.installation_height_min_m}, "
+            f"{rules.installation_height_max_m}] m"
+        )
+    if w_lt_h:
+        broken.append("a mirror narrower than high")
+    if grounded:
+        broken.append("a mirror not clear of the ground")
+    return broken
+
+
 # --- the replay --------------------------------------------------------------------------
 
 
@@ -1231,6 +1274,14 @@ def _params(spec: Any) -> tuple[Site, Numerics, Rules]:
         field_radius_m=frac("field_radius_m", Rules.field_radius_m),
         tower_clearance_m=frac("tower_clearance_m", Rules.tower_clearance_m),
         spacing_extra_m=frac("spacing_extra_m", Rules.spacing_extra_m),
+        side_min_m=frac("side_min_m", Rules.side_min_m),
+        side_max_m=frac("side_max_m", Rules.side_max_m),
+        installation_height_min_m=frac(
+            "installation_height_min_m", Rules.installation_height_min_m
+        ),
+        installation_height_max_m=frac(
+            "installation_height_max_m", Rules.installation_height_max_m
+        ),
     )
     return site, numerics, rules
 
@@ -1260,6 +1311,13 @@ def replay(doc: dict[str, Any], task: Any, spec: Any, deadline: Deadline) -> Out
         vals, det = constraints(d, rules)
         out.values.update(vals)
         out.details.update(det)
+        broken = broken_rules(d, vals, rules)
+        if broken:
+            out.notes.append(
+                f"{d.q}: optics not replayed: the design breaks the statement's rules "
+                f"({'; '.join(broken)}), so it is infeasible whatever it achieves"
+            )
+            continue
         try:
             perf = simulate(d.field, site, numerics, deadline=deadline)
         except TooDense as exc:
