@@ -264,7 +264,7 @@ def test_unstated_reference_is_rejected(suite: list[Task], tmp_path: Path) -> No
     d = _copy(t, tmp_path)
     s = (d / "scoring.toml").read_text()
     start = s.index("[metric.reference]")
-    end = s.find("[[metric", start)
+    end = s.find("[[metric]]", start)  # past its [[metric.reference.history]] entries too
     (d / "scoring.toml").write_text(s[:start] + (s[end:] if end > 0 else ""))
     assert "reference" in _checks(d)
     assert "no reference stated" in _messages(d)
