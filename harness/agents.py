@@ -199,8 +199,10 @@ class CommandTemplate:
 
 
 OPENCODE_CONFIG = (
-    '{"$schema": "https://opencode.ai/config.json", "provider": {"openai": {"options": '
-    '{"baseURL": "{base_url}", "apiKey": "tbmm-proxy"}}}}'
+    '{"$schema": "https://opencode.ai/config.json", "autoupdate": false, "share": "disabled", '
+    '"model": "openai/{model}", "small_model": "openai/{model}", '
+    '"provider": {"openai": {"options": {"baseURL": "{base_url}", "apiKey": "tbmm-proxy"}, '
+    '"models": {"{model}": {"name": "{model}"}}}}}'
 )
 
 # codex >= 0.16x reads neither OPENAI_BASE_URL for its built-in provider nor a chat
@@ -238,7 +240,7 @@ TEMPLATES: dict[str, CommandTemplate] = {
             "-",
         ),
         provider="openai",
-        env=(("OPENAI_API_KEY", "tbmm-proxy"), ("CODEX_HOME", "/root/.codex")),
+        env=(("OPENAI_API_KEY", "tbmm-proxy"),),
         instruction_on_stdin=True,
         package="codex",
     ),

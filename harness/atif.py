@@ -87,6 +87,15 @@ class _Builder:
         self.started_at = started_at
         self.model = model
         self.notes: list[str] = []
+        self._said: set[str] = set()  # system/user messages already in the trajectory
+
+    def say(self, source: str, message: Any, t: float | None) -> None:
+        """A system or user step, once: a CLI that opens a second conversation (a session
+        title, a summary) resends the same prompts, which are not new steps."""
+        key = json.dumps([source, message], sort_keys=True)
+        if key not in self._said:
+            self._said.add(key)
+            self.add(source, message, t)
 
     def add(self, source: str, message: Any, t: float | None, **fields: Any) -> dict[str, Any]:
         step: dict[str, Any] = {
@@ -190,7 +199,7 @@ def _http(b: _Builder, ev: dict[str, Any]) -> None:
                         extra={"from_request_history": True},
                     )
                 continue
-            b.add("system" if role == "system" else "user", _content(item.get("parts") or []), t)
+            b.say("system" if role == "system" else "user", _content(item.get("parts") or []), t)
         elif kind == "tool_result":
             b.observe(str(item.get("id", "")), str(item.get("content", "")), t)
     status = int(ev.get("status") or 0)
