@@ -41,6 +41,7 @@ def build_agent(
     max_turns: int = 60,
     temperature: float | None = None,
     vision: bool = False,
+    retries: int = 6,
 ) -> Agent:
     """The agent behind an `--agent` name (see AGENTS). Prices are not the agent's: the
     runner costs every agent's tokens with the sweep's pricing."""
@@ -57,13 +58,14 @@ def build_agent(
             max_turns=max_turns,
             temperature=temperature,
             vision=vision,
+            max_retries=retries,
         )
     if name == "command":
         if not agent_cmd:
             raise typer.BadParameter("--agent command needs --agent-cmd 'shell command'")
-        return CommandAgent.from_shell(agent_cmd)
+        return CommandAgent.from_shell(agent_cmd, max_retries=retries)
     if name in TEMPLATES:
-        return CommandAgent(name)
+        return CommandAgent(name, max_retries=retries)
     raise typer.BadParameter(f"unknown agent {name!r}; one of {', '.join(AGENTS)}")
 
 
@@ -143,6 +145,13 @@ def run_command(
     ),
     api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env"),
     max_turns: int = typer.Option(60, "--max-turns"),
+    retries: int = typer.Option(
+        6,
+        "--retries",
+        min=0,
+        help="retries of a failed model request (429/5xx/connection; backoff 1 s doubling); "
+        "when they run out the trial is an infrastructure error",
+    ),
     temperature: float | None = typer.Option(None, "--temperature"),
     price_in: float | None = typer.Option(
         None, "--price-in", help="USD per 1M uncached input tokens (overrides the model table)"
@@ -209,6 +218,7 @@ def run_command(
         max_turns=max_turns,
         temperature=temperature,
         vision=use_vision,
+        retries=retries,
     )
     if agent == "llm":
         console.print(
