@@ -353,11 +353,16 @@ class CommandAgent:
         label: str = "shell",
         **kw: Any,
     ) -> CommandAgent:
+        env = {
+            "openai": (("OPENAI_BASE_URL", "{base_url}"), ("OPENAI_API_KEY", "tbmm-proxy")),
+            "anthropic": (
+                ("ANTHROPIC_BASE_URL", "{base_url}"),
+                ("ANTHROPIC_API_KEY", "tbmm-proxy"),
+            ),
+            "none": (),
+        }[provider]
         tpl = CommandTemplate(
-            argv=("/bin/sh", "-c", command),
-            provider=provider,
-            env=(("OPENAI_BASE_URL", "{base_url}"), ("OPENAI_API_KEY", "tbmm-proxy")),
-            limit_memory=True,
+            argv=("/bin/sh", "-c", command), provider=provider, env=env, limit_memory=True
         )
         return cls(tpl, provider_env=provider_env, label=label, **kw)
 

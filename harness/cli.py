@@ -42,6 +42,7 @@ def build_agent(
     temperature: float | None = None,
     vision: bool = False,
     retries: int = 6,
+    agent_provider: str = "openai",
 ) -> Agent:
     """The agent behind an `--agent` name (see AGENTS). Prices are not the agent's: the
     runner costs every agent's tokens with the sweep's pricing."""
@@ -63,7 +64,9 @@ def build_agent(
     if name == "command":
         if not agent_cmd:
             raise typer.BadParameter("--agent command needs --agent-cmd 'shell command'")
-        return CommandAgent.from_shell(agent_cmd, max_retries=retries)
+        if agent_provider not in ("openai", "anthropic", "none"):
+            raise typer.BadParameter("--agent-provider: openai, anthropic or none")
+        return CommandAgent.from_shell(agent_cmd, provider=agent_provider, max_retries=retries)
     if name in TEMPLATES:
         return CommandAgent(name, max_retries=retries)
     raise typer.BadParameter(f"unknown agent {name!r}; one of {', '.join(AGENTS)}")
@@ -139,6 +142,12 @@ def run_command(
     ),
     agent_cmd: str | None = typer.Option(
         None, "--agent-cmd", help="shell command for --agent command"
+    ),
+    agent_provider: str = typer.Option(
+        "openai",
+        "--agent-provider",
+        help="model API the --agent command uses through the proxy: openai | anthropic | "
+        "none (no proxy, no endpoint pre-flight)",
     ),
     base_url: str | None = typer.Option(
         None, "--base-url", help="OpenAI-compatible base URL (llm)"
@@ -219,6 +228,7 @@ def run_command(
         temperature=temperature,
         vision=use_vision,
         retries=retries,
+        agent_provider=agent_provider,
     )
     if agent == "llm":
         console.print(
