@@ -318,3 +318,24 @@ def agents_install(
             continue
         out.print(f"{pkg.spec} installed in {d}", highlight=False)
     raise typer.Exit(code)
+
+
+docker_app = typer.Typer(
+    no_args_is_help=True, add_completion=False, help="Docker images without a registry."
+)
+
+
+@docker_app.command("base")
+def docker_base() -> None:
+    """Build the offline base image (Debian bookworm via mmdebstrap + the locked wheels,
+    no registry, no network in the build); `tbmm run --backend docker` then uses it."""
+    from harness.docker_backend import docker_client
+    from harness.docker_images import base_tag, ensure_local_base
+
+    try:
+        client = docker_client(timeout=600)
+        tag = ensure_local_base(client, log=lambda m: err.print(m, highlight=False))
+    except Exception as exc:  # engine missing, mmdebstrap missing, download or build failed
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(1) from exc
+    out.print(f"{tag} ready (expected tag for this lock: {base_tag()})", highlight=False)
