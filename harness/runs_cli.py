@@ -325,6 +325,11 @@ docker_app = typer.Typer(
 )
 
 
+@docker_app.callback()
+def _docker_group() -> None:
+    """Docker images without a registry (a group even with one command: `tbmm docker base`)."""
+
+
 @docker_app.command("base")
 def docker_base() -> None:
     """Build the offline base image (Debian bookworm via mmdebstrap + the locked wheels,
