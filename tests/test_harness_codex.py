@@ -105,6 +105,10 @@ def test_codex_cli_writes_the_artifact_in_the_sandbox(
     assert server.errors == []
     assert server.paths == ["/v1/responses", "/v1/responses"]
     (r,) = Store(db).trials()
+    print(
+        f"codex trial: {r['duration_s']:.1f} s (agent {r['agent_s']:.1f} s, "
+        f"verify {r['verify_s']:.2f} s)"
+    )
     blob = runs_dir_for(db) / r["blob_dir"]
     assert (r["status"], r["exit_reason"], r["o_eval"]) == ("ok", "completed", 1.0), (
         r["detail"],
