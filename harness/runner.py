@@ -496,7 +496,8 @@ def run_sweep(
                 console.print(
                     f"prices (USD per 1M tokens): input {pricing.input:g}, cached "
                     f"{pricing.cache_read if pricing.cache_read is not None else pricing.input:g},"
-                    f" output {pricing.output:g} — {pricing.source}",
+                    f" output {pricing.output:g}"
+                    + (f" — {pricing.source}" if pricing.source else ""),
                     highlight=False,
                 )
             records = _execute(

@@ -16,7 +16,7 @@ import subprocess
 from functools import cache
 from pathlib import Path
 
-import pytest
+from tests.ci import absent
 
 HARBOR_VERSION = "0.26.0"
 
@@ -75,8 +75,7 @@ def harbor_python() -> str:
     uv = shutil.which("uv")
     if base is None or uv is None:
         why = "no Python 3.12 interpreter" if base is None else "uv is not installed"
-        print(f"SKIP reason: {why}: Harbor's models cannot be installed")
-        pytest.skip(why)
+        absent(f"{why}: Harbor's models cannot be installed")
     shutil.rmtree(venv, ignore_errors=True)
     subprocess.run([uv, "venv", "-q", "--python", base, str(venv)], check=True)
     proc = subprocess.run(
@@ -85,8 +84,7 @@ def harbor_python() -> str:
         text=True,
     )
     if proc.returncode != 0:
-        print(f"SKIP reason: harbor=={HARBOR_VERSION} could not be installed: {proc.stderr[-500:]}")
-        pytest.skip("Harbor could not be installed from PyPI")
+        absent(f"harbor=={HARBOR_VERSION} could not be installed: {proc.stderr[-500:]}")
     ok.write_text(HARBOR_VERSION)
     return str(py)
 

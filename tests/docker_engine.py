@@ -25,6 +25,8 @@ from typing import Any
 
 import pytest
 
+from tests.ci import absent
+
 SHARED = "tbmm-docker-test"
 STORAGE_DRIVERS = ("overlay2", "vfs")  # overlay2 when the kernel allows it: ~15x faster here
 
@@ -103,8 +105,7 @@ def docker_engine() -> Iterator[Any]:
         return
     if os.geteuid() != 0 or shutil.which("dockerd") is None:
         why = "not root" if os.geteuid() != 0 else "dockerd is not installed"
-        print(f"SKIP reason: no Docker engine for the tests ({why}; .ci/run installs docker.io)")
-        pytest.skip(f"no Docker engine: {why}")
+        absent(f"no Docker engine for the tests ({why}; .ci/run installs docker.io)")
     lock = open(f"/run/{SHARED}.lock", "w")  # noqa: SIM115
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -115,8 +116,7 @@ def docker_engine() -> Iterator[Any]:
     try:
         proc, url, dirs = _start(name)
     except (RuntimeError, OSError) as exc:
-        print(f"SKIP reason: dockerd could not start here: {exc}")
-        pytest.skip(f"dockerd could not start: {exc}")
+        absent(f"dockerd could not start here: {exc}")
     try:
         yield _client(url)
     finally:

@@ -31,25 +31,28 @@ from harness.testing import (
 from harness.usage import Pricing
 from harness.venv import ensure_agent_venv
 from tests.atif_check import assert_valid_atif
+from tests.ci import absent
 
 pytestmark = pytest.mark.skipif(not bwrap_path(), reason="no sandbox (bubblewrap) available")
 
 
-@pytest.fixture(scope="module")
-def codex() -> cli_agents.CLIPackage:
-    """The pinned codex, installed by `tbmm agents install codex` (.ci/run does it);
-    installed here when missing, which needs npm and the npm registry."""
-    pkg = cli_agents.PACKAGES["codex"]
+def _installed(name: str) -> cli_agents.CLIPackage:
+    """The pinned package, installed by `tbmm agents install` (.ci/run does it); installed
+    here when missing, which needs npm and the npm registry."""
+    pkg = cli_agents.PACKAGES[name]
     if not cli_agents.is_installed(pkg):
         if shutil.which("npm") is None:
-            print("SKIP reason: npm is not installed, codex cannot be installed")
-            pytest.skip("npm is not installed")
+            absent(f"npm is not installed, {name} cannot be installed")
         try:
             cli_agents.ensure_installed(pkg)
         except cli_agents.InstallError as exc:
-            print(f"SKIP reason: {exc}")
-            pytest.skip(f"codex could not be installed: {str(exc)[:200]}")
+            absent(f"{name} could not be installed: {str(exc)[:300]}")
     return pkg
+
+
+@pytest.fixture(scope="module")
+def codex() -> cli_agents.CLIPackage:
+    return _installed("codex")
 
 
 def test_codex_cli_writes_the_artifact_in_the_sandbox(
@@ -136,16 +139,7 @@ def test_opencode_cli_writes_the_artifact_in_the_sandbox(tmp_path: Path) -> None
     """opencode (pinned npm package) driven the same way: its `openai` provider pointed at
     the proxy, the model declared in its config, its small model (session titles) set to
     the same model so that no other model is ever called."""
-    pkg = cli_agents.PACKAGES["opencode"]
-    if not cli_agents.is_installed(pkg):
-        if shutil.which("npm") is None:
-            print("SKIP reason: npm is not installed, opencode cannot be installed")
-            pytest.skip("npm is not installed")
-        try:
-            cli_agents.ensure_installed(pkg)
-        except cli_agents.InstallError as exc:
-            print(f"SKIP reason: {exc}")
-            pytest.skip(f"opencode could not be installed: {str(exc)[:200]}")
+    _installed("opencode")
     task = make_fake_task(tmp_path / "tasks", agent_timeout_sec=240)
     out = task.output_path
     solve = (
