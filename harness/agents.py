@@ -108,6 +108,7 @@ class AgentOutcome:
 
 class Agent(Protocol):
     """An agent. Optional attributes the runner reads: `uses_model` (False: costs $0),
+    `cost_known` (False: the cost was paid elsewhere, unknown here),
     `version` and `atif_name` (for the trajectory), `preflight(open_session) -> [problems]`
     (checks before the sweep; `open_session(extra_binds, env)` opens a sandbox like a
     trial's)."""
@@ -161,6 +162,7 @@ class ReplayAgent:
     `<dir>/<slug>/<seed>/<slug>_result.json`, then `<dir>/<slug>_result.json` (all seeds)."""
 
     name = "replay"
+    cost_known = False  # the artifacts were produced elsewhere: what they cost is unknown here
 
     def __init__(self, source_dir: Path) -> None:
         self.source_dir = Path(source_dir)

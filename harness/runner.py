@@ -269,8 +269,7 @@ def run_trial(
         tokens_cache_read=totals.cached_tokens,
         tokens_cache_write=totals.cache_write_tokens,
         requests=totals.requests,
-        # An agent that calls no model (the oracle) costs exactly $0; otherwise unknown stays None.
-        cost_usd=totals.cost_usd if getattr(agent, "uses_model", True) else 0.0,
+        cost_usd=_trial_cost(agent, totals),
         status=status,
         error=outcome.infra,
         trajectory=trajectory,
@@ -646,3 +645,14 @@ def _execute(
             raise
         pool.shutdown(wait=True)
     return records
+
+
+def _trial_cost(agent: Any, totals: UsageTotals) -> float | None:
+    """An agent that calls no model (the oracle) costs exactly $0; one whose artifacts were
+    made elsewhere (replay) has an unknown cost; otherwise the proxied responses' cost
+    (None when one of them could not be priced)."""
+    if not getattr(agent, "uses_model", True):
+        return 0.0
+    if not getattr(agent, "cost_known", True):
+        return None
+    return totals.cost_usd
