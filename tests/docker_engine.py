@@ -89,9 +89,12 @@ def _stop(proc: subprocess.Popen[bytes], dirs: list[Path], remove: bool = False)
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
     for d in dirs:
-        # dockerd leaves its network namespace mount under the exec root
+        # dockerd leaves its network namespace mount under the exec root, and (overlay2)
+        # its data root bind-mounted onto itself
         for ns in d.glob("netns/*"):
             subprocess.run(["umount", str(ns)], capture_output=True)
+        if os.path.ismount(d):
+            subprocess.run(["umount", str(d)], capture_output=True)
         if remove:
             shutil.rmtree(d, ignore_errors=True)
 
