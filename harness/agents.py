@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from harness import cli_agents
 from harness.backends import Session
+from harness.errors import InfraError
+from harness.preflight import check_endpoint
 from harness.proxy import FORWARDER_NAME, SANDBOX_DIR, SOCKET_NAME, ModelProxy, Upstream
 from harness.sandbox import ABORT, Bind
 from harness.trajectory import Trajectory
@@ -94,14 +97,22 @@ class AgentContext:
 @dataclass
 class AgentOutcome:
     """How the agent stopped. exit_reason: completed | timeout | error | max_turns |
-    model_error | no_artifact_source."""
+    model_error | no_artifact_source | harness_error. `infra` = "<kind>: <detail>" when the
+    infrastructure failed (harness.errors): the trial is then `error`, not a score."""
 
     exit_reason: str
     detail: str = ""
     turns: int = 0
+    infra: str | None = None
 
 
 class Agent(Protocol):
+    """An agent. Optional attributes the runner reads: `uses_model` (False: costs $0),
+    `cost_known` (False: the cost was paid elsewhere, unknown here),
+    `version` and `atif_name` (for the trajectory), `preflight(open_session) -> [problems]`
+    (checks before the sweep; `open_session(extra_binds, env)` opens a sandbox like a
+    trial's)."""
+
     name: str
 
     def settings(self) -> dict[str, Any]:
@@ -109,6 +120,9 @@ class Agent(Protocol):
         ...
 
     def run(self, ctx: AgentContext) -> AgentOutcome: ...
+
+
+Opener = Callable[..., Session]
 
 
 def _write_bytes(ctx: AgentContext, data: bytes, what: str) -> AgentOutcome:
@@ -148,6 +162,7 @@ class ReplayAgent:
     `<dir>/<slug>/<seed>/<slug>_result.json`, then `<dir>/<slug>_result.json` (all seeds)."""
 
     name = "replay"
+    cost_known = False  # the artifacts were produced elsewhere: what they cost is unknown here
 
     def __init__(self, source_dir: Path) -> None:
         self.source_dir = Path(source_dir)
@@ -182,11 +197,35 @@ class CommandTemplate:
     instruction_on_stdin: bool = False
     limit_memory: bool = False  # node-based CLIs reserve far more address space than they use
     files: tuple[tuple[str, str], ...] = ()  # (sandbox path, content) written before the run
+    package: str | None = None  # key of harness.cli_agents.PACKAGES: installed and bound
 
 
 OPENCODE_CONFIG = (
-    '{"$schema": "https://opencode.ai/config.json", "provider": {"openai": {"options": '
-    '{"baseURL": "{base_url}", "apiKey": "tbmm-proxy"}}}}'
+    '{"$schema": "https://opencode.ai/config.json", "autoupdate": false, "share": "disabled", '
+    '"model": "openai/{model}", "small_model": "openai/{model}", '
+    '"provider": {"openai": {"options": {"baseURL": "{base_url}", "apiKey": "tbmm-proxy"}, '
+    '"models": {"{model}": {"name": "{model}"}}}}}'
+)
+
+# codex >= 0.16x reads neither OPENAI_BASE_URL for its built-in provider nor a chat
+# wire API: a custom provider speaking the Responses API (streamed, SSE) is the way to
+# point it at our proxy. Its own sandbox (landlock/seccomp, nested namespaces) cannot work
+# inside ours (nested user namespaces are disabled) and is redundant: it is bypassed.
+CODEX_PROVIDER = (
+    "-c",
+    "model_provider=tbmm",
+    "-c",
+    "model_providers.tbmm.name=tbmm-proxy",
+    "-c",
+    "model_providers.tbmm.base_url={base_url}",
+    "-c",
+    "model_providers.tbmm.env_key=OPENAI_API_KEY",
+    "-c",
+    "model_providers.tbmm.wire_api=responses",
+    "-c",
+    "model_providers.tbmm.request_max_retries=0",  # the proxy retries
+    "-c",
+    "model_providers.tbmm.stream_max_retries=0",
 )
 
 TEMPLATES: dict[str, CommandTemplate] = {
@@ -196,13 +235,16 @@ TEMPLATES: dict[str, CommandTemplate] = {
             "exec",
             "--skip-git-repo-check",
             "--dangerously-bypass-approvals-and-sandbox",
+            "--json",
             "--model",
             "{model}",
+            *CODEX_PROVIDER,
             "-",
         ),
         provider="openai",
-        env=(("OPENAI_BASE_URL", "{base_url}"), ("OPENAI_API_KEY", "tbmm-proxy")),
+        env=(("OPENAI_API_KEY", "tbmm-proxy"),),
         instruction_on_stdin=True,
+        package="codex",
     ),
     "claude-code": CommandTemplate(
         argv=(
@@ -224,12 +266,14 @@ TEMPLATES: dict[str, CommandTemplate] = {
             ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
         ),
         instruction_on_stdin=True,
+        package="claude-code",
     ),
     "opencode": CommandTemplate(
         argv=("opencode", "run", "--model", "openai/{model}", "{instruction}"),
         provider="openai",
         env=(("OPENCODE_CONFIG", "/tmp/opencode.json"), ("OPENAI_API_KEY", "tbmm-proxy")),
         files=(("/tmp/opencode.json", OPENCODE_CONFIG),),
+        package="opencode",
     ),
 }
 
@@ -245,11 +289,17 @@ PROVIDERS: dict[str, tuple[str, str, str, str]] = {
 }
 
 FORWARD_PORT = 18080
+FORWARDER_FAILED = 125  # exit code of the launcher when the in-sandbox forwarder never started
+FORWARDER_MARK = "tbmm: the model forwarder did not start"
 _LAUNCH = (
     f"python3 {SANDBOX_DIR}/{FORWARDER_NAME} {FORWARD_PORT} {SANDBOX_DIR}/{SOCKET_NAME} /tmp/.tbmm-fwd-ready >/tmp/.tbmm-fwd.log 2>&1 &\n"
-    "i=0; while [ ! -e /tmp/.tbmm-fwd-ready ] && [ $i -lt 200 ]; do i=$((i+1)); sleep 0.05; done\n"
+    "i=0; while [ ! -e /tmp/.tbmm-fwd-ready ] && [ $i -lt 400 ]; do i=$((i+1)); sleep 0.05; done\n"
+    f'if [ ! -e /tmp/.tbmm-fwd-ready ]; then echo "{FORWARDER_MARK}:" >&2; '
+    f"cat /tmp/.tbmm-fwd.log >&2; exit {FORWARDER_FAILED}; fi\n"
     'exec "$@"'
 )
+BINARY_MISSING = 127  # the shell's "command not found"
+BINARY_NOT_EXECUTABLE = 126
 
 
 def _fill(text: str, values: Mapping[str, str]) -> str:
@@ -262,6 +312,8 @@ class CommandAgent:
     """Runs a CLI agent harness inside the sandbox, model traffic through `ModelProxy`.
 
     API keys are read from the host environment by the proxy; the sandbox gets placeholders.
+    A template with a `package` runs the pinned install from harness.cli_agents (bound
+    read-only, first on PATH) when there is one, else whatever the host has under /usr.
     A custom harness: `CommandAgent.from_shell("my-agent --task-file ...")` (provider none
     or openai).
     """
@@ -273,8 +325,9 @@ class CommandAgent:
         template: str | CommandTemplate,
         *,
         provider_env: Mapping[str, str] | None = None,
-        price_per_mtok: tuple[float, float] | None = None,
         label: str | None = None,
+        max_retries: int = 6,
+        backoff_s: float = 1.0,
     ) -> None:
         if isinstance(template, str):
             if template not in TEMPLATES:
@@ -284,9 +337,13 @@ class CommandAgent:
         else:
             self.label = label or "custom"
         self.name = self.label
+        self.atif_name = self.label
         self.template = template
         self.provider_env = dict(os.environ if provider_env is None else provider_env)
-        self.price = price_per_mtok
+        self.max_retries = max_retries
+        self.backoff_s = backoff_s
+        self.package = cli_agents.PACKAGES.get(template.package) if template.package else None
+        self.version = self.package.version if self.package is not None else None
 
     @classmethod
     def from_shell(
@@ -296,17 +353,26 @@ class CommandAgent:
         provider: str = "openai",
         provider_env: Mapping[str, str] | None = None,
         label: str = "shell",
+        **kw: Any,
     ) -> CommandAgent:
+        env = {
+            "openai": (("OPENAI_BASE_URL", "{base_url}"), ("OPENAI_API_KEY", "tbmm-proxy")),
+            "anthropic": (
+                ("ANTHROPIC_BASE_URL", "{base_url}"),
+                ("ANTHROPIC_API_KEY", "tbmm-proxy"),
+            ),
+            "none": (),
+        }[provider]
         tpl = CommandTemplate(
-            argv=("/bin/sh", "-c", command),
-            provider=provider,
-            env=(("OPENAI_BASE_URL", "{base_url}"), ("OPENAI_API_KEY", "tbmm-proxy")),
-            limit_memory=True,
+            argv=("/bin/sh", "-c", command), provider=provider, env=env, limit_memory=True
         )
-        return cls(tpl, provider_env=provider_env, label=label)
+        return cls(tpl, provider_env=provider_env, label=label, **kw)
 
     def settings(self) -> dict[str, Any]:
-        return {"harness": self.label, "argv": list(self.template.argv)}
+        out: dict[str, Any] = {"harness": self.label, "argv": list(self.template.argv)}
+        if self.package is not None:
+            out["package"] = self.package.spec
+        return out
 
     def upstream(self) -> Upstream | None:
         if self.template.provider == "none":
@@ -320,14 +386,90 @@ class CommandAgent:
             provider=self.template.provider,
         )
 
+    # -- the program: where it is, and how the sandbox sees it ---------------------------
+    def _install(self) -> Path | None:
+        """The managed install dir if the pinned package is installed there."""
+        if self.package is not None and cli_agents.is_installed(self.package):
+            return cli_agents.install_dir(self.package)
+        return None
+
+    def _binds_path(self) -> tuple[tuple[Bind, ...], str]:
+        """Binds for the pinned install, and a shell line putting it first on PATH (the
+        sandbox's PATH keeps the agent venv, so the CLI's commands get its python)."""
+        install = self._install()
+        if install is None:
+            return (), ""
+        bin_dir = install / "node_modules" / ".bin"
+        return (
+            Bind(install, str(install)),
+        ), f'PATH={shlex.quote(str(bin_dir))}:"$PATH"; export PATH\n'
+
+    def preflight(self, open_session: Opener) -> list[str]:
+        """The endpoint answers and the program runs inside a sandbox like the trials'."""
+        problems: list[str] = []
+        upstream = self.upstream()
+        if upstream is not None:
+            why = check_endpoint(upstream)
+            if why:
+                problems.append(why)
+        program = self.template.argv[0]
+        if program.startswith("/") or "{" in program:
+            return problems
+        binds, path_line = self._binds_path()
+        session = open_session(binds)
+        res = session.exec(
+            [
+                "/bin/sh",
+                "-c",
+                path_line + 'command -v "$1" >/dev/null || exit 127; "$1" --version',
+                "sh",
+                program,
+            ],
+            timeout=60.0,
+            limit_memory=False,
+        )
+        out = (res.stdout + res.stderr).decode(errors="replace").strip()
+        if res.exit_code != 0 or res.timed_out:
+            where = (
+                f"the pinned install {cli_agents.install_dir(self.package)}"
+                if self._install() is not None and self.package is not None
+                else "PATH (/usr/local/bin:/usr/bin:/bin)"
+            )
+            hint = (
+                f"; install it with `tbmm agents install {self.package.name}`"
+                if self.package is not None and self._install() is None
+                else ""
+            )
+            problems.append(
+                f"binary_missing: `{program} --version` failed inside the sandbox "
+                f"(exit {res.exit_code}{', timed out' if res.timed_out else ''}; looked in "
+                f"{where}){hint}: {out[-500:]}"
+            )
+        elif self.package is not None and self._install() is None:
+            self.version = out.splitlines()[-1][:100] if out else None  # unpinned host install
+        return problems
+
     def run(self, ctx: AgentContext) -> AgentOutcome:
-        if self.price is not None:
-            ctx.totals.price_in_per_mtok, ctx.totals.price_out_per_mtok = self.price
         upstream = self.upstream()
         if upstream is None:
             return self._run(ctx, None)
-        with ModelProxy(upstream, trajectory=ctx.trajectory, totals=ctx.totals) as proxy:
-            return self._run(ctx, proxy)
+        try:
+            proxy = ModelProxy(
+                upstream,
+                trajectory=ctx.trajectory,
+                totals=ctx.totals,
+                max_retries=self.max_retries,
+                backoff_s=self.backoff_s,
+            )
+        except OSError as exc:
+            raise InfraError("proxy_failure", f"the model proxy could not start: {exc}") from exc
+        with proxy:
+            outcome = self._run(ctx, proxy)
+        if proxy.failures and outcome.infra is None:
+            first = proxy.failures[0]
+            more = f" (+{len(proxy.failures) - 1} more)" if len(proxy.failures) > 1 else ""
+            outcome.infra = first.cause + more
+        return outcome
 
     def _run(self, ctx: AgentContext, proxy: ModelProxy | None) -> AgentOutcome:
         tpl = self.template
@@ -345,7 +487,8 @@ class CommandAgent:
         env = {k: _fill(v, values) for k, v in tpl.env}
         env["TBMM_SEED"] = str(ctx.seed)
         env["TBMM_OUTPUT_PATH"] = ctx.task.output_path
-        files_prelude = ""
+        binds, path_line = self._binds_path()
+        files_prelude = path_line
         for dest, content in tpl.files:
             files_prelude += (
                 f"cat > {shlex.quote(dest)} <<'TBMM_EOF'\n{_fill(content, values)}\nTBMM_EOF\n"
@@ -353,8 +496,8 @@ class CommandAgent:
         script = files_prelude + _LAUNCH if proxy is not None else files_prelude + 'exec "$@"'
         full = ["/bin/sh", "-c", script, "sh", *argv]
         stdin = ctx.task.instruction.encode() if tpl.instruction_on_stdin else None
-        ctx.trajectory.add("start", argv=argv, env=env)
-        extra = (Bind(proxy.dir, SANDBOX_DIR, grant=True),) if proxy is not None else ()
+        ctx.trajectory.add("start", argv=argv, env=env, version=self.version)
+        extra = binds + ((Bind(proxy.dir, SANDBOX_DIR, grant=True),) if proxy is not None else ())
         session = ctx.open(extra)
         res = session.exec(
             full,
@@ -377,6 +520,15 @@ class CommandAgent:
         )
         if res.timed_out:
             return AgentOutcome("timeout", f"killed after {res.duration_s:.1f}s")
+        err_tail = res.stderr[-2000:].decode(errors="replace")
+        if res.exit_code == FORWARDER_FAILED and FORWARDER_MARK in err_tail:
+            return AgentOutcome("error", err_tail[-500:], infra=f"proxy_failure: {err_tail[-300:]}")
+        if res.exit_code in (BINARY_MISSING, BINARY_NOT_EXECUTABLE) and argv[0] != "/bin/sh":
+            return AgentOutcome(
+                "error",
+                f"exit code {res.exit_code}",
+                infra=f"binary_missing: {argv[0]} exited {res.exit_code}: {err_tail[-300:]}",
+            )
         if res.exit_code != 0:
             return AgentOutcome("error", f"exit code {res.exit_code}")
         return AgentOutcome("completed")

@@ -1,4 +1,11 @@
-"""`tbmm run`: mount with `app.command("run")(run_command)` or `app.add_typer(run_app, name="run")`."""
+"""`tbmm run`: mount with `app.command("run")(run_command)` or `app.add_typer(run_app, name="run")`.
+
+Exit codes of `tbmm run`: 0 every planned trial ran (whatever its score); 2 bad usage,
+refused configuration (isolation, incomplete task) or an unusable results store; 3 the
+pre-flight check failed (model endpoint unreachable or rejecting the key, agent program
+missing in the sandbox): no trial ran; 4 some trials ended with an infrastructure `error`
+(stored with their cause, not scored; `--resume` runs them again).
+"""
 
 from __future__ import annotations
 
@@ -11,11 +18,17 @@ from rich.console import Console
 
 from harness.agents import TEMPLATES, Agent, CommandAgent, OracleAgent, ReplayAgent
 from harness.backends import Backend, choose_backend
+from harness.errors import PreflightError
 from harness.isolation import missing, table
 from harness.llm_agent import LLMAgent
+from harness.model_table import ModelTableError, declares_vision, resolve_pricing
 from harness.runner import DEFAULT_ARTIFACT_MAX_BYTES, SweepSummary, run_sweep, trial_limits
+from harness.usage import Pricing
 
 AGENTS = ("oracle", "replay", "llm", "command", *TEMPLATES)
+EXIT_USAGE = 2
+EXIT_PREFLIGHT = 3
+EXIT_TRIAL_ERRORS = 4
 
 
 def build_agent(
@@ -27,9 +40,12 @@ def build_agent(
     api_key_env: str = "OPENAI_API_KEY",
     max_turns: int = 60,
     temperature: float | None = None,
-    price: tuple[float, float] | None = None,
+    vision: bool = False,
+    retries: int = 6,
+    agent_provider: str = "openai",
 ) -> Agent:
-    """The agent behind an `--agent` name (see AGENTS)."""
+    """The agent behind an `--agent` name (see AGENTS). Prices are not the agent's: the
+    runner costs every agent's tokens with the sweep's pricing."""
     if name == "oracle":
         return OracleAgent()
     if name == "replay":
@@ -42,14 +58,17 @@ def build_agent(
             api_key_env=api_key_env,
             max_turns=max_turns,
             temperature=temperature,
-            price_per_mtok=price,
+            vision=vision,
+            max_retries=retries,
         )
     if name == "command":
         if not agent_cmd:
             raise typer.BadParameter("--agent command needs --agent-cmd 'shell command'")
-        return CommandAgent.from_shell(agent_cmd)
+        if agent_provider not in ("openai", "anthropic", "none"):
+            raise typer.BadParameter("--agent-provider: openai, anthropic or none")
+        return CommandAgent.from_shell(agent_cmd, provider=agent_provider, max_retries=retries)
     if name in TEMPLATES:
-        return CommandAgent(name, price_per_mtok=price)
+        return CommandAgent(name, max_retries=retries)
     raise typer.BadParameter(f"unknown agent {name!r}; one of {', '.join(AGENTS)}")
 
 
@@ -124,14 +143,44 @@ def run_command(
     agent_cmd: str | None = typer.Option(
         None, "--agent-cmd", help="shell command for --agent command"
     ),
+    agent_provider: str = typer.Option(
+        "openai",
+        "--agent-provider",
+        help="model API the --agent command uses through the proxy: openai | anthropic | "
+        "none (no proxy, no endpoint pre-flight)",
+    ),
     base_url: str | None = typer.Option(
         None, "--base-url", help="OpenAI-compatible base URL (llm)"
     ),
     api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env"),
     max_turns: int = typer.Option(60, "--max-turns"),
+    retries: int = typer.Option(
+        6,
+        "--retries",
+        min=0,
+        help="retries of a failed model request (429/5xx/connection; backoff 1 s doubling); "
+        "when they run out the trial is an infrastructure error",
+    ),
     temperature: float | None = typer.Option(None, "--temperature"),
-    price_in: float | None = typer.Option(None, "--price-in", help="USD per 1M input tokens"),
+    price_in: float | None = typer.Option(
+        None, "--price-in", help="USD per 1M uncached input tokens (overrides the model table)"
+    ),
     price_out: float | None = typer.Option(None, "--price-out", help="USD per 1M output tokens"),
+    price_cache_read: float | None = typer.Option(
+        None, "--price-cache-read", help="USD per 1M input tokens read from the cache"
+    ),
+    price_cache_write: float | None = typer.Option(
+        None, "--price-cache-write", help="USD per 1M input tokens written to the cache"
+    ),
+    name: str | None = typer.Option(
+        None, "--name", help="display name of the entry in tables and plots"
+    ),
+    vision: bool | None = typer.Option(
+        None,
+        "--vision/--no-vision",
+        help="send the statement's figures as images (llm agent); default: on when the "
+        "model's row in the model table declares vision",
+    ),
     artifact_max_bytes: int = typer.Option(DEFAULT_ARTIFACT_MAX_BYTES, "--artifact-max-bytes"),
     tasks_root: Path | None = typer.Option(None, "--tasks-root"),
     allow_incomplete: bool = typer.Option(
@@ -143,13 +192,32 @@ def run_command(
     """Run an agent on tasks x seeds, verify each artifact, store everything.
 
     Tasks with a missing official attachment ("incomplete") are skipped by `--tasks all`
-    and refused by name unless --allow-incomplete."""
+    and refused by name unless --allow-incomplete. Exit codes: 0 all trials ran, 2 usage
+    or configuration refused, 3 pre-flight failed (nothing ran), 4 some trials ended with
+    an infrastructure error (stored, not scored; rerun them with --resume)."""
     console = Console(stderr=True)
     if backend == "harbor":
         _run_harbor(agent, model, tasks, seeds, harbor_env, harbor_dataset, concurrency, db,
                     resume, tasks_root, allow_incomplete, console)  # fmt: skip
         return
-    price = (price_in, price_out) if price_in is not None and price_out is not None else None
+    try:
+        pricing = resolve_pricing(
+            model,
+            price_in=price_in,
+            price_out=price_out,
+            price_cache_read=price_cache_read,
+            price_cache_write=price_cache_write,
+        )
+        use_vision = declares_vision(model) if vision is None else vision
+    except ModelTableError as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(EXIT_USAGE) from exc
+    if pricing is None and (price_in is not None or price_out is not None):
+        console.print(
+            "[yellow]note:[/yellow] no model-table row for this model: give both --price-in "
+            "and --price-out to cost it; costs will be reported unknown",
+            highlight=False,
+        )
     the_agent = build_agent(
         agent,
         replay_dir=replay_dir,
@@ -158,8 +226,16 @@ def run_command(
         api_key_env=api_key_env,
         max_turns=max_turns,
         temperature=temperature,
-        price=price,
+        vision=use_vision,
+        retries=retries,
+        agent_provider=agent_provider,
     )
+    if agent == "llm":
+        console.print(
+            f"figures as images: {'on' if use_vision else 'off'} "
+            f"({'--vision/--no-vision' if vision is not None else 'model table'})",
+            highlight=False,
+        )
     try:
         chosen, why = choose_backend(backend)
         console.print(why)
@@ -182,15 +258,32 @@ def run_command(
             timeout,
             artifact_max_bytes,
             console,
+            pricing,
+            name,
         )
+    except PreflightError as exc:
+        console.print("[red]pre-flight check failed, no trial ran:[/red]", highlight=False)
+        for problem in exc.problems:
+            console.print(f"  - {problem}", highlight=False, markup=False)
+        raise typer.Exit(EXIT_PREFLIGHT) from exc
     except (RuntimeError, ValueError, KeyError, sqlite3.Error, OSError) as exc:
         console.print(f"[red]error:[/red] {str(exc).strip(chr(39))}", highlight=False)
-        raise typer.Exit(2) from exc
+        raise typer.Exit(EXIT_USAGE) from exc
     console.print(
-        f"{summary.entry_id}: ran {summary.done} (failed {summary.failed}), "
-        f"skipped {summary.skipped} already stored, {summary.wall_s:.1f}s -> {db}"
+        f"{summary.entry_id}: ran {summary.done} (failed {summary.failed}, errors "
+        f"{summary.errored}), skipped {summary.skipped} already stored, "
+        f"{summary.wall_s:.1f}s -> {db}",
+        highlight=False,
     )
     _print_leaderboard(db, tasks_root)
+    if summary.errored:
+        causes = sorted({r.error or "" for r in summary.records if r.status == "error"})
+        console.print(
+            f"[red]{summary.errored} trial(s) ended with an infrastructure error[/red] (not "
+            f"scored; rerun with --resume): " + "; ".join(c[:200] for c in causes[:5]),
+            highlight=False,
+        )
+        raise typer.Exit(EXIT_TRIAL_ERRORS)
 
 
 def _run_harbor(
@@ -283,6 +376,8 @@ def _sweep(
     timeout: float | None,
     artifact_max_bytes: int,
     console: Console,
+    pricing: Pricing | None = None,
+    name: str | None = None,
 ) -> SweepSummary:
     """Run the sweep (errors surface as one-line messages in the caller)."""
     return run_sweep(
@@ -297,12 +392,14 @@ def _sweep(
         timeout=timeout,
         artifact_max_bytes=artifact_max_bytes,
         console=console,
+        pricing=pricing,
+        name=name,
     )
 
 
 def _print_leaderboard(db: Path, tasks_root: Path | None) -> None:
     """The leaderboard of everything in the store, on stdout, after every sweep."""
-    from tbmm.leaderboard import to_table
+    from tbmm.leaderboard import to_markdown, to_table
     from tbmm.results import ResultsError, leaderboard
     from tbmm.tasks import TASKS_ROOT, TaskFormatError
 
@@ -311,7 +408,11 @@ def _print_leaderboard(db: Path, tasks_root: Path | None) -> None:
     except (ResultsError, TaskFormatError) as exc:
         Console(stderr=True).print(f"leaderboard unavailable: {exc}", highlight=False)
         return
-    Console().print(to_table(lb))
+    out = Console()
+    if out.is_terminal:
+        out.print(to_table(lb, out.width))
+    else:  # piped or logged: Markdown reads anywhere, whatever the width
+        print(to_markdown(lb))
 
 
 run_app = typer.Typer(help="Run agents on tasks.", invoke_without_command=True)

@@ -1,7 +1,9 @@
 """Docker backend: the task's own image, no network, 2 CPUs / 8 GB, data (ro) + results (rw).
 
 The container configuration is a pure function (`docker_run_kwargs`) so that tests can
-check it on machines without a Docker engine.
+check it on machines without a Docker engine. Images: see harness.docker_images (the task's
+Dockerfile on a digest-pinned Python 3.11 base, or on the offline base built from Debian
+packages and the locked wheels; with the offline base, builds need no network either).
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import io
+import os
 import posixpath
 import tarfile
 import time
@@ -38,6 +41,22 @@ def docker_available() -> tuple[bool, str]:
     except Exception as exc:  # any failure means: no usable engine
         return False, f"no Docker engine answered ({type(exc).__name__}: {exc})"
     return True, "Docker engine answered"
+
+
+def resolve_base(client: Any, base: str | None = "auto") -> str | None:
+    """The TBMM_BASE a task image is built on: `base` if given, else $TBMM_DOCKER_BASE,
+    else the offline base when this engine has it (`tbmm docker base`), else None (the
+    Dockerfile's own digest-pinned default, which needs a registry)."""
+    from harness.docker_images import _image_exists, base_tag
+
+    if base not in (None, "auto"):
+        return base
+    env = os.environ.get("TBMM_DOCKER_BASE")
+    if env:
+        return env
+    if base == "auto" and _image_exists(client, base_tag()):
+        return base_tag()
+    return None
 
 
 def image_tag(slug: str, env_dir: Path) -> str:
@@ -129,10 +148,12 @@ class DockerSession:
     ) -> ExecResult:
         argv = list(argv)
         if stdin is not None:
+            # put_archive writes into the container's own filesystem, under a tmpfs mount
+            # (/tmp) it would be hidden: stage in /root, open it as stdin, delete it, exec.
             self._n += 1
-            tmp = f"/tmp/.tbmm-stdin-{self._n}"
+            tmp = f"/root/.tbmm-stdin-{self._n}"
             self._put(tmp, stdin)
-            argv = ["/bin/sh", "-c", f'exec "$@" < {tmp}', "sh", *argv]
+            argv = ["/bin/sh", "-c", 'exec 0<"$0" && rm -f "$0" && exec "$@"', tmp, *argv]
         secs = max(int(timeout + 0.999), 1)
         cmd = ["timeout", "-s", "KILL", str(secs), *argv]
         start = time.monotonic()
@@ -183,11 +204,12 @@ class DockerBackend:
 
     name = "docker"
 
-    def __init__(self, client: Any | None = None) -> None:
+    def __init__(self, client: Any | None = None, base: str | None = "auto") -> None:
         self.client = client or docker_client()
+        self.base = resolve_base(self.client, base)
 
     def describe(self) -> str:
-        return "docker"
+        return f"docker (base {self.base or 'from the Dockerfile'})"
 
     def isolation(self, limits: Limits) -> Isolation:
         """What the container configuration enforces (None: not enforced by it)."""
@@ -214,11 +236,17 @@ class DockerBackend:
         }
 
     def ensure_image(self, slug: str, env_dir: Path) -> str:
-        tag = image_tag(slug, env_dir)
-        try:
-            self.client.images.get(tag)
-        except Exception:
-            self.client.images.build(path=str(env_dir), tag=tag, rm=True, network_mode="default")
+        """The task's image (built once per Dockerfile + lock + base). On the offline base
+        the build has no network; on the registry base pip fetches the locked wheels."""
+        from harness.docker_images import _image_exists, build, task_image_tag
+
+        tag = task_image_tag(slug, env_dir, self.base or "dockerfile-default")
+        if _image_exists(self.client, tag):
+            return tag
+        if self.base is None:
+            build(self.client, env_dir, tag, {}, network="default")
+        else:
+            build(self.client, env_dir, tag, {"TBMM_BASE": self.base}, network="none")
         return tag
 
     def open(

@@ -3,19 +3,31 @@
 The loop runs OUTSIDE the sandbox (it needs the model endpoint); every tool call runs
 INSIDE the trial's sandbox, which keeps no network. Each command is a fresh sandbox over
 the same /root/work and /root/results, so files persist and background processes do not.
+
+With `vision`, the statement's figures (the `![caption](/root/data/figures/...)` references
+of the instruction) are sent as image parts right after their reference, as data URIs read
+from the task's data folder (the files the agent can read anyway). `tbmm run` turns it on
+when the model's row in the model table declares `vision = true` (harness.model_table), or
+with `--vision`; the trajectory records the images by their sandbox path, not their bytes.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import re
 import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from harness.agents import AgentContext, AgentOutcome
+from harness.agents import AgentContext, AgentOutcome, Opener
+from harness.errors import RETRIED_STATUS, status_kind
+from harness.preflight import check_endpoint
+from harness.proxy import Upstream
 from harness.sandbox import DATA, RESULTS, WORK
 from harness.usage import ResponseUsage
 
@@ -85,7 +97,13 @@ TOOLS: list[dict[str, Any]] = [
 
 
 class ModelError(RuntimeError):
-    """The model endpoint failed after all retries."""
+    """The model endpoint failed after all retries. `infra` is the harness.errors kind when
+    the failure is the infrastructure's (unreachable, 429/5xx to the end, 401/403/404);
+    None when the request itself was refused (400, 413, 422: the agent's doing)."""
+
+    def __init__(self, message: str, infra: str | None = None) -> None:
+        super().__init__(message)
+        self.infra = infra
 
 
 @dataclass
@@ -103,7 +121,7 @@ class ChatClient:
         headers = {"Content-Type": "application/json"}
         if self.api_key:
             headers["Authorization"] = f"Bearer {self.api_key}"
-        last = ""
+        last, infra = "", None
         for attempt in range(self.max_retries + 1):
             if attempt:
                 time.sleep(min(self.backoff_s * 2 ** (attempt - 1), 60.0))
@@ -113,13 +131,16 @@ class ChatClient:
                     return json.loads(resp.read())
             except urllib.error.HTTPError as exc:
                 last = f"HTTP {exc.code}: {exc.read()[:500].decode(errors='replace')}"
-                if exc.code not in (408, 409, 429, 500, 502, 503, 504, 529):
+                infra = status_kind(exc.code)
+                if exc.code not in RETRIED_STATUS:
                     break
             except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
                 last = f"{type(exc).__name__}: {exc}"
+                infra = "endpoint_unreachable"
             except ValueError as exc:
                 last = f"bad JSON from model endpoint: {exc}"
-        raise ModelError(last)
+                infra = None
+        raise ModelError(last, infra)
 
 
 def _clip(text: str, cap: int = TOOL_OUTPUT_CAP) -> str:
@@ -128,10 +149,55 @@ def _clip(text: str, cap: int = TOOL_OUTPUT_CAP) -> str:
     return text[: cap // 2] + f"\n...[{len(text) - cap} chars omitted]...\n" + text[-cap // 2 :]
 
 
+FIGURE_REF = re.compile(r"!\[([^\]]*)\]\((/root/data/[^)\s]+\.(png|jpe?g|gif|webp))\)", re.I)
+MAX_IMAGE_BYTES = 5 * 1024 * 1024
+MAX_IMAGES = 32
+_MEDIA = {
+    "png": "image/png",
+    "jpg": "image/jpeg",
+    "jpeg": "image/jpeg",
+    "gif": "image/gif",
+    "webp": "image/webp",
+}
+
+
+def instruction_content(
+    instruction: str, data_dir: Path, *, inline: bool
+) -> tuple[list[dict[str, Any]], int]:
+    """The instruction as OpenAI content parts with each referenced figure as an image
+    part after its reference, and how many images were attached. `inline`: data URIs (what
+    is sent); else the sandbox path (what the trajectory records). A reference outside the
+    data folder, missing, or over MAX_IMAGE_BYTES stays text only."""
+    parts: list[dict[str, Any]] = []
+    pos = n = 0
+    root = data_dir.resolve()
+    for m in FIGURE_REF.finditer(instruction):
+        parts.append({"type": "text", "text": instruction[pos : m.end()]})
+        pos = m.end()
+        if n >= MAX_IMAGES:
+            continue
+        rel = m.group(2)[len(DATA) + 1 :]
+        host = (root / rel).resolve()
+        if root not in host.parents or not host.is_file() or host.stat().st_size > MAX_IMAGE_BYTES:
+            continue
+        media = _MEDIA[m.group(3).lower()]
+        url = (
+            f"data:{media};base64,{base64.b64encode(host.read_bytes()).decode('ascii')}"
+            if inline
+            else m.group(2)
+        )
+        parts.append({"type": "image_url", "image_url": {"url": url}})
+        n += 1
+    if pos < len(instruction):
+        parts.append({"type": "text", "text": instruction[pos:]})
+    return parts, n
+
+
 class LLMAgent:
     """OpenAI-compatible tool loop. Settings that change behaviour form the entry id."""
 
     name = "llm"
+    atif_name = "tbmm-llm"
 
     def __init__(
         self,
@@ -141,37 +207,52 @@ class LLMAgent:
         max_turns: int = 60,
         temperature: float | None = None,
         command_timeout: int = DEFAULT_COMMAND_TIMEOUT,
-        price_per_mtok: tuple[float, float] | None = None,
         max_retries: int = 6,
+        vision: bool = False,
     ) -> None:
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
         self.api_key_env = api_key_env
         self.max_turns = max_turns
         self.temperature = temperature
         self.command_timeout = command_timeout
-        self.price = price_per_mtok
         self.max_retries = max_retries
+        self.vision = vision
 
     def settings(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "max_turns": self.max_turns,
             "temperature": self.temperature,
             "command_timeout": self.command_timeout,
         }
+        if self.vision:  # only when on: entries run before the option keep their id
+            out["vision"] = True
+        return out
+
+    def preflight(self, open_session: Opener) -> list[str]:
+        """The model endpoint answers (and does not reject the key) before any trial."""
+        up = Upstream(self.base_url, os.environ.get(self.api_key_env), "bearer", "openai")
+        why = check_endpoint(up)
+        return [why] if why else []
 
     def run(self, ctx: AgentContext) -> AgentOutcome:
-        if self.price is not None:
-            ctx.totals.price_in_per_mtok, ctx.totals.price_out_per_mtok = self.price
         client = ChatClient(self.base_url, os.environ.get(self.api_key_env), self.max_retries)
         system = SYSTEM_PROMPT.format(
             work=WORK, output=ctx.task.output_path, data=DATA, results=RESULTS
         )
+        user: str | list[dict[str, Any]] = ctx.task.instruction
+        logged_user: str | list[dict[str, Any]] = user
+        if self.vision:
+            data_dir = Path(ctx.task.data_dir)
+            parts, n = instruction_content(ctx.task.instruction, data_dir, inline=True)
+            if n:
+                user = parts
+                logged_user = instruction_content(ctx.task.instruction, data_dir, inline=False)[0]
         messages: list[dict[str, Any]] = [
             {"role": "system", "content": system},
-            {"role": "user", "content": ctx.task.instruction},
+            {"role": "user", "content": user},
         ]
-        for m in messages:
-            ctx.trajectory.add("message", message=m)
+        ctx.trajectory.add("message", message=messages[0])
+        ctx.trajectory.add("message", message={"role": "user", "content": logged_user})
         ctx.session  # noqa: B018 - open the sandbox before the first model call
         for turn in range(1, self.max_turns + 1):
             if ctx.remaining() <= 0:
@@ -188,11 +269,16 @@ class LLMAgent:
             try:
                 resp = client.complete(payload, timeout=min(ctx.remaining(), 600.0))
             except ModelError as exc:
-                ctx.trajectory.add("model_error", error=str(exc))
-                return AgentOutcome("model_error", str(exc)[:500], turn - 1)
+                ctx.trajectory.add("model_error", error=str(exc), infra=exc.infra)
+                return AgentOutcome(
+                    "model_error",
+                    str(exc)[:500],
+                    turn - 1,
+                    infra=f"{exc.infra}: {str(exc)[:300]}" if exc.infra else None,
+                )
             usage = ResponseUsage()
             usage.absorb_doc({"usage": resp.get("usage") or {}})
-            ctx.totals.add(usage)
+            cost = ctx.totals.add(usage)
             try:
                 msg = resp["choices"][0]["message"]
             except (KeyError, IndexError, TypeError):
@@ -204,6 +290,8 @@ class LLMAgent:
                 "message",
                 message=msg,
                 usage=resp.get("usage"),
+                cost_usd=cost,
+                model=resp.get("model"),
                 latency_s=round(time.monotonic() - start, 3),
             )
             messages.append(msg)

@@ -6,7 +6,11 @@ forwarder (FORWARDER_SOURCE) listens on 127.0.0.1:PORT of the sandbox's own loop
 pipes each connection to that socket. So the CLI's only way out is HTTP to the model
 provider, through us: we inject the real API key (the sandbox only ever sees a
 placeholder), retry 429/5xx/connection errors with backoff, log every exchange to the
-trajectory, and add up tokens and cost from the provider's usage fields.
+trajectory (parsed by harness.exchanges: only the new part of each request, the model's
+turn, the usage and its cost), and add up tokens and cost from the provider's usage fields.
+A request that still fails after the retries (unreachable, 429/5xx) or that the provider
+rejects as unauthorised / unknown (401/403/404) is recorded in `failures`: the trial is then
+an infrastructure `error`, not a score (harness.errors).
 
 The proxy is an attack surface of the host, so it relays only what agents need: the
 endpoints in `ENDPOINTS` (method + path, per provider), request bodies with a
@@ -31,6 +35,8 @@ from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 
+from harness.errors import InfraError, status_kind
+from harness.exchanges import RequestLog, api_of, request_items, response_turn
 from harness.trajectory import Trajectory
 from harness.usage import ResponseUsage, UsageTotals
 
@@ -38,7 +44,8 @@ SANDBOX_DIR = "/run/tbmm"
 SOCKET_NAME = "model.sock"
 FORWARDER_NAME = "fwd.py"
 RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504, 529}
-LOG_CAP = 256 * 1024
+LOG_CAP = 256 * 1024  # raw body text kept when it could not be parsed
+RAW_CAP = 16 * 1024  # raw body text kept beside a parsed exchange
 MiB = 1024 * 1024
 
 # What an agent may call, per provider: (method, path relative to the provider's base URL).
@@ -251,6 +258,9 @@ class ModelProxy:
         self.max_response_bytes = max_response_bytes
         self.read_timeout = read_timeout
         self.slots = threading.BoundedSemaphore(max_connections)
+        self.failures: list[InfraError] = []  # infrastructure failures seen (harness.errors)
+        self._requests = RequestLog()
+        self._log_lock = threading.Lock()
         self.dir = Path(tempfile.mkdtemp(prefix="tbmm-px-"))
         (self.dir / FORWARDER_NAME).write_text(FORWARDER_SOURCE)
         self._server = _UnixHTTPServer(str(self.dir / SOCKET_NAME), _Handler)
@@ -314,6 +324,15 @@ class ModelProxy:
                 time.sleep(self._delay(attempt, resp.getheader("Retry-After")))
                 continue
             break
+        kind = status_kind(resp.status)
+        if kind is not None:
+            self.failures.append(
+                InfraError(
+                    kind,
+                    f"{handler.command} {target} answered HTTP {resp.status}"
+                    + (f" after {attempt} retries" if attempt else ""),
+                )
+            )
         usage = ResponseUsage()
         copy = bytearray()
         cut = False
@@ -340,19 +359,58 @@ class ModelProxy:
         finally:
             conn.close()
         usage.absorb_body(bytes(copy))
-        if resp.status < 400:
-            self.totals.add(usage)
+        cost = self.totals.add(usage) if resp.status < 400 else None
         if self.trajectory is not None:
+            self._log(
+                handler, body, bytes(copy), target, resp.status, attempt, start, usage, cost, cut
+            )
+
+    def _log(
+        self,
+        handler: BaseHTTPRequestHandler,
+        body: bytes,
+        response: bytes,
+        target: str,
+        status: int,
+        retries: int,
+        start: float,
+        usage: ResponseUsage,
+        cost: float | None,
+        cut: bool,
+    ) -> None:
+        """One `http` event: the new request items, the model's turn, usage, clipped raw."""
+        assert self.trajectory is not None
+        api = api_of(target)
+        fields: dict[str, Any] = {"api": api}
+        items = None
+        if api is not None:
+            try:
+                items = request_items(api, json.loads(body))
+            except ValueError:
+                items = None
+        with self._log_lock:  # one delta chain per proxy: log lines in the order computed
+            if items is not None:
+                prefix, new = self._requests.delta(items)
+                fields.update(prefix=prefix, items=new)
+            else:
+                fields["request"] = _clip(body)
+            turn = response_turn(api, response) if api is not None and status < 400 else None
+            if turn is not None:
+                fields["turn"] = turn
+                fields["response"] = _clip(response, RAW_CAP)
+            else:
+                fields["response"] = _clip(response)
             self.trajectory.add(
                 "http",
                 method=handler.command,
                 path=target,
-                status=resp.status,
-                retries=attempt,
+                status=status,
+                retries=retries,
                 duration_s=round(time.monotonic() - start, 3),
-                usage={"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens},
-                request=_clip(body),
-                response=_clip(bytes(copy)),
+                usage=usage.as_dict(),
+                cost_usd=cost,
+                request_bytes=len(body),
+                **fields,
                 **({"cut": f"response over {self.max_response_bytes} bytes"} if cut else {}),
             )
 
@@ -387,6 +445,7 @@ class ModelProxy:
     def _fail(
         self, handler: BaseHTTPRequestHandler, body: bytes, target: str, why: str, start: float
     ) -> None:
+        self.failures.append(InfraError("endpoint_unreachable", why))
         msg = json.dumps({"error": {"message": why, "type": "tbmm_proxy"}}).encode()
         try:
             handler.send_response(502)
@@ -406,6 +465,6 @@ class ModelProxy:
             )
 
 
-def _clip(data: bytes) -> str:
+def _clip(data: bytes, cap: int = LOG_CAP) -> str:
     text = data.decode("utf-8", errors="replace")
-    return text if len(text) <= LOG_CAP else text[:LOG_CAP] + f"...[{len(text) - LOG_CAP} chars]"
+    return text if len(text) <= cap else text[:cap] + f"...[{len(text) - cap} chars]"

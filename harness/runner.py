@@ -1,4 +1,11 @@
-"""Trials and sweeps: run an agent on (task, seed) pairs, collect, verify, store."""
+"""Trials and sweeps: run an agent on (task, seed) pairs, collect, verify, store.
+
+Before the first trial, `run_sweep` runs the agent's pre-flight checks (its model endpoint
+answers; its program runs inside a sandbox like the trials'): a failure stops the sweep
+with `PreflightError` and nothing is stored. During the sweep, an infrastructure failure
+(harness.errors) ends the trial with status `error` and its cause: it is stored, never
+verified or scored, and run again by the next `--resume`.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +19,7 @@ import stat
 import threading
 import time
 import traceback
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -19,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -29,10 +38,20 @@ from rich.progress import (
 )
 
 from harness.agents import Agent, AgentContext, AgentOutcome, TaskLike
+from harness.atif import write_trajectory
 from harness.backends import Backend, Session
+from harness.errors import InfraError, PreflightError
 from harness.sandbox import ABORT, Bind, Limits, kill_all_sandboxes, reap_stale
-from harness.store import Store, TrialRecord
+from harness.store import (
+    EVENTS_FILE,
+    STATUS_ERROR,
+    STATUS_OK,
+    TRAJECTORY_FILE,
+    Store,
+    TrialRecord,
+)
 from harness.trajectory import Trajectory
+from harness.usage import Pricing, UsageTotals
 from tbmm.bounds import DEFAULT_CAPS
 
 DEFAULT_ARTIFACT_MAX_BYTES = DEFAULT_CAPS.max_bytes  # the verifier's own cap (tbmm.bounds)
@@ -140,8 +159,10 @@ def run_trial(
     verifier: Verifier | None,
     timeout: float | None = None,
     artifact_max_bytes: int = DEFAULT_ARTIFACT_MAX_BYTES,
+    pricing: Pricing | None = None,
 ) -> TrialRecord:
-    """One trial, end to end; returns the committed record. Never raises for agent faults."""
+    """One trial, end to end; returns the committed record. Never raises for agent faults;
+    an infrastructure failure gives a committed record with status `error`."""
     started = time.time()
     t0 = time.monotonic()
     scratch = store.scratch_dir()
@@ -150,20 +171,13 @@ def run_trial(
     trial_dir = scratch / "trial"
     limits = trial_limits(task, timeout)
     wall = limits.wall_sec
-    traj = Trajectory(blobs / "trajectory.jsonl")
+    traj = Trajectory(blobs / EVENTS_FILE)
     stdout_p, stderr_p = blobs / "stdout.txt", blobs / "stderr.txt"
     stdout_p.touch()
     stderr_p.touch()
 
     def opener(extra: tuple[Bind, ...], env: dict[str, str]) -> Session:
-        return backend.open(
-            data_dir=Path(task.data_dir),
-            trial_dir=trial_dir,
-            limits=limits,
-            extra=extra,
-            env=env,
-            task=task,
-        )
+        return open_session(backend, task, trial_dir, limits, extra, env)
 
     ctx = AgentContext(
         task=task,
@@ -175,30 +189,38 @@ def run_trial(
         stdout_path=stdout_p,
         stderr_path=stderr_p,
         artifact_max_bytes=artifact_max_bytes,
+        totals=UsageTotals(pricing=pricing),
     )
     traj.add("trial", entry=entry.entry_id, task=task.slug, seed=seed, backend=backend.describe())
     setup_s = time.monotonic() - t0
     a0 = time.monotonic()
     try:
         outcome = agent.run(ctx)
+    except InfraError as exc:
+        traj.add("infra_error", cause=exc.cause)
+        outcome = AgentOutcome("error", exc.detail[:500], infra=exc.cause)
     except Exception:
         tb = traceback.format_exc()
         traj.add("harness_error", traceback=tb)
         with open(stderr_p, "a") as fh:
             fh.write("\n[tbmm harness error]\n" + tb)
-        outcome = AgentOutcome("harness_error", tb.strip().splitlines()[-1][:500])
+        last = tb.strip().splitlines()[-1][:500]
+        outcome = AgentOutcome("harness_error", last, infra=f"harness_fault: {last}")
     agent_s = time.monotonic() - a0
     results_dir = ctx.results_dir or trial_dir / "results"
     try:
-        status, data, size, reason = read_artifact(
+        art_status, data, size, reason = read_artifact(
             results_dir, task.output_path, artifact_max_bytes
         )
     finally:
         ctx.close()
     detail = "; ".join(x for x in (outcome.detail, reason) if x)
+    status = STATUS_ERROR if outcome.infra else STATUS_OK
     fields: dict[str, Any] = {}
     v0 = time.monotonic()
-    if verifier is not None:  # None = missing or rejected: the verifier scores it as missing
+    # An infrastructure error is not a score: its artifact (if any) is kept, not verified.
+    # Otherwise data None = missing or rejected: the verifier scores it as missing.
+    if verifier is not None and status == STATUS_OK:
         try:
             fields = _verdict_fields(verifier(task, data))
         except Exception:
@@ -210,8 +232,16 @@ def run_trial(
         (blobs / Path(task.output_path).name).write_bytes(data)
     if fields.get("verdict") is not None:
         (blobs / "verdict.json").write_text(json.dumps(fields["verdict"], indent=1))
-    traj.add("end", exit_reason=outcome.exit_reason, artifact=status, detail=detail)
+    traj.add(
+        "end",
+        exit_reason=outcome.exit_reason,
+        artifact=art_status,
+        detail=detail,
+        status=status,
+        **({"error": outcome.infra} if outcome.infra else {}),
+    )
     traj.close()
+    trajectory = _write_atif(agent, entry, task, seed, started, blobs, backend)
     totals = ctx.totals
     rec = TrialRecord(
         entry_id=entry.entry_id,
@@ -230,27 +260,98 @@ def run_trial(
         exit_reason=outcome.exit_reason,
         detail=detail,
         turns=outcome.turns,
-        artifact_status=status,
+        artifact_status=art_status,
         artifact_size=size,
         artifact_sha256=hashlib.sha256(data).hexdigest() if data is not None else None,
         artifact=data,
         tokens_in=totals.input_tokens,
         tokens_out=totals.output_tokens,
+        tokens_cache_read=totals.cached_tokens,
+        tokens_cache_write=totals.cache_write_tokens,
         requests=totals.requests,
-        # An agent that calls no model (the oracle) costs exactly $0; otherwise unknown stays None.
-        cost_usd=totals.cost_usd if getattr(agent, "uses_model", True) else 0.0,
+        cost_usd=_trial_cost(agent, totals),
+        status=status,
+        error=outcome.infra,
+        trajectory=trajectory,
         **fields,
     )
-    if outcome.exit_reason != "harness_error" and not ABORT.is_set():
-        # A harness fault or an abort is not the agent's: leave it uncommitted so that
-        # --resume runs it again.
+    if not ABORT.is_set():
+        # An abort (Ctrl-C) is nobody's result: leave it uncommitted so --resume reruns it.
         store.commit(rec, blobs)
     shutil.rmtree(scratch, ignore_errors=True)
     return rec
 
 
+def open_session(
+    backend: Backend,
+    task: TaskLike,
+    trial_dir: Path,
+    limits: Limits,
+    extra: tuple[Bind, ...],
+    env: dict[str, str],
+) -> Session:
+    """The trial's sandbox; a failure to start it is an infrastructure error."""
+    try:
+        return backend.open(
+            data_dir=Path(task.data_dir),
+            trial_dir=trial_dir,
+            limits=limits,
+            extra=extra,
+            env=env,
+            task=task,
+        )
+    except InfraError:
+        raise
+    except Exception as exc:
+        raise InfraError("sandbox_start", f"{type(exc).__name__}: {exc}"[:1000]) from exc
+
+
+def tbmm_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("tbmm")
+    except PackageNotFoundError:
+        return "0+unknown"
+
+
+def _write_atif(
+    agent: Agent,
+    entry: Entry,
+    task: TaskLike,
+    seed: int,
+    started: float,
+    blobs: Path,
+    backend: Backend,
+) -> str | None:
+    """The trial's ATIF trajectory from its raw events; a failure here never loses the trial
+    (the raw events stay, and `tbmm runs convert-trajectories` can retry)."""
+    try:
+        write_trajectory(
+            blobs / EVENTS_FILE,
+            blobs / TRAJECTORY_FILE,
+            agent_name=getattr(agent, "atif_name", None) or agent.name,
+            agent_version=getattr(agent, "version", None) or tbmm_version(),
+            model=entry.model,
+            session_id=str(uuid.uuid4()),
+            started_at=started,
+            extra={"entry": entry.entry_id, "task": task.slug, "seed": seed},
+        )
+    except Exception:
+        (blobs / "trajectory-error.txt").write_text(traceback.format_exc())
+        return None
+    return TRAJECTORY_FILE
+
+
 def trial_failed(rec: TrialRecord) -> bool:
-    return rec.exit_reason != "completed" or rec.artifact_status != "ok"
+    """The agent ran but did not deliver (an infrastructure error is counted apart)."""
+    return rec.status == STATUS_OK and (
+        rec.exit_reason != "completed" or rec.artifact_status != "ok"
+    )
+
+
+def trial_errored(rec: TrialRecord) -> bool:
+    return rec.status == STATUS_ERROR
 
 
 @contextlib.contextmanager
@@ -272,9 +373,55 @@ class SweepSummary:
     planned: int
     skipped: int
     done: int
-    failed: int
+    failed: int  # the agent ran and delivered no usable artifact (scored as such)
     wall_s: float
     records: list[TrialRecord]
+    errored: int = 0  # infrastructure errors: stored as `error`, not scored, rerun by --resume
+    retried: int = 0  # stored `error` trials this sweep ran again
+
+
+def preflight(
+    agent: Agent,
+    backend: Backend,
+    tasks: Sequence[TaskLike],
+    store: Store,
+    timeout: float | None = None,
+) -> list[str]:
+    """The agent's own pre-flight checks (endpoint reachable, program runnable in a sandbox
+    like the trials'); problems as one line each. Agents without checks pass."""
+    check = getattr(agent, "preflight", None)
+    if check is None or not tasks:
+        return []
+    task = tasks[0]
+    limits = trial_limits(task, min(timeout or 120.0, 120.0))
+    scratch = store.scratch_dir()
+    opened: list[Session] = []
+
+    def opener(extra: tuple[Bind, ...] = (), env: dict[str, str] | None = None) -> Session:
+        s = open_session(backend, task, scratch / "trial", limits, extra, dict(env or {}))
+        opened.append(s)
+        return s
+
+    try:
+        return list(check(opener))
+    except InfraError as exc:
+        return [exc.cause]
+    finally:
+        for s in opened:
+            with contextlib.suppress(Exception):
+                s.close()
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def progress_mode(console: Console, progress: bool) -> str:
+    """`bar` on a terminal, `lines` otherwise (CI logs, pipes), `off` when disabled.
+    $TBMM_PROGRESS=bar|lines|off overrides."""
+    forced = os.environ.get("TBMM_PROGRESS", "").strip().lower()
+    if forced in ("bar", "lines", "off"):
+        return forced
+    if not progress:
+        return "off"
+    return "bar" if console.is_terminal else "lines"
 
 
 def run_sweep(
@@ -292,12 +439,18 @@ def run_sweep(
     artifact_max_bytes: int = DEFAULT_ARTIFACT_MAX_BYTES,
     console: Console | None = None,
     progress: bool = True,
+    pricing: Pricing | None = None,
+    name: str | None = None,
+    check: bool = True,
 ) -> SweepSummary:
-    """Run every (task, seed) of this entry; with `resume`, only combos not yet stored.
+    """Run every (task, seed) of this entry; with `resume`, only combos not yet stored and
+    those stored as infrastructure `error` (which are replaced).
 
     Without `resume`, an entry that already has trials in the DB is an error (no silent
     overwrite, no duplicates). Each trial commits on its own, so a killed sweep loses at
-    most the trials that were running.
+    most the trials that were running. With `check`, the agent's pre-flight checks run
+    first and a failure raises `PreflightError` before any trial. `pricing` costs the
+    model's tokens (not part of the entry's identity); `name` is the entry's display name.
     """
     console = console or Console(stderr=True)
     seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
@@ -316,20 +469,36 @@ def run_sweep(
             if reaped:
                 console.print(reaped)
             store.clean_tmp()
-            store.ensure_entry(entry.entry_id, entry.agent, entry.model, entry.settings)
             done = store.done(entry.entry_id)
+            errored = store.errored(entry.entry_id)
             combos = [(t, s) for t in tasks for s in seed_list]
-            if done and not resume:
+            if (done or errored) and not resume:
                 raise RuntimeError(
-                    f"{len(done)} trials of entry {entry.entry_id} already in {db_path}; "
-                    "pass --resume to run only the missing ones"
+                    f"{len(done) + len(errored)} trials of entry {entry.entry_id} already in "
+                    f"{db_path}; pass --resume to run only the missing and errored ones"
                 )
             todo = [(t, s) for t, s in combos if (t.slug, s) not in done]
+            retried = sum(1 for t, s in todo if (t.slug, s) in errored)
+            if check and todo:
+                problems = preflight(agent, backend, [t for t, _ in todo], store, timeout)
+                if problems:
+                    raise PreflightError(problems)
+            store.ensure_entry(entry.entry_id, entry.agent, entry.model, entry.settings, name)
             console.print(
-                f"entry {entry.entry_id}: {len(combos)} trials planned, "
-                f"{len(combos) - len(todo)} already stored, {len(todo)} to run, "
-                f"concurrency {concurrency}, {backend.describe()}"
+                f"entry {entry.entry_id}{f' ({name})' if name else ''}: {len(combos)} trials "
+                f"planned, {len(combos) - len(todo)} already stored, {len(todo)} to run"
+                + (f" ({retried} errored before)" if retried else "")
+                + f", concurrency {concurrency}, {backend.describe()}",
+                highlight=False,
             )
+            if pricing is not None:
+                console.print(
+                    f"prices (USD per 1M tokens): input {pricing.input:g}, cached "
+                    f"{pricing.cache_read if pricing.cache_read is not None else pricing.input:g},"
+                    f" output {pricing.output:g}"
+                    + (f" — {pricing.source}" if pricing.source else ""),
+                    highlight=False,
+                )
             records = _execute(
                 todo,
                 agent=agent,
@@ -341,20 +510,30 @@ def run_sweep(
                 artifact_max_bytes=artifact_max_bytes,
                 concurrency=max(1, concurrency),
                 console=console,
-                show=progress,
+                mode=progress_mode(console, progress),
+                pricing=pricing,
             )
         finally:
             store.close()
-    failed = sum(trial_failed(r) for r in records)
     return SweepSummary(
         entry_id=entry.entry_id,
         planned=len(combos),
         skipped=len(combos) - len(todo),
         done=len(records),
-        failed=failed,
+        failed=sum(trial_failed(r) for r in records),
         wall_s=time.monotonic() - t_start,
         records=records,
+        errored=sum(trial_errored(r) for r in records),
+        retried=retried,
     )
+
+
+def _outcome_line(rec: TrialRecord) -> str:
+    if rec.status == STATUS_ERROR:
+        return f"ERROR {rec.error}"
+    if rec.o_eval is not None:
+        return f"O-Eval {rec.o_eval:.3f} (gate {rec.gate}, Lean {rec.lean}, {rec.exit_reason})"
+    return f"{rec.exit_reason}, artifact {rec.artifact_status}"
 
 
 def _execute(
@@ -369,23 +548,31 @@ def _execute(
     artifact_max_bytes: int,
     concurrency: int,
     console: Console,
-    show: bool,
+    mode: str,
+    pricing: Pricing | None = None,
 ) -> list[TrialRecord]:
     records: list[TrialRecord] = []
     running = 0
     failed = 0
+    errored = 0
     lock = threading.Lock()
+    t0 = time.monotonic()
     columns = (
         TextColumn("[bold]{task.description}"),
         BarColumn(),
         MofNCompleteColumn(),
-        TextColumn("running {task.fields[running]}  failed {task.fields[failed]}"),
+        TextColumn(
+            "running {task.fields[running]}  failed {task.fields[failed]}  "
+            "errors {task.fields[errored]}"
+        ),
         TimeElapsedColumn(),
         TextColumn("ETA"),
         TimeRemainingColumn(),
     )
-    with Progress(*columns, console=console, disable=not show, transient=False) as prog:
-        bar = prog.add_task(entry.entry_id, total=len(todo), running=0, failed=0)
+    total = len(todo)
+    width = len(str(total))
+    with Progress(*columns, console=console, disable=mode != "bar", transient=False) as prog:
+        bar = prog.add_task(entry.entry_id, total=total, running=0, failed=0, errored=0)
 
         def one(task: TaskLike, seed: int) -> TrialRecord:
             nonlocal running
@@ -403,6 +590,7 @@ def _execute(
                     verifier=verifier,
                     timeout=timeout,
                     artifact_max_bytes=artifact_max_bytes,
+                    pricing=pricing,
                 )
             finally:
                 with lock:
@@ -421,13 +609,32 @@ def _execute(
                 for fut in finished:
                     rec = fut.result()
                     records.append(rec)
-                    if trial_failed(rec):
-                        failed += 1
+                    failed += trial_failed(rec)
+                    errored += trial_errored(rec)
+                    if mode == "lines":
+                        n = len(records)
+                        elapsed = time.monotonic() - t0
+                        eta = elapsed / n * (total - n)
                         console.print(
-                            f"[yellow]{rec.task} seed {rec.seed}: {rec.exit_reason}, "
-                            f"artifact {rec.artifact_status} {rec.detail[:200]}"
+                            f"[{n:>{width}}/{total}] {rec.task} seed {rec.seed}: "
+                            f"{_outcome_line(rec)} | {rec.duration_s:.1f} s | running "
+                            f"{running}, failed {failed}, errors {errored} | elapsed "
+                            f"{elapsed:.0f} s, ETA {eta:.0f} s",
+                            highlight=False,
+                            markup=False,
+                            soft_wrap=True,
                         )
-                    prog.update(bar, advance=1, failed=failed)
+                    elif trial_failed(rec) or trial_errored(rec):
+                        style = "red" if trial_errored(rec) else "yellow"
+                        console.print(
+                            f"[{style}]"
+                            + escape(
+                                f"{rec.task} seed {rec.seed}: {_outcome_line(rec)} "
+                                f"{rec.detail[:200]}"
+                            ),
+                            highlight=False,
+                        )
+                    prog.update(bar, advance=1, failed=failed, errored=errored)
         except BaseException:
             # Ctrl-C (or a store failure): stop agents, kill sandboxes, commit nothing more.
             ABORT.set()
@@ -438,3 +645,14 @@ def _execute(
             raise
         pool.shutdown(wait=True)
     return records
+
+
+def _trial_cost(agent: Any, totals: UsageTotals) -> float | None:
+    """An agent that calls no model (the oracle) costs exactly $0; one whose artifacts were
+    made elsewhere (replay) has an unknown cost; otherwise the proxied responses' cost
+    (None when one of them could not be priced)."""
+    if not getattr(agent, "uses_model", True):
+        return 0.0
+    if not getattr(agent, "cost_known", True):
+        return None
+    return totals.cost_usd

@@ -4,6 +4,13 @@ Crash safety: a trial's blobs are written into a temp dir, renamed into place
 (`<runs>/<entry>/<task>/<seed>/`), and only then is the trial's row committed in ONE
 transaction. A process killed at any moment leaves either a committed trial (row + blobs)
 or nothing that counts: an orphan blob dir without a row is replaced when the trial reruns.
+
+A trial's `status` is `ok` (the agent ran; its artifact, good or bad, was verified) or
+`error` (the infrastructure failed: endpoint unreachable, proxy failure, binary missing,
+sandbox start failure, harness fault; `error` says which). An `error` trial is not a
+score: it is never verified, the leaderboard leaves it out of its means (with a count),
+and the next `--resume` replaces it. Stores written before these columns existed are
+migrated in place when opened (ALTER TABLE ADD COLUMN; old rows are `ok`).
 """
 
 from __future__ import annotations
@@ -26,7 +33,8 @@ CREATE TABLE IF NOT EXISTS entries (
     agent TEXT NOT NULL,
     model TEXT,
     settings TEXT NOT NULL,
-    created_at REAL NOT NULL
+    created_at REAL NOT NULL,
+    name TEXT
 );
 CREATE TABLE IF NOT EXISTS trials (
     id INTEGER PRIMARY KEY,
@@ -61,9 +69,28 @@ CREATE TABLE IF NOT EXISTS trials (
     verify_exit INTEGER,
     verdict TEXT,
     blob_dir TEXT,
+    status TEXT NOT NULL DEFAULT 'ok',
+    error TEXT,
+    tokens_cache_read INTEGER,
+    tokens_cache_write INTEGER,
+    trajectory TEXT,
     UNIQUE (entry_id, task, seed)
 );
 """
+
+# Columns added after the first release: (table, column, declaration) for the migration.
+MIGRATIONS: tuple[tuple[str, str, str], ...] = (
+    ("entries", "name", "TEXT"),
+    ("trials", "status", "TEXT NOT NULL DEFAULT 'ok'"),
+    ("trials", "error", "TEXT"),
+    ("trials", "tokens_cache_read", "INTEGER"),
+    ("trials", "tokens_cache_write", "INTEGER"),
+    ("trials", "trajectory", "TEXT"),
+)
+STATUS_OK = "ok"
+STATUS_ERROR = "error"
+TRAJECTORY_FILE = "trajectory.json"  # ATIF (harness.atif), in the trial's blob dir
+EVENTS_FILE = "events.jsonl"  # the raw event log (HTTP exchanges included) it is built from
 
 
 @dataclass
@@ -101,6 +128,11 @@ class TrialRecord:
     verify_exit: int | None = None
     verdict: dict[str, Any] | None = None
     blob_dir: str = ""
+    status: str = STATUS_OK  # ok | error (infrastructure failure: not a score)
+    error: str | None = None  # the cause, for status error: "<kind>: <detail>"
+    tokens_cache_read: int = 0
+    tokens_cache_write: int = 0
+    trajectory: str | None = None  # ATIF file name in the blob dir
     extra: dict[str, Any] = field(default_factory=dict)
 
     def row(self) -> dict[str, Any]:
@@ -142,30 +174,142 @@ class Store:
                 self._conn.execute("PRAGMA journal_mode=WAL")
                 self._conn.execute("PRAGMA synchronous=FULL")
                 self._conn.executescript(SCHEMA)
+                self._migrate()
             except sqlite3.Error:
                 self._conn.close()
                 raise
+
+    def _migrate(self) -> None:
+        """Add the columns a store from an older release lacks (idempotent)."""
+        for table, column, decl in MIGRATIONS:
+            have = {r[1] for r in self._conn.execute(f"PRAGMA table_info({table})")}
+            if column not in have:
+                with self._conn:
+                    self._conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {decl}")
 
     def close(self) -> None:
         with self._lock, _named(self.db_path):
             self._conn.close()
 
     def ensure_entry(
-        self, entry_id: str, agent: str, model: str | None, settings: dict[str, Any]
+        self,
+        entry_id: str,
+        agent: str,
+        model: str | None,
+        settings: dict[str, Any],
+        name: str | None = None,
     ) -> None:
+        """Create the entry if new; a given display `name` is (re)set either way."""
         with self._lock, _named(self.db_path), self._conn:
             self._conn.execute(
-                "INSERT OR IGNORE INTO entries VALUES (?, ?, ?, ?, ?)",
+                "INSERT OR IGNORE INTO entries (entry_id, agent, model, settings, created_at)"
+                " VALUES (?, ?, ?, ?, ?)",
                 (entry_id, agent, model, json.dumps(settings, sort_keys=True), time.time()),
             )
+            if name is not None:
+                self._conn.execute(
+                    "UPDATE entries SET name = ? WHERE entry_id = ?", (name or None, entry_id)
+                )
 
-    def done(self, entry_id: str) -> set[tuple[str, int]]:
-        """(task, seed) pairs already committed for this entry."""
+    def set_name(self, entry_id: str, name: str | None) -> bool:
+        """Set (or clear, with None/"") an entry's display name; False if no such entry."""
+        with self._lock, _named(self.db_path), self._conn:
+            cur = self._conn.execute(
+                "UPDATE entries SET name = ? WHERE entry_id = ?", (name or None, entry_id)
+            )
+            return cur.rowcount > 0
+
+    def entries(self) -> list[dict[str, Any]]:
+        """Every entry with its trial counts (ok, error), oldest first."""
         with self._lock, _named(self.db_path):
             cur = self._conn.execute(
-                "SELECT task, seed FROM trials WHERE entry_id = ?", (entry_id,)
+                "SELECT e.entry_id, e.agent, e.model, e.settings, e.created_at, e.name,"
+                " SUM(CASE WHEN t.status = 'ok' THEN 1 ELSE 0 END),"
+                " SUM(CASE WHEN t.status = 'error' THEN 1 ELSE 0 END),"
+                " SUM(t.cost_usd), COUNT(t.id), COUNT(t.cost_usd)"
+                " FROM entries e LEFT JOIN trials t ON t.entry_id = e.entry_id"
+                " GROUP BY e.entry_id ORDER BY e.created_at, e.entry_id"
+            )
+            out = []
+            for eid, agent, model, settings, created, name, ok, err, cost, n, n_cost in cur:
+                out.append(
+                    {
+                        "entry_id": eid,
+                        "agent": agent,
+                        "model": model,
+                        "settings": json.loads(settings),
+                        "created_at": created,
+                        "name": name,
+                        "trials": int(ok or 0),
+                        "errors": int(err or 0),
+                        "cost_usd": cost if n and n == n_cost else None,
+                    }
+                )
+            return out
+
+    def set_trajectory(self, trial_id: int, name: str | None) -> None:
+        """Record a trial's ATIF file name (after `tbmm runs convert-trajectories`)."""
+        with self._lock, _named(self.db_path), self._conn:
+            self._conn.execute("UPDATE trials SET trajectory = ? WHERE id = ?", (name, trial_id))
+
+    def names(self) -> dict[str, str]:
+        """entry id -> display name, for the entries that have one."""
+        with self._lock, _named(self.db_path):
+            cur = self._conn.execute("SELECT entry_id, name FROM entries WHERE name IS NOT NULL")
+            return {e: n for e, n in cur.fetchall() if n}
+
+    def done(self, entry_id: str) -> set[tuple[str, int]]:
+        """(task, seed) pairs with a committed `ok` trial: an `error` trial is not done."""
+        with self._lock, _named(self.db_path):
+            cur = self._conn.execute(
+                "SELECT task, seed FROM trials WHERE entry_id = ? AND status = 'ok'", (entry_id,)
             )
             return {(t, int(s)) for t, s in cur.fetchall()}
+
+    def errored(self, entry_id: str) -> set[tuple[str, int]]:
+        """(task, seed) pairs whose stored trial is an infrastructure `error`."""
+        with self._lock, _named(self.db_path):
+            cur = self._conn.execute(
+                "SELECT task, seed FROM trials WHERE entry_id = ? AND status = 'error'",
+                (entry_id,),
+            )
+            return {(t, int(s)) for t, s in cur.fetchall()}
+
+    def delete(
+        self,
+        entry_id: str,
+        *,
+        task: str | None = None,
+        seed: int | None = None,
+        errors_only: bool = False,
+    ) -> int:
+        """Delete trials of an entry (all, or those matching task/seed/status) and their
+        blobs; the entry itself goes when no filter is given. Returns the trials deleted."""
+        where, args = ["entry_id = ?"], [entry_id]
+        if task is not None:
+            where.append("task = ?")
+            args.append(task)
+        if seed is not None:
+            where.append("seed = ?")
+            args.append(seed)
+        if errors_only:
+            where.append("status = 'error'")
+        cond = " AND ".join(where)
+        whole = task is None and seed is None and not errors_only
+        with self._lock, _named(self.db_path):
+            dirs = [
+                r[0] for r in self._conn.execute(f"SELECT blob_dir FROM trials WHERE {cond}", args)
+            ]
+            with self._conn:
+                n = self._conn.execute(f"DELETE FROM trials WHERE {cond}", args).rowcount
+                if whole:
+                    self._conn.execute("DELETE FROM entries WHERE entry_id = ?", (entry_id,))
+        for rel in dirs:
+            if rel:
+                shutil.rmtree(self.runs_dir / rel, ignore_errors=True)
+        if whole:
+            shutil.rmtree(self.runs_dir / _safe(entry_id), ignore_errors=True)
+        return n
 
     def scratch_dir(self) -> Path:
         """A fresh temp dir on the same filesystem as the blobs (so rename is atomic)."""
@@ -177,12 +321,25 @@ class Store:
         return f"{_safe(entry_id)}/{task}/{seed}"
 
     def commit(self, rec: TrialRecord, blob_src: Path) -> None:
-        """Move `blob_src` into place, then insert the row (one transaction)."""
+        """Move `blob_src` into place, then insert the row (one transaction). A stored
+        `error` trial of the same (entry, task, seed) is replaced; an `ok` one never is
+        (the UNIQUE constraint refuses it)."""
         rel = self.blob_rel(rec.entry_id, rec.task, rec.seed)
         dest = self.runs_dir / rel
         dest.parent.mkdir(parents=True, exist_ok=True)
         with self._lock:
-            if dest.exists():  # orphan of a run killed between rename and commit
+            with _named(self.db_path):
+                ok = self._conn.execute(
+                    "SELECT COUNT(*) FROM trials WHERE entry_id = ? AND task = ? AND seed = ?"
+                    " AND status = 'ok'",
+                    (rec.entry_id, rec.task, rec.seed),
+                ).fetchone()[0]
+            if ok:
+                raise StoreError(
+                    f"results store {self.db_path}: {rec.entry_id} / {rec.task} / seed "
+                    f"{rec.seed} already has a trial"
+                )
+            if dest.exists():  # an error trial being retried, or an orphan of a killed run
                 shutil.rmtree(dest)
             blob_src.rename(dest)
             rec.blob_dir = rel
@@ -190,6 +347,11 @@ class Store:
             cols = ", ".join(row)
             marks = ", ".join("?" for _ in row)
             with _named(self.db_path), self._conn:
+                self._conn.execute(
+                    "DELETE FROM trials WHERE entry_id = ? AND task = ? AND seed = ?"
+                    " AND status = 'error'",
+                    (rec.entry_id, rec.task, rec.seed),
+                )
                 self._conn.execute(
                     f"INSERT INTO trials ({cols}) VALUES ({marks})", list(row.values())
                 )
@@ -211,6 +373,14 @@ class Store:
     def clean_tmp(self) -> None:
         """Remove scratch dirs of trials that never committed (a previous killed run)."""
         shutil.rmtree(self.runs_dir / "_tmp", ignore_errors=True)
+
+
+def trial_files(runs_dir: Path, rec: dict[str, Any]) -> dict[str, Path]:
+    """The blob files of a stored trial that exist (trajectory, events, stdout, ...)."""
+    base = runs_dir / str(rec.get("blob_dir") or "")
+    if not rec.get("blob_dir") or not base.is_dir():
+        return {}
+    return {p.name: p for p in sorted(base.iterdir()) if p.is_file()}
 
 
 def runs_dir_for(db_path: Path) -> Path:

@@ -1,6 +1,8 @@
 """Test doubles shared by the harness tests and their subprocesses: a fake task folder, a
-stand-in verifier with the `tbmm.verify` interface, and a scripted OpenAI-compatible server
-on 127.0.0.1."""
+stand-in verifier with the `tbmm.verify` interface, and a scripted model server on
+127.0.0.1 that speaks OpenAI Chat Completions and Responses, as JSON or, when the request
+asks for `stream`, as server-sent events the way the real API frames them (what the codex
+CLI needs: it only speaks the streamed Responses API)."""
 
 from __future__ import annotations
 
@@ -115,24 +117,107 @@ def stand_in_verify(task: Any, artifact: bytes | None) -> StandInVerdict:
 Responder = Callable[[dict[str, Any], dict[str, str]], tuple[int, dict[str, Any]]]
 
 
-class ScriptedChatServer:
-    """OpenAI-compatible fake on 127.0.0.1: the n-th POST gets the n-th scripted reply.
+def sse(events: list[dict[str, Any]], *, done: bool = False) -> bytes:
+    """Server-sent events: `event: <type>` + `data: <json>` per event (Responses style);
+    `done` ends with `data: [DONE]` (Chat Completions style, whose events carry no type)."""
+    out = b""
+    for ev in events:
+        head = f"event: {ev['type']}\n" if "type" in ev else ""
+        out += f"{head}data: {json.dumps(ev)}\n\n".encode()
+    if done:
+        out += b"data: [DONE]\n\n"
+    return out
 
-    Each script item is either a response dict (status 200) or a callable that gets the
+
+def responses_events(resp: dict[str, Any]) -> list[dict[str, Any]]:
+    """A Responses API response object as its stream: created, each output item added and
+    done (text items with their text deltas), then completed with usage."""
+    rid = resp.get("id", "resp_1")
+    head = {k: v for k, v in resp.items() if k not in ("output", "usage")}
+    events: list[dict[str, Any]] = [
+        {
+            "type": "response.created",
+            "response": {**head, "id": rid, "status": "in_progress", "output": []},
+        }
+    ]
+    for i, item in enumerate(resp.get("output", [])):
+        events.append({"type": "response.output_item.added", "output_index": i, "item": item})
+        if item.get("type") == "message":
+            for part in item.get("content", []):
+                if part.get("type") == "output_text":
+                    events.append(
+                        {
+                            "type": "response.output_text.delta",
+                            "output_index": i,
+                            "item_id": item.get("id"),
+                            "content_index": 0,
+                            "delta": part.get("text", ""),
+                        }
+                    )
+        events.append({"type": "response.output_item.done", "output_index": i, "item": item})
+    events.append(
+        {"type": "response.completed", "response": {**resp, "id": rid, "status": "completed"}}
+    )
+    return events
+
+
+def chat_chunks(reply: dict[str, Any]) -> list[dict[str, Any]]:
+    """A chat.completion as its stream of chat.completion.chunk deltas (+ a usage chunk)."""
+    msg = reply["choices"][0]["message"]
+    base = {
+        "id": reply.get("id", "chatcmpl"),
+        "object": "chat.completion.chunk",
+        "model": reply.get("model", "m"),
+    }
+    delta: dict[str, Any] = {"role": "assistant"}
+    if msg.get("content"):
+        delta["content"] = msg["content"]
+    if msg.get("tool_calls"):
+        delta["tool_calls"] = [
+            {"index": i, "id": c["id"], "type": "function", "function": c["function"]}
+            for i, c in enumerate(msg["tool_calls"])
+        ]
+    finish = reply["choices"][0].get("finish_reason", "stop")
+    return [
+        {**base, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
+        {**base, "choices": [], "usage": reply.get("usage")},
+    ]
+
+
+class ScriptedChatServer:
+    """Fake model server on 127.0.0.1: the n-th POST gets the n-th scripted reply.
+
+    Each script item is either a response body (status 200) or a callable that gets the
     request JSON and headers and returns (status, body) — so a test can assert what the
-    agent sent back (e.g. that a tool result contains real command output).
+    agent sent back (e.g. that a tool result contains real command output). The body is a
+    chat.completion for `/chat/completions` and a response object for `/responses`; a
+    request with `"stream": true` gets it as SSE (see `responses_events`, `chat_chunks`).
+    GET answers 404 (the pre-flight check only needs an HTTP answer). `paths` records the
+    path of every POST.
     """
 
     def __init__(self, script: list[dict[str, Any] | Responder]) -> None:
         self.script = list(script)
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
+        self.paths: list[str] = []
+        self.gets = 0
         self.errors: list[str] = []
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, format: str, *args: Any) -> None:
                 return
+
+            def do_GET(self) -> None:
+                outer.gets += 1
+                data = b'{"error": {"message": "no model list here"}}'
+                self.send_response(404)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
@@ -145,6 +230,7 @@ class ScriptedChatServer:
                     idx = len(outer.requests)
                     outer.requests.append(req)
                     outer.headers.append(hdrs)
+                    outer.paths.append(self.path)
                 if idx >= len(outer.script):
                     status, reply = 500, {"error": {"message": "script exhausted"}}
                 else:
@@ -154,9 +240,16 @@ class ScriptedChatServer:
                     except AssertionError as exc:
                         outer.errors.append(f"request {idx}: {exc}")
                         status, reply = 400, {"error": {"message": str(exc)}}
+                kind = "application/json"
                 data = json.dumps(reply).encode()
+                if status == 200 and isinstance(req, dict) and req.get("stream"):
+                    kind = "text/event-stream"
+                    if self.path.rstrip("/").endswith("/responses"):
+                        data = sse(responses_events(reply))
+                    else:
+                        data = sse(chat_chunks(reply), done=True)
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -214,4 +307,64 @@ def text_reply(text: str, tokens: tuple[int, int]) -> dict[str, Any]:
             {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}
         ],
         "usage": {"prompt_tokens": tokens[0], "completion_tokens": tokens[1]},
+    }
+
+
+def responses_usage(tokens: tuple[int, int], cached: int = 0) -> dict[str, Any]:
+    return {
+        "input_tokens": tokens[0],
+        "input_tokens_details": {"cached_tokens": cached},
+        "output_tokens": tokens[1],
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": tokens[0] + tokens[1],
+    }
+
+
+def responses_call(
+    call_id: str, name: str, args: dict[str, Any], tokens: tuple[int, int], cached: int = 0
+) -> dict[str, Any]:
+    """A Responses API response whose output is one function call."""
+    return {
+        "id": f"resp_{call_id}",
+        "object": "response",
+        "model": "fake-model",
+        "output": [
+            {
+                "type": "function_call",
+                "id": f"fc_{call_id}",
+                "call_id": call_id,
+                "name": name,
+                "arguments": json.dumps(args),
+                "status": "completed",
+            }
+        ],
+        "usage": responses_usage(tokens, cached),
+    }
+
+
+def responses_text(text: str, tokens: tuple[int, int], cached: int = 0) -> dict[str, Any]:
+    """A Responses API response whose output is one assistant message."""
+    return {
+        "id": "resp_final",
+        "object": "response",
+        "model": "fake-model",
+        "output": [
+            {
+                "type": "message",
+                "id": "msg_final",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": text, "annotations": []}],
+            }
+        ],
+        "usage": responses_usage(tokens, cached),
+    }
+
+
+def function_outputs(req: dict[str, Any]) -> dict[str, str]:
+    """call_id -> output of the function results a Responses request carries."""
+    return {
+        str(i.get("call_id")): str(i.get("output"))
+        for i in req.get("input", [])
+        if isinstance(i, dict) and i.get("type") == "function_call_output"
     }

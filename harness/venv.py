@@ -1,5 +1,10 @@
-"""The agent's Python: one cached venv with the pinned scientific stack, bound read-only
-into every sandbox so that trials never install anything and all see the same versions."""
+"""The agent's Python: one cached venv with the locked scientific stack, bound read-only
+into every sandbox so that trials never install anything and all see the same versions.
+
+The venv installs `tbmm.stack`'s lock file (`uv pip install --require-hashes`), the same
+file every task image installs, on the host's /usr/bin/python3.11 (the Docker images run
+Python 3.11 too). Its default path carries the lock's digest, so sweeps of checkouts with
+different locks on one machine never rebuild each other's venv."""
 
 from __future__ import annotations
 
@@ -12,29 +17,28 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tbmm.stack import SCIENTIFIC_STACK, requirement_lines
+from tbmm.stack import LOCK_FILE, PYTHON_MINOR, SCIENTIFIC_STACK, lock_digest, requirement_lines
 
-# Keep in step with every task's environment/Dockerfile (the docker backend's image).
-AGENT_PYTHON = "3.11"
-AGENT_PINS: dict[str, str] = SCIENTIFIC_STACK  # one list: tbmm.stack (Dockerfiles use it too)
+AGENT_PYTHON = PYTHON_MINOR  # the task images' Python minor version too
+AGENT_PINS: dict[str, str] = SCIENTIFIC_STACK  # top-level pins; the lock has the rest
 _MARKER = ".tbmm-agent-venv.json"
 
 
 def pin_lines() -> list[str]:
-    """`name==version` requirement lines (the same list the task Dockerfiles install)."""
+    """`name==version` of the top-level pins (the lock file holds the full, hashed set)."""
     return requirement_lines()
 
 
 def default_venv_path() -> Path:
-    """`$TBMM_AGENT_VENV`, else `~/.cache/tbmm/agent-venv`."""
+    """`$TBMM_AGENT_VENV`, else `~/.cache/tbmm/agent-venv-<lock digest>`."""
     env = os.environ.get("TBMM_AGENT_VENV")
     if env:
         return Path(env).expanduser()
-    return Path.home() / ".cache" / "tbmm" / "agent-venv"
+    return Path.home() / ".cache" / "tbmm" / f"agent-venv-{lock_digest()}"
 
 
 def _wanted_marker(python: str) -> dict[str, object]:
-    digest = hashlib.sha256("\n".join(pin_lines()).encode()).hexdigest()[:16]
+    digest = hashlib.sha256(LOCK_FILE.read_bytes()).hexdigest()[:16]
     return {"pins": digest, "python": python}
 
 
@@ -58,7 +62,8 @@ def venv_is_ready(path: Path) -> bool:
 
 
 def ensure_agent_venv(path: Path | None = None, python: str | None = None) -> Path:
-    """Build the venv once (uv venv + uv pip install --compile-bytecode) and reuse it.
+    """Build the venv once (uv venv + uv pip install --require-hashes of the lock,
+    --compile-bytecode) and reuse it.
 
     Bytecode is precompiled because the venv is read-only inside the sandbox: without .pyc
     files every `import pandas` would recompile (measured 3.4 s vs 1.3 s per import).
@@ -84,8 +89,18 @@ def ensure_agent_venv(path: Path | None = None, python: str | None = None) -> Pa
         subprocess.run([uv, "venv", "--python", base, str(path)], check=True, capture_output=True)
         env = {**os.environ, "VIRTUAL_ENV": str(path)}
         proc = subprocess.run(
-            [uv, "pip", "install", "--python", str(path / "bin" / "python"), "--compile-bytecode"]
-            + pin_lines(),
+            [
+                uv,
+                "pip",
+                "install",
+                "--python",
+                str(path / "bin" / "python"),
+                "--compile-bytecode",
+                "--require-hashes",
+                "--no-deps",
+                "-r",
+                str(LOCK_FILE),
+            ],
             env=env,
             capture_output=True,
             text=True,

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tbmm.tasks import TASKS_ROOT, Task, load_suite, load_task
+from tests.docker_engine import docker_engine  # noqa: F401 - one session-wide private engine
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCE = REPO.parent / "shared" / "tbmm-source"

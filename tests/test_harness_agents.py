@@ -23,7 +23,7 @@ from harness.testing import (
     tool_call_reply,
 )
 from harness.trajectory import read_trajectory
-from harness.usage import ResponseUsage
+from harness.usage import Pricing, ResponseUsage
 from harness.venv import ensure_agent_venv
 
 needs_sandbox = pytest.mark.skipif(not bwrap_path(), reason="no sandbox (bubblewrap) available")
@@ -98,9 +98,7 @@ def test_llm_agent_solves_task_with_real_sandbox_commands(
     db = tmp_path / "r.sqlite"
     with ScriptedChatServer(script) as server:
         holder["port"] = server.server.server_address[1]
-        agent = LLMAgent(
-            base_url=server.base_url, api_key_env="TBMM_TEST_KEY", price_per_mtok=(2.0, 8.0)
-        )
+        agent = LLMAgent(base_url=server.base_url, api_key_env="TBMM_TEST_KEY")
         summary = run_sweep(
             agent,
             "fake-model",
@@ -112,6 +110,7 @@ def test_llm_agent_solves_task_with_real_sandbox_commands(
             False,
             verifier=stand_in_verify,
             progress=False,
+            pricing=Pricing(input=2.0, output=8.0),
         )
     assert server.errors == []
     assert len(server.requests) == 5
@@ -126,7 +125,7 @@ def test_llm_agent_solves_task_with_real_sandbox_commands(
     )
     assert (r["tokens_in"], r["tokens_out"], r["requests"]) == (2000, 105, 5)
     assert r["cost_usd"] == pytest.approx((2000 * 2.0 + 105 * 8.0) / 1e6)
-    traj = read_trajectory(runs_dir_for(db) / r["blob_dir"] / "trajectory.jsonl")
+    traj = read_trajectory(runs_dir_for(db) / r["blob_dir"] / "events.jsonl")
     commands = [e for e in traj if e["type"] == "command"]
     assert len(commands) == 4 and "MEAN 12.5" in commands[0]["stdout"]
     assert sum(e["type"] == "message" for e in traj) == 2 + 5 + 5  # system, user, 5 replies, 5 tool
@@ -190,9 +189,9 @@ def test_command_agent_traffic_goes_through_retry_proxy(tmp_path: Path) -> None:
     assert (r["tokens_in"], r["tokens_out"], r["requests"]) == (100, 7, 1)
     blob = runs_dir_for(db) / r["blob_dir"]
     assert "wrote 12.5" in (blob / "stdout.txt").read_text()
-    http = [e for e in read_trajectory(blob / "trajectory.jsonl") if e["type"] == "http"]
+    http = [e for e in read_trajectory(blob / "events.jsonl") if e["type"] == "http"]
     assert len(http) == 1 and http[0]["status"] == 200 and http[0]["retries"] == 1
-    assert "real-key" not in (blob / "trajectory.jsonl").read_text()
+    assert "real-key" not in (blob / "events.jsonl").read_text()
 
 
 def test_usage_from_anthropic_and_openai_streams() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 import typer
@@ -46,23 +47,24 @@ def test_image_tag_follows_dockerfile(tmp_path: Path) -> None:
     assert a != image_tag("s", env) and a.startswith("tbmm-task/s:")
 
 
-def test_docker_oracle_trial_on_a_real_engine(tmp_path: Path) -> None:
-    ok, why = docker_available()
-    if not ok:
-        print(f"SKIP reason: {why}")
-        pytest.skip(why)
+def test_docker_oracle_trial_on_a_real_engine(tmp_path: Path, docker_engine: Any) -> None:
+    """A fake task's own Dockerfile on the offline base (tests.docker_engine's engine)."""
     from harness.agents import OracleAgent
+    from harness.docker_images import ensure_local_base
     from harness.runner import run_sweep
 
+    base = ensure_local_base(docker_engine)
     task = make_fake_task(tmp_path / "tasks")
-    (task.dir / "environment" / "Dockerfile").write_text("FROM python:3.11-slim\n")
+    (task.dir / "environment" / "Dockerfile").write_text(
+        "ARG TBMM_BASE\nFROM ${TBMM_BASE}\nRUN mkdir -p /root/results /root/work\n"
+    )
     db = tmp_path / "r.sqlite"
     run_sweep(
         OracleAgent(),
         None,
         [task],
         1,
-        DockerBackend(),
+        DockerBackend(docker_engine, base=base),
         1,
         db,
         False,
@@ -70,7 +72,7 @@ def test_docker_oracle_trial_on_a_real_engine(tmp_path: Path) -> None:
         progress=False,
     )
     (r,) = Store(db).trials()
-    assert r["o_eval"] == 1.0
+    assert r["o_eval"] == 1.0 and r["status"] == "ok"
 
 
 @pytest.mark.skipif(not bwrap_path(), reason="bubblewrap not installed")
@@ -99,7 +101,7 @@ def test_cli_run_oracle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
     args = ["run", "--agent", "oracle", "--backend", "sandbox", "--db", str(db), "--timeout", "30"]
     res = CliRunner().invoke(app, [*args, "--seeds", "2", "--concurrency", "2"])
     assert res.exit_code == 0, res.output
-    assert "backend: sandbox" in res.output and "ran 4 (failed 0)" in res.output
+    assert "backend: sandbox" in res.output and "ran 4 (failed 0, errors 0)" in res.output
     res = CliRunner().invoke(app, [*args, "--seeds", "2", "--resume"])
     assert res.exit_code == 0, res.output
     assert "ran 0" in res.output and "skipped 4" in res.output

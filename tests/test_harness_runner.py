@@ -61,7 +61,7 @@ def test_oracle_sweep_stores_everything(tmp_path: Path, backend: SandboxBackend)
         assert (r["o_eval"], r["gate"], r["lean"], r["verify_exit"]) == (1.0, "pass", "ok", 0)
         assert json.loads(r["verdict"])["o_eval_exact"] == "1"
         blob = runs_dir_for(db) / r["blob_dir"]
-        kinds = [e["type"] for e in read_trajectory(blob / "trajectory.jsonl")]
+        kinds = [e["type"] for e in read_trajectory(blob / "events.jsonl")]
         assert kinds[0] == "trial" and "command" in kinds and kinds[-1] == "end"
         assert (blob / f"{r['task']}_result.json").read_bytes() == r["artifact"]
     con = sqlite3.connect(db)
@@ -246,7 +246,7 @@ def test_sigkill_mid_sweep_then_resume(tmp_path: Path) -> None:
     assert all(r["o_eval"] == 1.0 for r in after)
     runs = runs_dir_for(db)
     for r in after:
-        assert (runs / r["blob_dir"] / "trajectory.jsonl").is_file()
+        assert (runs / r["blob_dir"] / "events.jsonl").is_file()
     assert not (runs / "_tmp").exists() or not any((runs / "_tmp").iterdir())
 
 

@@ -302,7 +302,7 @@ def test_markdown_csv_json_agree(lb: L.Leaderboard) -> None:
 def test_rich_table_shows_labels_literally() -> None:
     rows = [row("x[bold]y|m", t, 0, "scored", 1) for t in TASKS]
     con = Console(record=True, width=250)
-    con.print(L.to_table(board(rows, baseline="x[bold]y|m")))
+    con.print(L.to_table(board(rows, baseline="x[bold]y|m"), con.width))
     text = con.export_text()
     assert "x[bold]y|m" in text and "100.00 ± n/a" in text and "1.000 ± n/a" in text
     assert "[gN]" in text  # the caption's legend is not eaten as markup

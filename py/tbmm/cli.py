@@ -25,6 +25,9 @@ class _LazyGroup(TyperGroup):
         "lean": ("tbmm.lean.cli", "lean_app"),
         "export": ("tbmm.harbor.cli", "export_app"),
         "ingest": ("tbmm.harbor.cli", "ingest_app"),
+        "runs": ("harness.runs_cli", "runs_app"),
+        "agents": ("harness.runs_cli", "agents_app"),
+        "docker": ("harness.runs_cli", "docker_app"),
     }
 
     def list_commands(self, ctx: Any) -> list[str]:
@@ -111,29 +114,37 @@ def tasks_list(tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag = False) ->
     if as_json:
         print(json.dumps(rows, indent=2))
         return
-    table = Table(title=f"TB-MathModel tasks ({len(rows)})")
-    for col in ("suite", "year", "problem", "slug", "metrics", "figures", "attachments", "checks"):
-        table.add_column(
-            col,
-            justify="right"
-            if col in ("year", "metrics", "figures", "attachments", "checks")
-            else "left",
-        )
+    from tbmm.tables import Col, emit
+
+    cols = [
+        Col("contest", "id"),
+        Col("slug", "id"),
+        Col("metrics", "num"),
+        Col("figures", "num", keep=60),
+        Col("files", "num", keep=70),
+        Col("checks", "num", keep=50),
+    ]
+    cells = []
     for r in rows:
-        att = f"{r['attachments']}" + (f" (+{r['missing']} missing)" if r["missing"] else "")
-        if r["incomplete"]:
-            att += " [yellow]incomplete[/yellow]"
-        table.add_row(
-            r["suite"],
-            str(r["year"]),
-            r["problem"],
-            r["slug"],
-            str(r["metrics"]),
-            str(r["figures"]),
-            att,
-            str(r["checks"]),
+        files = str(r["attachments"]) + (f"+{r['missing']}" if r["missing"] else "")
+        cells.append(
+            [
+                f"{r['suite']} {r['year']} {r['problem']}",
+                r["slug"] + (" *" if r["incomplete"] else ""),
+                str(r["metrics"]),
+                str(r["figures"]),
+                files,
+                str(r["checks"]),
+            ]
         )
-    console.print(table)
+    emit(
+        console,
+        cols,
+        cells,
+        title=f"TB-MathModel tasks ({len(rows)})",
+        caption="files: official attachments present (+N declared but missing upstream); "
+        "* incomplete task (left out of `--tasks all` and of headline means)",
+    )
     console.print(
         f"{sum(r['metrics'] for r in rows)} metrics, {sum(r['figures'] for r in rows)} figures, {sum(r['checks'] for r in rows)} gate checks"
     )
@@ -184,43 +195,72 @@ def tasks_show(slug: str, tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag 
         f"anchor paper: {p.paper_id} — {p.paper_title}\n  reproduction: {p.reproduction_level}\n  scope: {p.reproduction_scope}\n  source: {p.anchor_source} (sha256 {p.anchor_sha256[:12]}…)",
         highlight=False,
     )
-    at = Table(title="attachments")
-    for c in ("path", "bytes", "sha256", "present"):
-        at.add_column(c)
-    for a in m.attachments:
-        at.add_row(
-            a.path.removeprefix("environment/data/attachments/"),
-            str(a.bytes or "?"),
-            (a.sha256 or "unknown")[:12],
-            "yes" if a.present else "[red]MISSING[/red]",
-        )
-    console.print(at)
+    from tbmm.tables import Col, emit
+
+    emit(
+        console,
+        [
+            Col("path", "id"),
+            Col("bytes", "num"),
+            Col("sha256", "num", keep=40),
+            Col("present", "num"),
+        ],
+        [
+            [
+                a.path.removeprefix("environment/data/attachments/"),
+                str(a.bytes or "?"),
+                (a.sha256 or "unknown")[:12],
+                "yes" if a.present else "MISSING",
+            ]
+            for a in m.attachments
+        ],
+        title="attachments",
+    )
     if m.figures:
-        ft = Table(title="figures")
-        for c in ("id", "page", "bbox", "caption"):
-            ft.add_column(c)
-        for f in m.figures:
-            ft.add_row(f.id, str(f.page), ", ".join(f"{v:.0f}" for v in f.bbox), f.caption)
-        console.print(ft)
-    mt = Table(title="metric panel")
-    for c in ("id", "path", "direction", "anchor", "reference", "band", "weight", "unit"):
-        mt.add_column(c, overflow="fold")
-    for x in metrics:
-        s = x.spec
-        mt.add_row(
-            s.id + (" [dim](excluded)[/dim]" if s.exclude else ""),
-            s.path,
-            s.direction.value,
-            x.anchor_text,
-            s.reference.kind if s.reference else "[red]unstated[/red]",
-            s.band,
-            s.weight,
-            s.unit,
+        emit(
+            console,
+            [
+                Col("id", "id"),
+                Col("page", "num"),
+                Col("bbox", "num", keep=30),
+                Col("caption", "text"),
+            ],
+            [
+                [f.id, str(f.page), ", ".join(f"{v:.0f}" for v in f.bbox), f.caption]
+                for f in m.figures
+            ],
+            title="figures",
         )
-    console.print(mt)
+    emit(
+        console,
+        [
+            Col("id", "id"),
+            Col("path", "id", keep=20),
+            Col("direction", "num"),
+            Col("anchor", "num"),
+            Col("unit", "num", keep=50),
+            Col("band", "num"),
+            Col("weight", "num", keep=60),
+            Col("reference", "num", keep=40),
+        ],
+        [
+            [
+                x.spec.id + (" (excluded)" if x.spec.exclude else ""),
+                x.spec.path,
+                x.spec.direction.value,
+                x.anchor_text,
+                x.spec.unit,
+                x.spec.band,
+                x.spec.weight,
+                x.spec.reference.kind if x.spec.reference else "UNSTATED",
+            ]
+            for x in metrics
+        ],
+        title="metric panel",
+    )
     for x in metrics:
         s = x.spec
-        console.print(f"[bold]{s.id}[/bold]: {s.rationale}", highlight=False)
+        console.print(f"[bold]{s.id}[/bold] ({s.path}): {s.rationale}", highlight=False)
         if s.reference:
             console.print(
                 f"  reference ({s.reference.kind}): {s.reference.source}", highlight=False
@@ -231,12 +271,17 @@ def tasks_show(slug: str, tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag 
                 console.print(
                     f"  replaced {h.value} ({h.kind}, {h.source}): {h.evidence}", highlight=False
                 )
-    gt = Table(title=f"gate (anchor feasible: {t.gate.anchor.feasible})")
-    for c in ("id", "form", "paths", "justification"):
-        gt.add_column(c, overflow="fold")
-    for c in t.gate.check:
-        gt.add_row(c.id, c.form.value, ", ".join(c.paths()), c.justification)
-    console.print(gt)
+    emit(
+        console,
+        [
+            Col("id", "id"),
+            Col("form", "num"),
+            Col("paths", "text", min_width=14),
+            Col("justification", "text", keep=30, min_width=16),
+        ],
+        [[c.id, c.form.value, ", ".join(c.paths()), c.justification] for c in t.gate.check],
+        title=f"gate (anchor feasible: {t.gate.anchor.feasible})",
+    )
     if not t.gate.anchor.feasible:
         console.print(f"[yellow]anchor infeasible:[/yellow] {t.gate.anchor.evidence}")
 
@@ -924,7 +969,12 @@ BaselineOpt = Annotated[
 @app.command("leaderboard")
 def leaderboard_cmd(
     db: DbOpt = Path("runs/tbmm.sqlite"),
-    fmt: Annotated[str, typer.Option("--format", help="table | md | csv | json")] = "table",
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format", help="auto (table on a terminal, md when piped) | table | md | csv | json"
+        ),
+    ] = "auto",
     plots: Annotated[
         Path | None, typer.Option("--plots", help="Write PNG plots to this folder.")
     ] = None,
@@ -935,14 +985,16 @@ def leaderboard_cmd(
     from tbmm.leaderboard import to_csv, to_json, to_markdown, to_table
     from tbmm.results import ResultsError, leaderboard
 
-    if fmt not in ("table", "md", "csv", "json"):
-        raise _fail(f"unknown format {fmt!r}: use table, md, csv or json")
+    if fmt not in ("auto", "table", "md", "csv", "json"):
+        raise _fail(f"unknown format {fmt!r}: use auto, table, md, csv or json")
     try:
         lb, _, _ = leaderboard(db, baseline, tasks_root)
     except ResultsError as exc:
         raise _fail(str(exc)) from exc
+    if fmt == "auto":
+        fmt = "table" if console.is_terminal else "md"
     if fmt == "table":
-        console.print(to_table(lb))
+        console.print(to_table(lb, console.width))
     elif fmt == "md":
         print(to_markdown(lb))
     elif fmt == "csv":

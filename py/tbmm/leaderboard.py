@@ -21,6 +21,12 @@ trial*):
 * **Cost**: per seed, the sum of the cost of the seed's trials (all tasks); mean over
   seeds. n/a when any trial's cost is unknown.
 * **Gate-zeroed cells**: the number of ``gate_failed`` trials (all tasks, all seeds).
+* **Errors**: the number of trials that ended with an infrastructure error (status
+  ``infra_error``: endpoint unreachable, proxy failure, binary missing, sandbox start
+  failure; see harness.errors). They are not scores: every mean above leaves them out (a
+  seed's O-Eval is the mean over its headline tasks *without* an error; a seed whose
+  headline trials all errored drops out of the entry's seed statistics), and the count is
+  shown beside the means. `tbmm run --resume` replaces them.
 * **Per-suite O-Eval**: as O-Eval, restricted to the headline tasks of one suite.
 * **Per-task O-Eval**: mean over seeds of the task O-Eval (missing = 0), every task
   including the literature-split ones.
@@ -47,8 +53,9 @@ from rich.text import Text
 from tbmm.exact import fraction_to_text
 from tbmm.rules import multi_bo_cell
 
-STATUSES = ("scored", "gate_failed", "missing_artifact", "unreadable", "error")
+STATUSES = ("scored", "gate_failed", "missing_artifact", "unreadable", "error", "infra_error")
 READABLE = frozenset({"scored", "gate_failed"})
+INFRA = "infra_error"  # an infrastructure failure: not a score, left out of every mean
 NO_TRIAL = "no_trial"  # a (task, seed) of an entry with no row at all
 ROUND = 6  # decimals of the rounded floats in to_json
 ZERO = Fraction(0)
@@ -65,6 +72,8 @@ COLUMN_HELP: dict[str, str] = {
     "Multi-BO": "eq. (2) against the baseline entry (1.000 = on par), mean ± sample std over seeds",
     "Robust BO": "Robust BO-Eval, mean over headline tasks, mean over seeds",
     "Gate-zeroed": "trials zeroed by the feasibility gate (all tasks, all seeds)",
+    "Errors": "trials that ended with an infrastructure error (not scores: left out of every "
+    "mean; `tbmm run --resume` runs them again)",
 }
 
 
@@ -101,6 +110,7 @@ def trial_row(
     literature_split: bool,
     error: str = "",
     harness: Mapping[str, Any] | None = None,
+    infra_error: str | None = None,
 ) -> TrialRow:
     """A `TrialRow` from a `VerifyReport` JSON (`model_dump()`); None = verification never ran.
 
@@ -116,7 +126,10 @@ def trial_row(
         rep["error"] = error
     if harness:
         rep["harness"] = dict(harness)
-    if report is None:
+    if infra_error is not None:  # the infrastructure failed: never a score, whatever else
+        rep = {"infra_error": infra_error, **({"harness": dict(harness)} if harness else {})}
+        status = INFRA
+    elif report is None:
         status = "error" if error else "missing_artifact"
     else:
         status = str(report.get("status", "error"))
@@ -151,7 +164,10 @@ HARNESS_FIELDS = (
     "turns",
     "tokens_in",
     "tokens_out",
+    "tokens_cache_read",
+    "tokens_cache_write",
     "requests",
+    "error",
 )
 
 
@@ -162,14 +178,19 @@ def row_from_record(
 
     Reads ``entry_id, agent, model, task, suite, seed, cost_usd, verdict`` (the
     VerifyReport as JSON text or dict) and keeps the harness fields for the report. No
-    verdict with an artifact on disk means it was never verified: an ``error``.
+    verdict with an artifact on disk means it was never verified: an ``error``. A trial
+    stored with status ``error`` (an infrastructure failure) is ``infra_error``, whatever
+    its other fields say.
     """
     verdict = rec.get("verdict")
     if isinstance(verdict, str | bytes):
         verdict = json.loads(verdict)
     task = str(rec["task"])
     error = ""
-    if verdict is None and rec.get("artifact_status") == "ok":
+    infra = None
+    if rec.get("status") == "error":
+        infra = str(rec.get("error") or "infrastructure error (cause not recorded)")
+    elif verdict is None and rec.get("artifact_status") == "ok":
         error = f"artifact present but never verified (exit reason {rec.get('exit_reason')})"
     return trial_row(
         entry=str(rec["entry_id"]),
@@ -183,6 +204,7 @@ def row_from_record(
         literature_split=task in set(split_tasks),
         error=error,
         harness={k: rec[k] for k in HARNESS_FIELDS if k in rec},
+        infra_error=infra,
     )
 
 
@@ -297,18 +319,24 @@ class TaskCell:
     per_seed: tuple[tuple[int, str, Fraction], ...]  # (seed, status or "no_trial", o_eval)
 
     @property
-    def mean(self) -> Fraction:
-        return sum((o for _, _, o in self.per_seed), ZERO) / len(self.per_seed)
+    def mean(self) -> Fraction | None:
+        """Mean O-Eval over the seeds without an infrastructure error (None: all errored)."""
+        kept = [o for _, s, o in self.per_seed if s != INFRA]
+        return sum(kept, ZERO) / len(kept) if kept else None
 
     def count(self, *statuses: str) -> int:
         return sum(1 for _, s, _ in self.per_seed if s in statuses)
 
     @property
     def marks(self) -> str:
-        """Compact flags: g<n> gate-zeroed seeds, m<n> seeds without a readable artifact."""
+        """Compact flags: g<n> gate-zeroed seeds, m<n> seeds without a readable artifact,
+        e<n> seeds that ended with an infrastructure error (left out of the mean)."""
         g = self.count("gate_failed")
-        m = len(self.per_seed) - self.count(*READABLE)
-        return " ".join(x for x in (f"g{g}" if g else "", f"m{m}" if m else "") if x)
+        e = self.count(INFRA)
+        m = len(self.per_seed) - self.count(*READABLE) - e
+        return " ".join(
+            x for x in (f"g{g}" if g else "", f"m{m}" if m else "", f"e{e}" if e else "") if x
+        )
 
 
 @dataclass(frozen=True)
@@ -331,6 +359,13 @@ class EntryRow:
     suites: dict[str, Stat]
     per_task: dict[str, TaskCell]
     pareto: bool = False
+    errors: int = 0  # trials that ended with an infrastructure error (left out of the means)
+    error_causes: tuple[str, ...] = ()  # their causes' kinds, most frequent first
+    label: str = ""  # display name (--name), else the entry id; unique in a leaderboard
+
+    @property
+    def shown(self) -> str:
+        return self.label or self.entry
 
 
 @dataclass(frozen=True)
@@ -398,6 +433,11 @@ def _o(row: TrialRow | None) -> Fraction:
     return row.o_eval if row is not None and row.status == "scored" else ZERO
 
 
+def _errored(row: TrialRow | None) -> bool:
+    """An infrastructure error: the cell is left out of every mean (not counted 0)."""
+    return row is not None and row.status == INFRA
+
+
 def _cost(x: float | None) -> Fraction | None:
     """Exact cost from the float's shortest decimal text (0.1 -> 1/10); non-finite = unknown."""
     if x is None or not math.isfinite(x) or x < 0:
@@ -417,8 +457,10 @@ def compute(
     task_suites: Mapping[str, str],
     split_tasks: Iterable[str] = (),
     incomplete_tasks: Iterable[str] = (),
+    names: Mapping[str, str] | None = None,
 ) -> Leaderboard:
-    """Aggregate trials into the leaderboard; `tasks` is the fixed denominator (every task slug).
+    """Aggregate trials into the leaderboard; `tasks` is the fixed denominator (every task
+    slug). `names` maps entry ids to display names (tables and plots show them).
 
     Raises ValueError on inconsistent input (duplicate trial, unknown status, O-Eval
     outside [0, 1], a task without a suite); rows for tasks outside `tasks` are ignored
@@ -466,7 +508,14 @@ def compute(
         if baseline in cells:
             state = "ok"
             b, bs = cells[baseline], seeds_of[baseline]
-            f_t = {t: _mean([_o(b.get((t, s))) for s in bs]) for t in tasks}
+            f_t = {}
+            for t in tasks:
+                kept = [b.get((t, s)) for s in bs if not _errored(b.get((t, s)))]
+                f_t[t] = _mean([_o(r) for r in kept]) if kept else ZERO
+                if not kept:
+                    notes.append(
+                        f"Baseline {baseline}: every trial of {t} errored; its F is taken as 0."
+                    )
         else:
             state = "missing"
 
@@ -474,6 +523,7 @@ def compute(
     for e, b in cells.items():
         seeds = seeds_of[e]
         first = next(iter(b.values()))
+        errs = [r for r in b.values() if _errored(r)]
         o_seed, mb_seed, rb_seed, art_seed, cost_seed = {}, {}, {}, {}, {}
         suite_seed: dict[str, dict[int, Fraction]] = {}
         unknown_cost = 0
@@ -485,12 +535,13 @@ def compute(
                     f"{e}: seed {s} has no trial for {len(absent)} of {len(tasks)} tasks "
                     f"(counted O-Eval 0, Multi-BO −1): {', '.join(absent)}."
                 )
-            if headline:
-                o_seed[s] = _mean([_o(trial[t]) for t in headline])
+            counted = [t for t in headline if not _errored(trial[t])]
+            if counted:
+                o_seed[s] = _mean([_o(trial[t]) for t in counted])
                 rb_seed[s] = _mean(
                     [
                         r.robust_bo if r is not None and r.status == "scored" else -ONE
-                        for t in headline
+                        for t in counted
                         for r in [trial[t]]
                     ]
                 )
@@ -500,13 +551,14 @@ def compute(
                             -ONE
                             if r is None or r.status not in READABLE
                             else multi_bo_cell(_o(r), f_t[t])
-                            for t in headline
+                            for t in counted
                             for r in [trial[t]]
                         ]
                     )
             for suite in dict.fromkeys(task_suites[t] for t in headline):
-                ts = [t for t in headline if task_suites[t] == suite]
-                suite_seed.setdefault(suite, {})[s] = _mean([_o(trial[t]) for t in ts])
+                ts = [t for t in counted if task_suites[t] == suite]
+                if ts:
+                    suite_seed.setdefault(suite, {})[s] = _mean([_o(trial[t]) for t in ts])
             art_seed[s] = Fraction(sum(1 for r in trial.values() if r and r.status in READABLE))
             present = [r for r in trial.values() if r is not None]
             costs = [_cost(r.cost_usd) for r in present]
@@ -539,13 +591,22 @@ def compute(
                 missing_trials=len(tasks) * len(seeds) - len(b),
                 suites={k: Stat.of(v) for k, v in suite_seed.items()},
                 per_task=per_task,
+                errors=len(errs),
+                error_causes=_causes(errs),
             )
         )
         if unknown_cost:
             notes.append(f"{e}: cost unknown for {unknown_cost} trial(s), so its cost is n/a.")
+        if errs:
+            notes.append(
+                f"{e}: {len(errs)} trial(s) ended with an infrastructure error "
+                f"({', '.join(_causes(errs))}); they are not scores and are left out of "
+                f"its means. Rerun them with `tbmm run ... --resume`."
+            )
 
     front = set(pareto_front([(x.entry, x.cost, x.o_eval.mean) for x in entries]))
-    entries = [replace(x, pareto=x.entry in front) for x in entries]
+    labels = _labels([x.entry for x in entries], names or {})
+    entries = [replace(x, pareto=x.entry in front, label=labels[x.entry]) for x in entries]
 
     def key(x: EntryRow) -> tuple[Fraction, Fraction, str]:
         o = x.o_eval.mean if x.o_eval.mean is not None else Fraction(-1)
@@ -566,6 +627,30 @@ def compute(
         notes=tuple(notes),
         incomplete_tasks=incomplete,
     )
+
+
+def _causes(errs: Sequence[TrialRow]) -> tuple[str, ...]:
+    """Kinds of the infrastructure errors ("endpoint_unreachable", ...), most frequent first."""
+    counts: dict[str, int] = {}
+    for r in errs:
+        kind = str(r.report.get("infra_error", "")).split(":", 1)[0].strip() or "unknown"
+        counts[kind] = counts.get(kind, 0) + 1
+    return tuple(
+        f"{k} ×{n}" if n > 1 else k for k, n in sorted(counts.items(), key=lambda x: -x[1])
+    )
+
+
+def _labels(entries: Sequence[str], names: Mapping[str, str]) -> dict[str, str]:
+    """Display labels: the entry's name if it has one, else its id. A name shared by two
+    entries (or equal to another entry's id) gets the id appended, so labels stay unique."""
+    wanted = {e: (names.get(e) or "").strip() or e for e in entries}
+    count: dict[str, int] = {}
+    for lab in wanted.values():
+        count[lab] = count.get(lab, 0) + 1
+    return {
+        e: lab if count[lab] == 1 and (lab == e or lab not in entries) else f"{lab} [{e}]"
+        for e, lab in wanted.items()
+    }
 
 
 def pareto_front(
@@ -591,22 +676,27 @@ def _pct(q: Fraction | None) -> str:
     return fmt_fixed(None if q is None else q * HUNDRED, 2)
 
 
-def main_rows(lb: Leaderboard) -> list[list[str]]:
+def main_rows(lb: Leaderboard, *, stacked: bool = False) -> list[list[str]]:
+    """Rows of the main table; `stacked` puts each "± std" under its mean (narrow screens)."""
     n = len(lb.tasks)
     out = []
     for i, x in enumerate(lb.entries, 1):
         art = x.artifacts.mean
+        o, mb = fmt_stat(x.o_eval, 100, 2), fmt_stat(x.multi_bo, 1, 3)
+        if stacked:
+            o, mb = (v.replace(" ± ", "\n±") for v in (o, mb))
         out.append(
             [
                 str(i),
-                x.entry,
+                x.shown,
                 str(len(x.seeds)),
                 f"{fmt_count(art) if art is not None else 'n/a'}/{n}",
                 fmt_cost(x.cost),
-                fmt_stat(x.o_eval, 100, 2),
-                fmt_stat(x.multi_bo, 1, 3),
+                o,
+                mb,
                 fmt_fixed(x.robust_bo.mean, 3),
                 str(x.gate_zeroed),
+                str(x.errors),
             ]
         )
     return out
@@ -622,6 +712,7 @@ MAIN_HEADER = [
     "Multi-BO",
     "Robust BO",
     "Gate-zeroed",
+    "Errors",
 ]
 
 
@@ -632,8 +723,14 @@ def suite_header(lb: Leaderboard) -> list[str]:
     ]
 
 
-def suite_rows(lb: Leaderboard) -> list[list[str]]:
-    return [[x.entry] + [fmt_stat(x.suites.get(s), 100, 2) for s in lb.suites] for x in lb.entries]
+def suite_rows(lb: Leaderboard, *, stacked: bool = False) -> list[list[str]]:
+    out = []
+    for x in lb.entries:
+        cells = [fmt_stat(x.suites.get(s), 100, 2) for s in lb.suites]
+        if stacked:
+            cells = [c.replace(" ± ", "\n±") for c in cells]
+        out.append([x.shown, *cells])
+    return out
 
 
 def _task_label(lb: Leaderboard, t: str) -> str:
@@ -642,20 +739,23 @@ def _task_label(lb: Leaderboard, t: str) -> str:
     return f"{t} (literature split)" if t in lb.split_tasks else t
 
 
-def task_rows(lb: Leaderboard) -> list[list[str]]:
+def task_rows(lb: Leaderboard, *, stacked: bool = False) -> list[list[str]]:
     out = []
     for t in lb.tasks:
         row = [_task_label(lb, t), lb.task_suites[t]]
         for x in lb.entries:
             c = x.per_task[t]
-            row.append(f"{_pct(c.mean)} [{c.marks}]" if c.marks else _pct(c.mean))
+            shown = "err" if c.mean is None else _pct(c.mean)
+            sep = "\n" if stacked else " "
+            row.append(f"{shown}{sep}[{c.marks}]" if c.marks else shown)
         out.append(row)
     return out
 
 
 TASK_MARKS_NOTE = (
     "Per-task cells: mean O-Eval (%) over seeds; [gN] N seed(s) zeroed by the gate, "
-    "[mN] N seed(s) without a readable artifact (counted 0)."
+    "[mN] N seed(s) without a readable artifact (counted 0), [eN] N seed(s) that ended "
+    "with an infrastructure error (left out of the mean; 'err' when every seed did)."
 )
 
 
@@ -665,7 +765,7 @@ def all_notes(lb: Leaderboard) -> list[str]:
     if lb.headline_note():
         out.append(lb.headline_note())
     out.extend(lb.notes)
-    front = [x.entry for x in lb.entries if x.pareto]
+    front = [x.shown for x in lb.entries if x.pareto]
     if front:
         out.append(f"Cost/O-Eval Pareto front: {', '.join(front)}.")
     return out
@@ -683,24 +783,74 @@ def _rich_table(
     return t
 
 
-def to_table(lb: Leaderboard) -> RenderableType:
-    """Rich renderables (one Group): main table, notes, per-suite and per-task tables."""
+# Terminal columns: what to drop first when the screen is narrow (lower keep = sooner).
+_MAIN_COLS = (
+    ("#", "num", 100),
+    ("Entry", "id", 100),
+    ("Seeds", "num", 20),
+    ("Artifacts", "num", 40),
+    ("$/run", "num", 60),
+    ("O-Eval %", "num", 100),
+    ("Multi-BO", "num", 100),
+    ("Robust BO", "num", 30),
+    ("Gate-0", "num", 50),
+    ("Errors", "num", 100),
+)
+
+
+def to_table(lb: Leaderboard, width: int = 80) -> RenderableType:
+    """Rich renderables (one Group) fitted to a terminal `width`: main table, notes,
+    per-suite table, per-task tables (entries in groups that fit, as E1, E2, ... when
+    their names are long)."""
+    from tbmm.tables import Col, render
+
     if lb.empty:
         return Group(Text(EMPTY_MESSAGE, style="yellow"))
-    return Group(
-        _rich_table(
-            f"TB-MathModel leaderboard ({len(lb.tasks)} tasks)", MAIN_HEADER, main_rows(lb), 2
+    cols = [Col(h, k, keep) for h, k, keep in _MAIN_COLS]
+    stacked = width < 120  # "± std" under the mean: numbers stay whole on narrow screens
+    parts: list[RenderableType] = [
+        render(
+            cols,
+            main_rows(lb, stacked=stacked),
+            title=f"TB-MathModel leaderboard ({len(lb.tasks)} tasks)",
+            caption="O-Eval %, Multi-BO: mean ± sample std over seeds; "
+            "Gate-0: gate-zeroed trials; Errors: infrastructure errors (left out of means)",
+            width=width,
         ),
         Text("\n".join(f"• {n}" for n in all_notes(lb)), style="dim"),
-        _rich_table("O-Eval by suite (headline tasks)", suite_header(lb), suite_rows(lb), 1),
-        _rich_table(
-            "Per-task O-Eval (%), mean over seeds",
-            ["Task", "Suite"] + [x.entry for x in lb.entries],
-            task_rows(lb),
-            2,
-            TASK_MARKS_NOTE,
-        ),
+    ]
+    scols = [Col("Entry", "id")] + [Col(h, "num") for h in suite_header(lb)[1:]]
+    parts.append(
+        render(
+            scols,
+            suite_rows(lb, stacked=stacked),
+            title="O-Eval by suite (headline tasks)",
+            width=width,
+        )
     )
+    labels = [x.shown for x in lb.entries]
+    short = any(len(lab) > 10 for lab in labels)
+    heads = [f"E{i}" for i in range(1, len(labels) + 1)] if short else labels
+    per = max(1, (width - 36) // 10)
+    rows = task_rows(lb, stacked=stacked)
+    for start in range(0, len(labels), per):
+        idx = list(range(start, min(start + per, len(labels))))
+        legend = "; ".join(f"E{i + 1} = {labels[i]}" for i in idx) + "\n" if short else ""
+        tcols = [Col("Task", "id"), Col("Suite", "num", keep=20)] + [
+            Col(heads[i], "num") for i in idx
+        ]
+        trows = [r[:2] + [r[2 + i] for i in idx] for r in rows]
+        parts.append(
+            render(
+                tcols,
+                trows,
+                title="Per-task O-Eval (%), mean over seeds"
+                + (f" (entries {idx[0] + 1}-{idx[-1] + 1})" if len(labels) > per else ""),
+                caption=legend + TASK_MARKS_NOTE,
+                width=width,
+            )
+        )
+    return Group(*parts)
 
 
 def _md_cell(s: str) -> str:
@@ -728,7 +878,7 @@ def to_markdown(lb: Leaderboard) -> str:
         "### O-Eval by suite (headline tasks)",
         _md_table(suite_header(lb), suite_rows(lb)),
         "### Per-task O-Eval (%), mean over seeds",
-        _md_table(["Task", "Suite"] + [x.entry for x in lb.entries], task_rows(lb), 2),
+        _md_table(["Task", "Suite"] + [x.shown for x in lb.entries], task_rows(lb), 2),
         TASK_MARKS_NOTE,
     ]
     return "\n\n".join(parts) + "\n"
@@ -743,6 +893,7 @@ def to_csv(lb: Leaderboard) -> str:
         [
             "rank",
             "entry",
+            "name",
             "agent",
             "model",
             "seeds",
@@ -755,6 +906,7 @@ def to_csv(lb: Leaderboard) -> str:
             "multi_bo_std",
             "robust_bo",
             "gate_zeroed",
+            "errors",
             "missing_trials",
             "pareto",
         ]
@@ -768,6 +920,7 @@ def to_csv(lb: Leaderboard) -> str:
             [
                 i,
                 x.entry,
+                x.shown,
                 x.agent,
                 x.model,
                 len(x.seeds),
@@ -780,6 +933,7 @@ def to_csv(lb: Leaderboard) -> str:
                 fmt_fixed(None if mb is None else mb.std, 3),
                 fmt_fixed(x.robust_bo.mean, 3),
                 x.gate_zeroed,
+                x.errors,
                 x.missing_trials,
                 "yes" if x.pareto else "no",
             ]
@@ -804,6 +958,7 @@ def to_json(lb: Leaderboard) -> dict[str, Any]:
             {
                 "rank": i,
                 "entry": x.entry,
+                "name": x.shown,
                 "agent": x.agent,
                 "model": x.model,
                 "seeds": list(x.seeds),
@@ -817,6 +972,8 @@ def to_json(lb: Leaderboard) -> dict[str, Any]:
                 "multi_bo": None if x.multi_bo is None else x.multi_bo.to_json(1, 3),
                 "robust_bo": x.robust_bo.to_json(1, 3),
                 "gate_zeroed": x.gate_zeroed,
+                "errors": x.errors,
+                "error_causes": list(x.error_causes),
                 "missing_trials": x.missing_trials,
                 "pareto": x.pareto,
                 "suites": {s: st.to_json(100, 2) for s, st in x.suites.items()},

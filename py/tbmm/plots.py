@@ -150,7 +150,7 @@ def plot_cost(lb: Leaderboard) -> Plot:
             label=plain(label),
             zorder=3,
         )
-        labels += [(x_of(e), _pct(e.o_eval.mean) or 0.0, e.entry) for e in group]
+        labels += [(x_of(e), _pct(e.o_eval.mean) or 0.0, e.shown) for e in group]
         if "drawn at" in label:
             notes.append(f"{len(group)} entr{'y' if len(group) == 1 else 'ies'} with {label}.")
     front = [e for e in ents if e.pareto]
@@ -207,7 +207,7 @@ def plot_entries(lb: Leaderboard) -> Plot:
     _errorbars(ax, ys, means, stds)
     for y, m, sd in zip(ys, means, stds, strict=True):
         ax.text(m + (sd or 0) + 1, y, f"{m:.2f}", fontsize=7, va="center")
-    ax.set_yticks(ys, [plain(e.entry) for e in ents])
+    ax.set_yticks(ys, [plain(e.shown) for e in ents])
     ax.invert_yaxis()
     ax.set_xlim(0, 105)
     ax.set_xlabel("O-Eval (%)")
@@ -242,7 +242,7 @@ def plot_suites(lb: Leaderboard) -> Plot:
             zorder=2,
         )
         _errorbars(ax, ys, means, [_std_pct(e.suites.get(s)) for e in ents])
-    ax.set_yticks(list(range(len(ents))), [plain(e.entry) for e in ents])
+    ax.set_yticks(list(range(len(ents))), [plain(e.shown) for e in ents])
     ax.invert_yaxis()
     ax.set_xlim(0, 105)
     ax.set_xlabel("O-Eval (%)")

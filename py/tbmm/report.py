@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import html
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from fractions import Fraction
@@ -36,6 +37,7 @@ tr:nth-child(even) td{background:#fafbfc}
 .badge{display:inline-block;padding:0 6px;border-radius:8px;font-size:.8em;font-weight:600}
 .scored,.pass,.ok{background:#dff0d8;color:#2d6a2d}.warn,.skipped{background:#fcf8e3;color:#7a5b00}
 .gate_failed,.fail,.missing_artifact,.unreadable,.error,.no_trial{background:#f2dede;color:#8a2a2a}
+.infra_error{background:#e2e3e5;color:#383d41}
 .split{background:#e8e1f5;color:#4b2f86}
 figure{margin:12px 0;display:inline-block;vertical-align:top}figure img{max-width:100%;border:1px solid #e3e7ec}
 figcaption{font-size:.85em;color:#4a5563}
@@ -152,7 +154,7 @@ def _suites_and_tasks_html(lb: Leaderboard) -> str:
         if t in lb.incomplete_tasks:
             link += ' <span class="badge split">incomplete</span>'
         rows.append([link] + [esc(c) for c in r[1:]])
-    out.append(_table(["Task", "Suite"] + [x.entry for x in lb.entries], rows, 2))
+    out.append(_table(["Task", "Suite"] + [x.shown for x in lb.entries], rows, 2))
     out.append(f'<p class="note">{esc(L.TASK_MARKS_NOTE)}</p>')
     return "".join(out)
 
@@ -341,17 +343,51 @@ def _lean_html(rep: Mapping[str, Any]) -> str:
     return "".join(out)
 
 
-def _trial_html(x: L.EntryRow, seed: int, row: TrialRow | None) -> str:
+def _files_html(rep: Mapping[str, Any], base: Path | None) -> str:
+    """Links to the trial's files (ATIF trajectory first), relative to the report's folder so
+    the runs folder can move with it. Plain links: the page loads none of them."""
+    files = rep.get("files") or {}
+    if not files:
+        return ""
+    order = ["trajectory.json", "events.jsonl", "trajectory.jsonl", "stdout.txt", "stderr.txt"]
+    names = [n for n in order if n in files] + sorted(n for n in files if n not in order)
+    what = {
+        "trajectory.json": "trajectory (ATIF)",
+        "events.jsonl": "raw events (HTTP log)",
+        "trajectory.jsonl": "raw events (old format; tbmm runs convert-trajectories)",
+    }
+    links = []
+    for n in names:
+        target = Path(files[n])
+        href = os.path.relpath(target, base) if base is not None else target.as_uri()
+        links.append(f'<a href="{esc(Path(href).as_posix())}">{esc(what.get(n, n))}</a>')
+    return f'<p class="note">files: {" · ".join(links)}</p>'
+
+
+def _trial_html(x: L.EntryRow, seed: int, row: TrialRow | None, base: Path | None = None) -> str:
     if row is None:
         return (
-            f"<details><summary>{esc(x.entry)} · seed {esc(seed)} · {_badge(L.NO_TRIAL)} "
+            f"<details><summary>{esc(x.shown)} · seed {esc(seed)} · {_badge(L.NO_TRIAL)} "
             f"(counted O-Eval 0, Multi-BO −1)</summary><p>No trial was recorded.</p></details>"
         )
     rep = row.report or {}
+    if row.status == L.INFRA:
+        facts = [("status", "infrastructure error: not a score, left out of every mean")]
+        facts.append(("cause", rep.get("infra_error")))
+        facts += [
+            (f"harness {k}", v)
+            for k, v in (rep.get("harness") or {}).items()
+            if v not in (None, "")
+        ]
+        return (
+            f"<details><summary>{esc(x.shown)} · seed {esc(seed)} · {_badge(row.status)} · "
+            f"rerun with <code>--resume</code></summary>{_dl(facts)}{_files_html(rep, base)}"
+            "</details>"
+        )
     score = rep.get("score") or {}
     o = L.fmt_fixed(row.o_eval * 100, 2)
     summary = (
-        f"{esc(x.entry)} · seed {esc(seed)} · {_badge(row.status)} · O-Eval {esc(o)}% · "
+        f"{esc(x.shown)} · seed {esc(seed)} · {_badge(row.status)} · O-Eval {esc(o)}% · "
         f"gate {_badge(row.gate)} · Lean {_badge(row.lean)}"
     )
     facts = [
@@ -366,7 +402,7 @@ def _trial_html(x: L.EntryRow, seed: int, row: TrialRow | None) -> str:
     facts += [
         (f"harness {k}", v) for k, v in (rep.get("harness") or {}).items() if v not in (None, "")
     ]
-    body = [_dl(facts)]
+    body = [_dl(facts), _files_html(rep, base)]
     body.append(_ul((f"schema: {s}" for s in rep.get("schema_issues", [])), "note"))
     body.append(_metrics_html(score))
     panel = score.get("panel") or []
@@ -396,7 +432,12 @@ def _trial_html(x: L.EntryRow, seed: int, row: TrialRow | None) -> str:
     return f"<details><summary>{summary}</summary>{''.join(body)}</details>"
 
 
-def _drilldown_html(lb: Leaderboard, rows: Sequence[TrialRow], tasks: Mapping[str, Any]) -> str:
+def _drilldown_html(
+    lb: Leaderboard,
+    rows: Sequence[TrialRow],
+    tasks: Mapping[str, Any],
+    base: Path | None = None,
+) -> str:
     if lb.empty:
         return ""
     by_key = {(r.entry, r.task, r.seed): r for r in rows}
@@ -414,7 +455,7 @@ def _drilldown_html(lb: Leaderboard, rows: Sequence[TrialRow], tasks: Mapping[st
         out.append("<h3>Trials</h3>")
         for x in lb.entries:
             for s in x.seeds:
-                out.append(_trial_html(x, s, by_key.get((x.entry, t, s))))
+                out.append(_trial_html(x, s, by_key.get((x.entry, t, s)), base))
         out.append("</section>")
     return "".join(out)
 
@@ -438,8 +479,10 @@ def render_html(
     tasks_info: Sequence[Any] | Mapping[str, Any] | None = None,
     *,
     title: str = "TB-MathModel report",
+    base: Path | None = None,
 ) -> str:
-    """The whole page as a string (see `write_html`)."""
+    """The whole page as a string (see `write_html`); file links are relative to `base`
+    (the report's folder), absolute file: URIs without it."""
     tasks = _tasks_map(tasks_info)
     n_trials = sum(1 for r in rows if r.task in lb.task_suites)
     nav = (
@@ -459,7 +502,7 @@ def render_html(
             _leaderboard_html(lb),
             _plots_html(lb),
             _suites_and_tasks_html(lb),
-            _drilldown_html(lb, rows, tasks),
+            _drilldown_html(lb, rows, tasks, base),
         ]
     )
     return (
@@ -483,5 +526,6 @@ def write_html(
     """Write the report; `tasks_info` is `load_suite()` (list or slug map; None loads it)."""
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    out_path.write_text(render_html(lb, rows, tasks_info, title=title), encoding="utf-8")
+    html_text = render_html(lb, rows, tasks_info, title=title, base=out_path.parent.resolve())
+    out_path.write_text(html_text, encoding="utf-8")
     return out_path

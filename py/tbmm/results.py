@@ -16,23 +16,32 @@ class ResultsError(ValueError):
 def load_rows(
     db: Path, tasks_root: Path = TASKS_ROOT
 ) -> tuple[list[TrialRow], dict[str, Any], list[Any]]:
-    """Every stored trial as a TrialRow (an absent DB is an empty store, never created here)."""
+    """Every stored trial as a TrialRow (an absent DB is an empty store, never created here).
+    `cfg["names"]` holds the entries' display names; each row's report carries the paths
+    of its trial's files (trajectory, raw events, stdout, ...) under "files"."""
     tasks = load_suite(tasks_root)
     cfg = suite_config(tasks)
     if not Path(db).is_file():
         return [], cfg, tasks
     import sqlite3
 
-    from harness.store import Store
+    from harness.store import Store, trial_files
 
     try:
-        records = Store(db).trials()
+        store = Store(db)
+        records = store.trials()
+        cfg["names"] = store.names()
+        runs = store.runs_dir
+        store.close()
     except sqlite3.DatabaseError as exc:
         raise ResultsError(f"{db}: not a readable results store ({exc})") from exc
-    rows = [
-        row_from_record(r, task_suites=cfg["task_suites"], split_tasks=cfg["split_tasks"])
-        for r in records
-    ]
+    rows = []
+    for r in records:
+        row = row_from_record(r, task_suites=cfg["task_suites"], split_tasks=cfg["split_tasks"])
+        files = trial_files(runs, r)
+        if files:
+            row.report["files"] = {k: str(v) for k, v in files.items()}
+        rows.append(row)
     return rows, cfg, tasks
 
 

@@ -20,7 +20,7 @@ from tbmm.files import sha256_file
 from tbmm.models import REPLAYED
 from tbmm.paths import PathError, expand, resolve
 from tbmm.replay import strip_replayed
-from tbmm.stack import requirement_lines
+from tbmm.stack import PYTHON_IMAGE, lock_text
 from tbmm.tasks import TaskFormatError, load_task, task_dirs
 
 BOOKKEEPING = re.compile(
@@ -179,9 +179,16 @@ def validate_task(task_dir: Path) -> list[Problem]:
     dockerfile = task_dir / "environment" / "Dockerfile"
     if dockerfile.is_file():
         text = dockerfile.read_text(encoding="utf-8")
-        for pin in requirement_lines():
-            if pin not in text:
-                bad("dockerfile", f"pin {pin} missing from environment/Dockerfile")
+        for needed in ("requirements.lock", "--require-hashes", f"ARG TBMM_BASE={PYTHON_IMAGE}"):
+            if needed not in text:
+                bad("dockerfile", f"environment/Dockerfile lacks {needed!r}: rerun `tbmm tasks build`")
+    env_lock = task_dir / "environment" / "requirements.lock"
+    if not env_lock.is_file() or env_lock.read_text(encoding="utf-8") != lock_text():
+        bad(
+            "dockerfile",
+            "environment/requirements.lock differs from the agent stack's lock "
+            "(tbmm/agent-stack.lock): rerun `tbmm tasks build`",
+        )
 
     # Attachments and figures.
     for a in m.attachments:

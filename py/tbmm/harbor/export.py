@@ -201,7 +201,7 @@ WORKDIR /root
 
 
 def agent_dockerfile(task: Any, agent_image: str | None) -> str:
-    """The agent's Dockerfile: ours (a pinned scientific stack on python:3.12-slim), or
+    """The agent's Dockerfile: ours (the hashed lock of tbmm.stack on Python 3.11), or
     with `agent_image`, a prebuilt image that already has that stack."""
     if agent_image is None:
         return (task.dir / "environment" / "Dockerfile").read_text(encoding="utf-8")
@@ -482,6 +482,11 @@ def export_harbor(
             (d / "environment" / "Dockerfile").write_text(
                 agent_dockerfile(t, agent_image), encoding="utf-8"
             )
+            if agent_image is None:  # our Dockerfile installs the hashed lock it COPYs
+                shutil.copyfile(
+                    t.dir / "environment" / "requirements.lock",
+                    d / "environment" / "requirements.lock",
+                )
             (d / "solution").mkdir()
             shutil.copyfile(t.dir / "solution" / "solve.sh", d / "solution" / "solve.sh")
             tests = d / "tests"

@@ -1,0 +1,59 @@
+"""Infrastructure failures: what makes a trial `error` instead of a score.
+
+An agent's own failure (it wrote nothing, wrote garbage, timed out, its model answered
+400 to a request it built) is a result and is scored. A failure of what we provide (the
+model endpoint, the proxy, the CLI binary, the sandbox, the harness) says nothing about the
+agent: the trial is stored with status `error` and its cause, is not verified, is left out
+of the leaderboard's means, and is run again by `tbmm run --resume`.
+"""
+
+from __future__ import annotations
+
+# kind -> what it means (the cause stored on the trial is "<kind>: <detail>")
+KINDS: dict[str, str] = {
+    "endpoint_unreachable": "the model endpoint could not be reached (after the retries)",
+    "endpoint_rejected": "the model endpoint refused the credentials or the model (401/403/404)",
+    "endpoint_overloaded": "the model endpoint kept answering 429/5xx until the retries ran out",
+    "proxy_failure": "the model proxy or its in-sandbox forwarder failed",
+    "binary_missing": "the agent's program is not installed or not runnable in the sandbox",
+    "sandbox_start": "the sandbox (or container) could not be started",
+    "harness_fault": "the harness raised an exception (a bug of ours, not the agent's)",
+}
+
+# HTTP statuses of a model endpoint that are the infrastructure's doing once retries are
+# exhausted (the same set the proxy and the llm agent retry), and those that mean the
+# credentials or the configured model are wrong.
+RETRIED_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504, 529})
+REJECTED_STATUS = frozenset({401, 403, 404})
+
+
+class InfraError(RuntimeError):
+    """Raised (or recorded) when the infrastructure fails a trial; never a score."""
+
+    def __init__(self, kind: str, detail: str) -> None:
+        if kind not in KINDS:
+            raise ValueError(f"unknown infrastructure error kind {kind!r}")
+        super().__init__(f"{kind}: {detail}")
+        self.kind = kind
+        self.detail = detail
+
+    @property
+    def cause(self) -> str:
+        return f"{self.kind}: {self.detail}"
+
+
+class PreflightError(RuntimeError):
+    """A check before the sweep failed (endpoint unreachable, binary missing): no trial ran."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("pre-flight check failed: " + "; ".join(problems))
+        self.problems = problems
+
+
+def status_kind(status: int) -> str | None:
+    """The infrastructure error kind of a final HTTP status from a model endpoint, if any."""
+    if status in REJECTED_STATUS:
+        return "endpoint_rejected"
+    if status in RETRIED_STATUS:
+        return "endpoint_overloaded"
+    return None
