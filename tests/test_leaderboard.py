@@ -274,9 +274,10 @@ def test_markdown_csv_json_agree(lb: L.Leaderboard) -> None:
     assert "| 2 | B | 2 | 4/4 | $1.00 | 53.33 ± 4.71 | 1.000 ± 0.056 | -0.050 | 1 |" in md
     assert "| 3 | C | 1 | 1/4 | n/a | 6.67 ± n/a | -0.533 ± n/a | -0.767 | 0 |" in md
     assert "Literature-split task(s) left out of the headline columns" in md and "ms" in md
-    assert "| c2 | CUMCM | 66.67 [m1] | 97.50 | 0.00 [m1] |" in md
-    assert "| ms (literature split) | MCM | 50.00 [m1] | 50.00 | 0.00 [m1] |" in md
-    assert "| m1 | MCM | 50.00 [m1] | 12.50 [g1] | 0.00 [m1] |" in md
+    # [n1]: a seed never run (no row), told apart from [m1]: a trial without an artifact
+    assert "| c2 | CUMCM | 66.67 [m1] | 97.50 | 0.00 [n1] |" in md
+    assert "| ms (literature split) | MCM | 50.00 [m1] | 50.00 | 0.00 [n1] |" in md
+    assert "| m1 | MCM | 50.00 [n1] | 12.50 [g1] | 0.00 [n1] |" in md
     recs = list(csv.DictReader(io.StringIO(L.to_csv(lb))))
     assert [r["entry"] for r in recs] == ["A", "B", "C"]
     a = recs[0]

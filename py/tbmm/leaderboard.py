@@ -330,13 +330,13 @@ class TaskCell:
     @property
     def marks(self) -> str:
         """Compact flags: g<n> gate-zeroed seeds, m<n> seeds without a readable artifact,
-        e<n> seeds that ended with an infrastructure error (left out of the mean)."""
+        n<n> seeds never run (no trial stored), e<n> seeds that ended with an
+        infrastructure error (left out of the mean)."""
         g = self.count("gate_failed")
         e = self.count(INFRA)
-        m = len(self.per_seed) - self.count(*READABLE) - e
-        return " ".join(
-            x for x in (f"g{g}" if g else "", f"m{m}" if m else "", f"e{e}" if e else "") if x
-        )
+        n = self.count(NO_TRIAL)
+        m = len(self.per_seed) - self.count(*READABLE) - e - n
+        return " ".join(f"{k}{v}" for k, v in (("g", g), ("m", m), ("n", n), ("e", e)) if v)
 
 
 @dataclass(frozen=True)
@@ -754,7 +754,8 @@ def task_rows(lb: Leaderboard, *, stacked: bool = False) -> list[list[str]]:
 
 TASK_MARKS_NOTE = (
     "Per-task cells: mean O-Eval (%) over seeds; [gN] N seed(s) zeroed by the gate, "
-    "[mN] N seed(s) without a readable artifact (counted 0), [eN] N seed(s) that ended "
+    "[mN] N seed(s) without a readable artifact (counted 0), [nN] N seed(s) never run "
+    "(no trial stored: counted 0), [eN] N seed(s) that ended "
     "with an infrastructure error (left out of the mean; 'err' when every seed did)."
 )
 
