@@ -482,3 +482,36 @@ def test_incomplete_tasks_are_skipped_or_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="--allow-incomplete"):
         select_tasks(incomplete[0].slug, TASKS_ROOT)
     assert select_tasks(incomplete[0].slug, TASKS_ROOT, allow_incomplete=True)[0].incomplete
+
+
+def test_verdicts_reached_against_older_task_data_are_flagged(tmp_path) -> None:  # noqa: ANN001
+    """A verdict records the digest of the task data it was reached against; once a
+    reference or gate file changes, the leaderboard says which stored verdicts are stale."""
+    import shutil
+
+    from tbmm.results import stale_notes
+    from tbmm.tasks import TASKS_ROOT, load_task, task_dirs
+    from tbmm.verify import verify_artifact
+
+    src = next(d for d in task_dirs(TASKS_ROOT) if (d / "gate.toml").is_file())
+    dst = tmp_path / src.parent.name / src.name
+    shutil.copytree(src, dst)
+    t = load_task(dst)
+    rep = verify_artifact(t, t.anchor_artifact_bytes(), lean=False)
+    assert rep.task_digest == t.verdict_digest != ""
+    base = dict(
+        entry="A", agent="oracle", model="m", suite=t.suite, seed=0, status="scored",
+        o_eval=F(1), robust_bo=F(1), cost_usd=None, gate="pass", lean="skipped",
+        literature_split=False,
+    )  # fmt: skip
+    fresh = L.TrialRow(task=t.slug, report=rep.model_dump(), **base)
+    err = L.TrialRow(task=t.slug, report={"files": {}}, **{**base, "status": "error"})
+    assert stale_notes([fresh, err], [t]) == []
+    with (dst / "gate.toml").open("a") as f:
+        f.write("\n# an edit\n")
+    changed = load_task(dst)
+    assert changed.verdict_digest != t.verdict_digest
+    (note,) = stale_notes([fresh, err], [changed])
+    assert note.startswith("A: stored verdicts of 1 task(s)") and t.slug in note
+    legacy = L.TrialRow(task=t.slug, report={"exit_code": 0}, **base)  # stored before digests
+    assert stale_notes([legacy], [t])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any
 
@@ -68,4 +69,28 @@ def leaderboard(
         lb = compute(rows, baseline=resolve_baseline(rows, baseline), **cfg)
     except ValueError as exc:
         raise ResultsError(str(exc)) from exc
+    stale = stale_notes(rows, tasks)
+    if stale:
+        lb = dataclasses.replace(lb, notes=(*stale, *lb.notes))
     return lb, rows, tasks
+
+
+def stale_notes(rows: list[TrialRow], tasks: list[Any]) -> list[str]:
+    """One note per entry holding verdicts reached against task data that has changed
+    since (another reference, gate or replay setting): they are shown as stored, and
+    only re-running those trials scores them against the current task."""
+    current = {t.slug: t.verdict_digest for t in tasks}
+    by_entry: dict[str, set[str]] = {}
+    for r in rows:
+        rep = r.report if isinstance(r.report, dict) else {}
+        if "exit_code" not in rep:  # no verdict (an infrastructure error): nothing to compare
+            continue
+        if r.task in current and rep.get("task_digest") != current[r.task]:
+            by_entry.setdefault(r.entry, set()).add(r.task)
+    return [
+        f"{e}: stored verdicts of {len(ts)} task(s) were reached against older task data "
+        f"({', '.join(sorted(ts)[:3])}{', ...' if len(ts) > 3 else ''}); delete and re-run "
+        "them (`tbmm runs delete`, then `tbmm run --resume`) to score against the current "
+        "references"
+        for e, ts in sorted(by_entry.items())
+    ]

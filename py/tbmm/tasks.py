@@ -223,6 +223,31 @@ class Task:
         """The anchor's artifact as an exact tree (numbers are `exact.Num`)."""
         return self.anchor_doc["artifact"]
 
+    # The files a verdict depends on besides the artifact: a stored verdict whose digest
+    # differs was reached against other references, gates or replay settings.
+    VERDICT_FILES = (
+        "anchor.json",
+        "artifact_map.toml",
+        "baseline.json",
+        "gate.toml",
+        "panel.json",
+        "reference.json",
+        "replay.toml",
+        "scoring.toml",
+    )
+
+    @cached_property
+    def verdict_digest(self) -> str:
+        """sha256 (first 16 hex digits) over the task files a verdict depends on."""
+        import hashlib
+
+        h = hashlib.sha256()
+        for name in self.VERDICT_FILES:
+            f = self.dir / name
+            if f.is_file():
+                h.update(name.encode() + b"\0" + f.read_bytes() + b"\0")
+        return h.hexdigest()[:16]
+
     def anchor_artifact_bytes(self) -> bytes:
         return (exact.dumps(self.anchor_artifact) + "\n").encode("utf-8")
 

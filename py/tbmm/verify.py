@@ -45,6 +45,9 @@ class VerifyReport(BaseModel):
     score: dict[str, Any] = {}
     gate_report: dict[str, Any] = {}
     replay: dict[str, Any] = {}  # the replay report (tasks with replay.toml)
+    # Task.verdict_digest of the task data this verdict was reached against (the
+    # leaderboard flags stored verdicts whose task data has changed since)
+    task_digest: str = ""
 
 
 def schema_issues(task: Task, doc: dict[str, Any]) -> list[str]:
@@ -104,9 +107,11 @@ def verify_artifact(
     """
     with bounds.deadline(budget_s):
         try:
-            return _verify(task, data, lean=lean)
+            rep = _verify(task, data, lean=lean)
         except bounds.BudgetExceeded as exc:
-            return _over_budget(task, str(exc))
+            rep = _over_budget(task, str(exc))
+    rep.task_digest = task.verdict_digest
+    return rep
 
 
 def _verify(task: Task, data: bytes | None, *, lean: bool) -> VerifyReport:
@@ -232,7 +237,16 @@ def verify_batch(
             why = f"{exc}: the batch's one Lean run had what its {len(staged)} artifacts' budgets left"
             for k, _, _ in staged:
                 reports[k] = _over_budget(items[k][0], why)
-            return [r for r in reports if r is not None]
+            return _with_digests(items, reports)
     for (k, ev, doc), lr in zip(staged, results, strict=True):
         reports[k] = _finish(items[k][0], doc, ev, lr, lean=lean)
-    return [r for r in reports if r is not None]
+    return _with_digests(items, reports)
+
+
+def _with_digests(
+    items: list[tuple[Task, bytes | None]], reports: list[VerifyReport | None]
+) -> list[VerifyReport]:
+    out = [r for r in reports if r is not None]
+    for (task, _), r in zip(items, out, strict=True):
+        r.task_digest = task.verdict_digest
+    return out
