@@ -187,28 +187,23 @@ class Reach:
     def of_paths(cls, paths: Iterable[str], lists: Iterable[str] = ()) -> Reach:
         root = cls()
         for p in lists:
-            node = root
-            for t in tokens(p):
-                if isinstance(t, str):
-                    node = node.keys.setdefault(t, cls())
-                elif t < 0:
-                    node.wild = node.wild or cls()
-                    node = node.wild
-                else:
-                    node = node.indexes.setdefault(t, cls())
-            node.length = True
+            root._node(p).length = True
         for p in paths:
-            node = root
-            for t in tokens(p):
-                if isinstance(t, str):
-                    node = node.keys.setdefault(t, cls())
-                elif t < 0:
-                    node.wild = node.wild or cls()
-                    node = node.wild
-                else:
-                    node = node.indexes.setdefault(t, cls())
-            node.end = True
+            root._node(p).end = True
         return root
+
+    def _node(self, path: str) -> Reach:
+        """The node for `path` under this one, created along the way."""
+        node = self
+        for t in tokens(path):
+            if isinstance(t, str):
+                node = node.keys.setdefault(t, type(self)())
+            elif t < 0:
+                node.wild = node.wild or type(self)()
+                node = node.wild
+            else:
+                node = node.indexes.setdefault(t, type(self)())
+        return node
 
     def merged(self, other: Reach | None) -> Reach:
         """The union of two tries (a list entry reached by `[*]` and by its own index)."""
