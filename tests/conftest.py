@@ -263,6 +263,15 @@ def syn(tmp_path: Path) -> Task:
     return make_task(tmp_path)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _compiled_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Lite-mode task copies (`tbmm.compiled`) go to a session folder, not ~/.cache (child
+    processes inherit it)."""
+    import os
+
+    os.environ.setdefault("TBMM_CACHE_DIR", str(tmp_path_factory.mktemp("tbmm-cache")))
+
+
 @pytest.fixture(scope="session")
 def suite() -> list[Task]:
     tasks = load_suite(TASKS_ROOT)

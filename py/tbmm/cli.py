@@ -482,43 +482,19 @@ def score(
 
     The artifact is resolved (replayed, for a task with a replay) and gated first: a metric
     whose protecting check lacks an input scores 0, and a failed gate zeroes the task."""
+    from tbmm.entry import print_score, score_of
     from tbmm.pipeline import evaluate
-    from tbmm.scoring import score_task
 
     t = _task(task, tasks_root)
     doc = _read_artifact_file(artifact, t)
     try:
-        ev = evaluate(t, doc)
-        result = ev.score
-        if gate_failed and result.status != "gate_failed":
-            result = score_task(t, ev.doc, gate_failed=True, unverifiable=ev.gate.unverifiable)
+        result = score_of(t, evaluate(t, doc), gate_failed)
     except TaskFormatError as exc:
         raise _fail(str(exc)) from exc
     if as_json:
         print(json.dumps(result.to_json(), indent=2, ensure_ascii=False))
         return
     print_score(result)
-
-
-def print_score(result) -> None:  # noqa: ANN001 - TaskScore, imported lazily
-    from tbmm.exact import fraction_to_text
-
-    table = Table(title=f"{result.task} — metrics")
-    for c in ("id", "path", "direction", "anchor", "value", "reward", "reason"):
-        table.add_column(c, overflow="fold")
-    for m in result.metrics:
-        reward = "excluded" if m.reward is None else f"{float(m.reward):.4f}"
-        table.add_row(
-            m.id, m.path, m.direction, m.anchor_text, m.value_text or "—", reward, m.reason
-        )
-    console.print(table)
-    console.print(
-        f"status {result.status} | raw R = {fraction_to_text(result.raw)} | O-Eval (panel) = {float(result.o_eval):.4f} "
-        f"[{fraction_to_text(result.o_eval)}] | O-Eval (anchor) = {float(result.o_eval_anchor):.4f} | Robust BO-Eval = {float(result.robust_bo):.4f}",
-        highlight=False,
-    )
-    for n in result.notes:
-        console.print(f"note: {n}", highlight=False)
 
 
 @app.command()
@@ -529,6 +505,7 @@ def gate(
     as_json: JsonFlag = False,
 ) -> None:
     """Feasibility gate: exit 0 pass or warning, 1 hard fail, 2 unreadable input."""
+    from tbmm.entry import print_gate
     from tbmm.pipeline import evaluate
 
     t = _task(task, tasks_root)
@@ -542,29 +519,6 @@ def gate(
     else:
         print_gate(report)
     raise typer.Exit(1 if report.verdict == "fail" else 0)
-
-
-def print_gate(report) -> None:  # noqa: ANN001 - GateReport, imported lazily
-    style = {"pass": "green", "warn": "yellow", "fail": "red"}[report.verdict]
-    console.print(
-        f"gate [{style}]{report.verdict.upper()}[/{style}] for {report.task}: {len(report.instances)} instance(s)"
-    )
-    for i in report.instances:
-        mark = {
-            "pass": "[green]✓[/green]",
-            "fail": "[red]✗[/red]",
-            "bad": "[red]✗[/red]",
-            "missing": "[yellow]?[/yellow]",
-        }[i.status]
-        console.print(f" {mark} {i.name} ({i.check.form.value}) {i.message}", highlight=False)
-    for w in report.warnings:
-        console.print(f" [yellow]warning:[/yellow] {w}", highlight=False)
-    for mid, why in report.unverifiable.items():
-        console.print(f" [yellow]metric {mid} scores 0:[/yellow] {why}", highlight=False)
-    for r in report.replay:
-        console.print(
-            f" [dim]replay-only (whole-task penalty, not field-checkable): {r['id']}: {r['description']}[/dim]"
-        )
 
 
 @app.command()
@@ -665,7 +619,9 @@ def serve(
 
 
 def main() -> None:  # pragma: no cover - console entry
-    app()
+    from tbmm.entry import main as entry
+
+    entry()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -23,15 +23,19 @@ import functools
 import re
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tbmm import forms
+from tbmm.compiled import Lite
 from tbmm.exact import Num, fraction_to_text, parse_decimal
 from tbmm.forms import Form
-from tbmm.models import REPLAYED, GateCheck
 from tbmm.paths import PathError, expand, expand_nodes, resolve
 from tbmm.scoring import lookup
+from tbmm.specs import REPLAYED
 from tbmm.tasks import Task
+
+if TYPE_CHECKING:
+    from tbmm.models import GateCheck
 
 _WILD = re.compile(r"\[\*\]")
 
@@ -288,7 +292,7 @@ def _short_lists(task: Task, doc: dict[str, Any]) -> list[Instance]:
         for path, node in expand_nodes(doc, ls.path):
             # a missing list (MISSING) is not short: the checks over it are unverifiable
             if isinstance(node, list) and len(node) < ls.min_items:
-                check = _list_check(ls.path, ls.min_items)
+                check = _list_check(ls.path, ls.min_items, isinstance(ls, Lite))
                 inst = Instance(check, None, {"field": [path]})
                 inst.status = "fail"
                 inst.message = (
@@ -300,13 +304,22 @@ def _short_lists(task: Task, doc: dict[str, Any]) -> list[Instance]:
 
 
 @functools.lru_cache(maxsize=256)
-def _list_check(path: str, min_items: int) -> GateCheck:
-    return GateCheck(
-        id="list_min_items",
-        form=Form.count,
-        field=path,
-        justification=f"the statement asks for at least {min_items} entries in {path}",
-    )
+def _list_check(path: str, min_items: int, lite: bool) -> GateCheck:
+    """The check a too-short declared list fails (validated like a task file's own check;
+    a plain copy of it in lite mode, like the task's)."""
+    fields = {
+        "id": "list_min_items",
+        "form": Form.count.value,
+        "field": path,
+        "justification": f"the statement asks for at least {min_items} entries in {path}",
+    }
+    if lite:
+        from tbmm import compiled
+
+        return compiled.validated("GateCheck", fields)
+    from tbmm.models import GateCheck
+
+    return GateCheck.model_validate(fields)
 
 
 def protected_metrics(task: Task, check: GateCheck) -> list[str]:

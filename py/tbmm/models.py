@@ -7,7 +7,6 @@ Numbers that reach verdicts are stored as exact decimal *strings* and converted 
 from __future__ import annotations
 
 import re
-from fractions import Fraction
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -16,12 +15,11 @@ from pydantic import Strict as StrictMode
 from tbmm.exact import ExactError, parse_decimal
 from tbmm.forms import OPS, Form
 from tbmm.rules import Direction, Domain
+from tbmm.specs import REPLAYED, GateCheckMethods, MetricSpecMethods
 
 # <contest>-<year>-<problem letter>-<name>: the contest (suite) folder, year and letter are
 # read from the slug; no list of contests, years or letters is kept in code.
 SLUG_RE = r"^[a-z][a-z0-9]*-\d{4}-[a-z]-[a-z0-9-]+$"
-# Top-level key of the resolved artifact that holds a replay's outputs (never the agent's).
-REPLAYED = "replayed"
 PATH_RE = re.compile(
     r"^[A-Za-z_][A-Za-z0-9_]*(\[(\d+|\*)\])*(\.[A-Za-z_][A-Za-z0-9_]*(\[(\d+|\*)\])*)*$"
 )
@@ -210,7 +208,7 @@ class MetricReference(Strict):
     history: list[ReferenceHistory] = []
 
 
-class MetricSpec(Strict):
+class MetricSpec(Strict, MetricSpecMethods):
     """One scored metric as written in scoring.toml (anchor comes from anchor.json)."""
 
     id: str = Field(pattern=r"^[a-z0-9_]+$")
@@ -235,14 +233,6 @@ class MetricSpec(Strict):
             raise ValueError("band must be >= 0")
         return self
 
-    @property
-    def weight_q(self) -> Fraction:
-        return parse_decimal(self.weight)
-
-    @property
-    def band_q(self) -> Fraction:
-        return parse_decimal(self.band)
-
 
 class ScoringSpec(Strict):
     metric: list[MetricSpec] = Field(min_length=2, max_length=6)
@@ -257,7 +247,7 @@ class ScoringSpec(Strict):
         return self
 
 
-class GateCheck(Strict):
+class GateCheck(Strict, GateCheckMethods):
     """One invariant instance template; `[*]` paths expand per list entry."""
 
     id: str = Field(pattern=r"^[a-z0-9_]+$")
@@ -325,16 +315,6 @@ class GateCheck(Strict):
             if self.op not in allowed:
                 raise ValueError(f"op {self.op!r} not allowed for {f.value}; use one of {allowed}")
         return self
-
-    def paths(self) -> list[str]:
-        out: list[str] = []
-        if self.field:
-            out.append(self.field)
-        if self.against:
-            out.append(self.against)
-        for group in (self.fields, self.lhs, self.rhs, self.factors, self.bound_factors):
-            out.extend(group or [])
-        return out
 
 
 class ReplayPenalty(Strict):

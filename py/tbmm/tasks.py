@@ -8,48 +8,80 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
 from pathlib import Path
-from typing import Any, TypeVar
-
-from pydantic import BaseModel, ValidationError
+from typing import TYPE_CHECKING, Any
 
 from tbmm import exact
-from tbmm.models import (
-    ArtifactMap,
-    Baseline,
-    GateSpec,
-    Manifest,
-    MetricSpec,
-    Panel,
-    ReplaySpec,
-    ScoringSpec,
-)
 from tbmm.paths import PathError, resolve
 from tbmm.resources import tasks_root
+
+if TYPE_CHECKING:
+    from tbmm.models import (
+        ArtifactMap,
+        Baseline,
+        GateSpec,
+        Manifest,
+        MetricSpec,
+        Panel,
+        ReplaySpec,
+        ScoringSpec,
+    )
 
 REPO_ROOT = Path(__file__).resolve().parents[2]  # the source checkout (for `tasks build`)
 TASKS_ROOT = tasks_root()  # the checkout's tasks/, or the installed wheel's copy
 
-M = TypeVar("M", bound=BaseModel)
+# Lite mode (set by `tbmm score` / `tbmm gate`): task files load as validated plain copies
+# (`tbmm.compiled`) without importing pydantic once a file has been validated. The objects
+# read the same; `tests/test_compiled.py` holds the verdicts of both modes equal.
+LITE = False
 
 
 class TaskFormatError(ValueError):
     """A task file is missing or malformed; the message names file, field and problem."""
 
 
-def _read_data(path: Path) -> Any:
+def _read_bytes(path: Path) -> bytes:
     if not path.is_file():
         raise TaskFormatError(f"{path}: file is missing")
+    return path.read_bytes()
+
+
+def _parse_data(path: Path, raw: bytes) -> Any:
     try:
+        text = raw.decode("utf-8")
         if path.suffix == ".toml":
-            return tomllib.loads(path.read_text(encoding="utf-8"))
-        return json.loads(path.read_text(encoding="utf-8"))
+            return tomllib.loads(text)
+        return json.loads(text)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise TaskFormatError(f"{path}: cannot parse: {exc}") from exc
 
 
-def load_model(path: Path, model: type[M]) -> M:
-    """Validate one task file against its pydantic model."""
-    data = _read_data(path)
+def _read_data(path: Path) -> Any:
+    return _parse_data(path, _read_bytes(path))
+
+
+def load_model(path: Path, model: Any) -> Any:
+    """Validate one task file against its pydantic model (a class, or its name in
+    `tbmm.models`). In lite mode, with the model named, a file validated before loads as
+    its plain copy without pydantic (`tbmm.compiled`)."""
+    raw = _read_bytes(path)
+    if LITE and isinstance(model, str):
+        from tbmm import compiled
+
+        hit = compiled.get(model, raw)
+        if hit is not None:
+            return hit
+        return compiled.put(model, raw, _validate(path, raw, model))
+    return _validate(path, raw, model)
+
+
+def _validate(path: Path, raw: bytes, model: Any) -> Any:
+    from pydantic import ValidationError
+
+    if isinstance(model, str):
+        from tbmm import models
+
+        model = getattr(models, model)
+    data = _parse_data(path, raw)
     try:
         return model.model_validate(data)
     except ValidationError as exc:
@@ -110,10 +142,8 @@ class Task:
     @cached_property
     def missing_spec(self) -> list[Any]:
         """Where the attachments absent from the source release can be fetched (data)."""
-        from tbmm.models import MissingAttachments
-
         path = self.dir / "missing_attachments.toml"
-        return load_model(path, MissingAttachments).missing if path.is_file() else []
+        return load_model(path, "MissingAttachments").missing if path.is_file() else []
 
     @property
     def missing_attachments(self) -> list[str]:
@@ -155,15 +185,15 @@ class Task:
 
     @cached_property
     def artifact_map(self) -> ArtifactMap:
-        return load_model(self.dir / "artifact_map.toml", ArtifactMap)
+        return load_model(self.dir / "artifact_map.toml", "ArtifactMap")
 
     @cached_property
     def scoring(self) -> ScoringSpec:
-        return load_model(self.dir / "scoring.toml", ScoringSpec)
+        return load_model(self.dir / "scoring.toml", "ScoringSpec")
 
     @cached_property
     def gate(self) -> GateSpec:
-        return load_model(self.dir / "gate.toml", GateSpec)
+        return load_model(self.dir / "gate.toml", "GateSpec")
 
     @cached_property
     def caps(self) -> Any:
@@ -191,15 +221,15 @@ class Task:
     def replay_spec(self) -> ReplaySpec | None:
         """The task's replay (`replay.toml`), or None when its answers are not replayed."""
         path = self.dir / "replay.toml"
-        return load_model(path, ReplaySpec) if path.is_file() else None
+        return load_model(path, "ReplaySpec") if path.is_file() else None
 
     @cached_property
     def panel(self) -> Panel:
-        return load_model(self.dir / "panel.json", Panel)
+        return load_model(self.dir / "panel.json", "Panel")
 
     @cached_property
     def baseline(self) -> Baseline:
-        return load_model(self.dir / "baseline.json", Baseline)
+        return load_model(self.dir / "baseline.json", "Baseline")
 
     @cached_property
     def schema(self) -> dict[str, Any]:
@@ -287,7 +317,7 @@ class Task:
 def load_task(task_dir: Path) -> Task:
     """Load a task folder (manifest eagerly, everything else on first use)."""
     task_dir = Path(task_dir)
-    return Task(task_dir, load_model(task_dir / "manifest.json", Manifest))
+    return Task(task_dir, load_model(task_dir / "manifest.json", "Manifest"))
 
 
 def suites(root: Path = TASKS_ROOT) -> list[str]:

@@ -34,12 +34,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tbmm import exact
 from tbmm.bounds import BudgetExceeded, Deadline
-from tbmm.models import REPLAYED, ReplaySpec
 from tbmm.paths import set_path
+from tbmm.specs import REPLAYED
+
+if TYPE_CHECKING:
+    from tbmm.models import ReplaySpec
 
 
 class ReplayInputError(ValueError):
@@ -80,7 +83,7 @@ class ReplayReport:
         }
 
 
-ReplayFn = Callable[[dict[str, Any], Any, ReplaySpec, Deadline], Outcome]
+ReplayFn = Callable[[dict[str, Any], Any, "ReplaySpec", Deadline], Outcome]
 
 
 def load_module(name: str) -> ReplayFn:
