@@ -199,7 +199,9 @@ def test_errors_and_help_go_to_the_typer_app(tmp_path: Path) -> None:
     assert r.returncode == 2 and "not valid JSON" in r.stderr
     r = _tbmm(["score", str(bad), "--task", "no-such-task"], tmp_path)
     assert r.returncode == 2 and "unknown task" in r.stderr
-    r = _tbmm(["gate", str(tmp_path / "absent.json"), "--task", "mcm-2025-b-juneau-tourism"], tmp_path)
+    r = _tbmm(
+        ["gate", str(tmp_path / "absent.json"), "--task", "mcm-2025-b-juneau-tourism"], tmp_path
+    )
     assert r.returncode == 2 and "cannot read" in r.stderr
     r = _tbmm(["score", "--help"], tmp_path)
     assert r.returncode == 0 and "--gate-failed" in r.stdout
