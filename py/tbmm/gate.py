@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 _WILD = re.compile(r"\[\*\]")
 
 
-@dataclass
+@dataclass(slots=True)
 class Instance:
     """One concrete invariant: a check applied to concrete paths of one artifact."""
 
@@ -119,11 +119,24 @@ def instances(check: GateCheck, doc: dict[str, Any]) -> list[Instance]:
     n = len(expand(doc, prefix + "[*]"))
     if n == 0:
         return [_missing_list(check, prefix, roles)]
-    out = []
-    for i in range(n):
-        sub = {r: [_WILD.sub(f"[{i}]", p, count=1) for p in ps] for r, ps in roles.items()}
-        out.append(Instance(check, i, sub))
-    return out
+    return [Instance(check, i, sub) for i, sub in enumerate(_concrete(check, roles, n))]
+
+
+_CONCRETE: dict[int, tuple[GateCheck, list[dict[str, list[str]]]]] = {}
+
+
+def _concrete(check: GateCheck, roles: dict[str, list[str]], n: int) -> list[dict[str, list[str]]]:
+    """The concrete paths of a wildcard check's first `n` entries (entry i: the first `[*]`
+    of each path made `[i]`), computed once per check and extended on demand; instances
+    share them read-only."""
+    hit = _CONCRETE.get(id(check))
+    if hit is None or hit[0] is not check:
+        hit = (check, [])
+        _CONCRETE[id(check)] = hit
+    subs = hit[1]
+    for i in range(len(subs), n):
+        subs.append({r: [_WILD.sub(f"[{i}]", p, count=1) for p in ps] for r, ps in roles.items()})
+    return subs[:n]
 
 
 def _missing_list(check: GateCheck, prefix: str, roles: dict[str, list[str]]) -> Instance:
