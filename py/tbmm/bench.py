@@ -491,6 +491,33 @@ def _tbmm(args: list[str]) -> tuple[float, float, int, str]:
     return wall, t.children_user + t.children_system - c0, proc.returncode, proc.stdout
 
 
+def bench_cli(task: Task, runs: int = 3) -> list[LeanFigure]:
+    """`tbmm score` (table and --json) and `tbmm gate` of the task's anchor artifact, each in
+    a fresh process as a user runs them: the best of `runs` after one warm-up call (which
+    validates and stores the task files for lite mode, `tbmm.compiled`)."""
+    import tempfile
+    from pathlib import Path
+
+    out = []
+    with tempfile.TemporaryDirectory(prefix="tbmm-bench-") as tmp:
+        art = Path(tmp) / "anchor.json"
+        art.write_bytes(task.anchor_artifact_bytes())
+        for cmd in (["score"], ["score", "--json"], ["gate"]):
+            args = [cmd[0], str(art), "--task", task.slug, *cmd[1:]]
+            _tbmm(args)
+            best = min((_tbmm(args) for _ in range(runs)), key=lambda r: r[1])
+            out.append(
+                LeanFigure(
+                    f"tbmm {' '.join(cmd)}",
+                    f"{task.slug} anchor, best of {runs}",
+                    best[0],
+                    best[1],
+                    f"exit {best[2]}",
+                )
+            )
+    return out
+
+
 def bench_audit() -> LeanFigure:
     """`tbmm lean audit` as a user runs it (a fresh process; the library already built)."""
     wall, cpu, code, _ = _tbmm(["lean", "audit"])

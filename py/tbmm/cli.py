@@ -658,13 +658,36 @@ def bench(
         ),
     ] = None,
     batch: Annotated[int, typer.Option(help="--lean: artifacts in the batch.")] = 40,
+    cli: Annotated[
+        bool,
+        typer.Option(
+            "--cli",
+            help="CPU seconds of `tbmm score` / `tbmm gate` command lines instead (fresh "
+            "processes, best of 3 after a warm-up), per task.",
+        ),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Throughput over a mixed corpus of every task: artifacts per CPU-second for scoring and
     the gate, as a ratio to json.loads of the same bytes; the same over the tasks without a
     replay (claims only: the replayed tasks' artifacts carry whole decisions, e.g. a planting
     plan of thousands of entries, and dominate the mix); replays per second per replayed task.
-    With --lean, the Lean layer's costs instead (wall and CPU seconds, the Lean runs included)."""
+    With --lean, the Lean layer's costs instead (wall and CPU seconds, the Lean runs included);
+    with --cli, the score and gate command lines' CPU seconds."""
+    if cli:
+        from tbmm.bench import bench_cli
+
+        tasks = [_task(s, tasks_root) for s in task] if task else load_suite(tasks_root)
+        figs = [(t.slug, f) for t in tasks for f in bench_cli(t)]
+        if as_json:
+            print(json.dumps([{"task": s, **f.to_json()} for s, f in figs], indent=2))
+            return
+        for s, f in figs:
+            console.print(
+                f"{s:34.34s} {f.name:>17s} {f.cpu_seconds:5.2f} s CPU {f.seconds:5.2f} s wall",
+                highlight=False,
+            )
+        return
     if lean:
         one = _task(task[0] if task else _LEAN_BENCH_TASK, tasks_root)
         _bench_lean(one, entries, list_task, batch, tasks_root, as_json)

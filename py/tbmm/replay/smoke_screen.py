@@ -35,13 +35,15 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from tbmm import exact
-from tbmm.models import ReplaySpec
 from tbmm.replay import Deadline, Outcome, ReplayInputError
+
+if TYPE_CHECKING:
+    from tbmm.models import ReplaySpec
 
 # Decision values beyond this magnitude are refused (they would only overflow the geometry).
 MAX_MAGNITUDE = Fraction(10**9)
