@@ -327,7 +327,7 @@ def _run_harbor(
     console.print(
         f"harbor exited {code}; stored {len(summary.stored)} trial(s) "
         f"({', '.join(summary.entries) or 'no entry'}), {len(summary.errors)} infrastructure "
-        f"error(s) not scored -> {db}",
+        f"error(s) stored as errors, not scores -> {db}",
         highlight=False,
     )
     _print_leaderboard(db, tasks_root)

@@ -16,13 +16,17 @@ Which trials are scores: a trial without an exception, or whose exception is the
 comes from Harbor's verifier alone (the artifact was collected; ours decides), is verified
 and stored. A trial whose infrastructure failed (the environment never started, the model
 API was unreachable, setup failed: the agent never ran, or Harbor's policy says the reward
-is not valid) is NOT a score: it is listed as an error and not stored, so a later ingest
-of the re-run job stores the retry.
+is not valid) is NOT a score: it is stored as an `error` row (its cause, Harbor's record,
+nothing verified), which the leaderboard counts and leaves out of its means, and it is
+listed (the command exits 1).
+
+Retries: Harbor retries a trial in place (same trial name, a new result id), also when a
+job is resumed. A trial whose name matches a stored `error` row of the same entry and task
+takes that row's seed and replaces it; every other new trial takes the next free seed.
 
 Seeds: the trials of one (entry, task) get seeds 0, 1, ... in the order they started;
-a trial already stored (matched by Harbor's trial id) is skipped, a new one takes the next
-free seed, so ingesting the same job twice stores nothing new and several jobs of the same
-agent add up.
+a trial already stored (matched by Harbor's trial id) is skipped, so ingesting the same
+job twice stores nothing new and several jobs of the same agent add up.
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.runner import Entry, Verifier, _verdict_fields, default_verifier
-from harness.store import Store, TrialRecord
+from harness.store import STATUS_ERROR, STATUS_OK, Store, TrialRecord
 from tbmm.harbor import layout
 
 HARBOR_RESULT = "harbor_result.json"  # blob: Harbor's result.json, as written
@@ -248,7 +252,8 @@ class IngestSummary:
     entries: list[str] = field(default_factory=list)
     stored: list[tuple[str, str, int]] = field(default_factory=list)  # (entry, task, seed)
     already: int = 0
-    errors: list[str] = field(default_factory=list)  # infrastructure failures, not stored
+    errors: list[str] = field(default_factory=list)  # infrastructure failures (error rows)
+    retried: int = 0  # stored error rows replaced by a retry of the same Harbor trial
     skipped: list[str] = field(default_factory=list)  # not tbmm tasks, unreadable trials
     reward_mismatches: list[str] = field(default_factory=list)
 
@@ -275,17 +280,22 @@ class _NamedEntry(Entry):
         return self.name or super().entry_id
 
 
-def _stored_ids(store: Store, entry_id: str) -> dict[str, set[int]]:
-    """Harbor trial ids already stored for an entry, per task: {trial_id: seeds}."""
-    out: dict[str, set[int]] = {}
+def _stored(store: Store, entry_id: str) -> tuple[set[str], dict[tuple[str, str], int]]:
+    """For an entry: the Harbor trial ids already stored, and the seed of every stored
+    `error` row by (task, Harbor trial name) — the slot a retry of that trial fills."""
+    ids: set[str] = set()
+    errors: dict[tuple[str, str], int] = {}
     for row in store.trials(entry_id):
         f = store.runs_dir / str(row.get("blob_dir") or "") / HARBOR_RESULT
         try:
-            tid = str(json.loads(f.read_text()).get("id"))
+            doc = json.loads(f.read_text())
+            tid, name = str(doc.get("id")), str(doc.get("trial_name"))
         except (OSError, ValueError, AttributeError):
             continue
-        out.setdefault(tid, set()).add(int(row["seed"]))
-    return out
+        ids.add(tid)
+        if row.get("status") == STATUS_ERROR:
+            errors[(str(row["task"]), name)] = int(row["seed"])
+    return ids, errors
 
 
 def ingest_job(
@@ -315,30 +325,37 @@ def ingest_job(
             if tr.slug not in by_slug:
                 summary.skipped.append(f"{tr.dir.name}: task {tr.task_name!r} is not a tbmm task")
                 continue
-            why = tr.infrastructure_error()
-            if why is not None:
-                summary.errors.append(f"{tr.dir.name} ({tr.slug}): {why}")
-                continue
             entry = entry_for(tr, name)
             entries[entry.entry_id] = entry
             groups.setdefault((entry.entry_id, tr.slug), []).append(tr)
         for entry in entries.values():
             store.ensure_entry(entry.entry_id, entry.agent, entry.model, entry.settings)
         summary.entries = sorted(entries)
-        known = {eid: _stored_ids(store, eid) for eid in entries}
+        known = {eid: _stored(store, eid) for eid in entries}
         for (eid, slug), group in sorted(groups.items()):
             task = by_slug[slug]
-            taken = {s for seeds in known[eid].values() for s in seeds}
-            taken |= {s for t, s in store.done(eid) if t == slug}
+            ids, retry = known[eid]
+            taken = {s for t, s in store.done(eid) | store.errored(eid) if t == slug}
             for tr in sorted(group, key=lambda t: (t.started, t.dir.name)):
-                if tr.trial_id in known[eid]:
+                if tr.trial_id in ids:
                     summary.already += 1
                     continue
-                seed = next(s for s in range(len(taken) + 1) if s not in taken)
-                rec = _record(tr, entries[eid], task, seed, verifier, store, summary)
+                seed = retry.pop((slug, str(tr.result.get("trial_name"))), None)
+                if seed is not None:
+                    summary.retried += 1
+                else:
+                    seed = next(s for s in range(len(taken) + 1) if s not in taken)
+                why = tr.infrastructure_error()
+                if why is not None:
+                    _record(tr, entries[eid], task, seed, None, store, summary, error=why)
+                    summary.errors.append(f"{tr.dir.name} ({slug}): {why}; stored as error, seed {seed}")
+                    say(f"{slug} seed {seed}: infrastructure error ({why})")
+                else:
+                    rec = _record(tr, entries[eid], task, seed, verifier, store, summary)
+                    summary.stored.append((eid, slug, seed))
+                    say(f"{slug} seed {seed}: {rec.artifact_status}, O-Eval {rec.o_eval_exact}")
+                ids.add(tr.trial_id)
                 taken.add(seed)
-                summary.stored.append((eid, slug, seed))
-                say(f"{slug} seed {seed}: {rec.artifact_status}, O-Eval {rec.o_eval_exact}")
     finally:
         store.close()
     return summary
@@ -352,7 +369,11 @@ def _record(
     verifier: Verifier | None,
     store: Store,
     summary: IngestSummary,
+    *,
+    error: str | None = None,
 ) -> TrialRecord:
+    """Store one trial: verified (a score), or, with `error`, an infrastructure failure
+    (not verified; its collected artifact, if any, kept as a blob)."""
     scratch = store.scratch_dir()
     blobs = scratch / "blobs"
     blobs.mkdir()
@@ -361,7 +382,7 @@ def _record(
         v0 = time.monotonic()
         fields: dict[str, Any] = {}
         detail = f"harbor trial {tr.result.get('trial_name')} ({tr.environment})"
-        if verifier is not None:
+        if verifier is not None and error is None:
             try:
                 fields = _verdict_fields(verifier(task, data if status == "ok" else None))
             except Exception as exc:  # a verifier crash is not a score either way
@@ -390,7 +411,8 @@ def _record(
             detail += f"; {note}"
         _copy_capped(tr.dir / "verifier" / layout.TEST_STDOUT, blobs / "verifier-stdout.txt")
         usage = tr.result.get("agent_result") or {}
-        cost = usage.get("cost_usd")
+        # an agent that never ran spent nothing; otherwise Harbor's figure (None: unknown)
+        cost = usage.get("cost_usd") if tr.agent_ran else 0.0
         rec = TrialRecord(
             entry_id=entry.entry_id,
             agent=entry.agent,
@@ -416,6 +438,8 @@ def _record(
             tokens_out=int(usage.get("n_output_tokens") or 0),
             requests=0,
             cost_usd=0.0 if tr.agent in MODEL_FREE_AGENTS else cost,
+            status=STATUS_OK if error is None else STATUS_ERROR,
+            error=None if error is None else f"harbor_infrastructure: {error}",
             **fields,
         )
         store.commit(rec, blobs)

@@ -15,8 +15,9 @@ import pytest
 
 from tbmm import compiled, entry, exact
 from tbmm.bench import corpus
+from tbmm.gate import run_gate
 from tbmm.pipeline import evaluate
-from tbmm.scoring import ArtifactError, read_artifact
+from tbmm.scoring import ArtifactError, read_artifact, score_task
 from tbmm.tasks import TASKS_ROOT, Task, find_task, load_task
 
 TASKS = sys.modules["tbmm.tasks"]
@@ -48,31 +49,48 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path / "cache" / "compiled"
 
 
+def stage_verdicts(t: Task, data: bytes, replayed: dict | None) -> tuple[dict, dict] | str:
+    """Gate and score of an artifact whose replay outputs were computed once (`replayed`)."""
+    try:
+        doc = read_artifact(data, t.caps)
+    except ArtifactError as exc:
+        return str(exc)
+    if replayed is not None and doc:
+        doc["replayed"] = replayed
+    g = run_gate(t, doc)
+    s = score_task(t, doc, gate_failed=g.verdict == "fail", unverifiable=g.unverifiable)
+    return g.to_json(), s.to_json()
+
+
 def test_lite_verdicts_equal_pydantic_on_every_task(suite: list[Task], cache: Path) -> None:
-    """Every task's mixed corpus (anchor, nudged metrics, doubled numbers, `{}`), and a list
-    cut below its minimum: same gate and score JSON, cold (validated now) and warm (read
-    back from the cache without validation)."""
+    """Every task: the anchor through the whole pipeline (replay included), and the mixed
+    corpus (nudged metrics, doubled numbers, `{}`) plus a list cut below its minimum through
+    gate and score on the anchor's replay outputs; the same JSON from the pydantic task,
+    a cold lite one (validated now) and a warm one (read back without validation)."""
     cold = {t.slug: lite_task(t.dir) for t in suite}
     assert any(cache.glob("*.json")), "lite mode stored nothing"
     warm = {t.slug: lite_task(t.dir) for t in suite}
     assert isinstance(warm[suite[0].slug].gate.check[0], compiled.Lite)
     short = 0
     for t in suite:
-        items = [data for _, data, _ in corpus([t])]
+        anchor = t.anchor_artifact_bytes()
+        want = verdicts(t, anchor)
+        assert verdicts(warm[t.slug], anchor) == want, t.slug
+        items = [(data, replayed) for _, data, replayed in corpus([t])]
         for ls in t.artifact_map.lists:
             if ls.min_items > 0 and "[*]" not in ls.path:
-                doc = json.loads(t.anchor_artifact_bytes())
+                doc = json.loads(anchor)
                 node = doc
                 *parents, last = ls.path.split(".")
                 for k in parents:
                     node = node[k]
                 node[last] = node[last][: ls.min_items - 1]
-                items.append(json.dumps(doc).encode())
+                items.append((json.dumps(doc).encode(), t.anchor_artifact.get("replayed")))
                 short += 1
-        for data in items:
-            want = verdicts(t, data)
-            assert verdicts(cold[t.slug], data) == want, (t.slug, data[:80])
-            assert verdicts(warm[t.slug], data) == want, (t.slug, data[:80])
+        for data, replayed in items:
+            want = stage_verdicts(t, data, replayed)
+            assert stage_verdicts(cold[t.slug], data, replayed) == want, (t.slug, data[:80])
+            assert stage_verdicts(warm[t.slug], data, replayed) == want, (t.slug, data[:80])
     assert short, "no task declares a list with a minimum: the short-list case went untested"
 
 

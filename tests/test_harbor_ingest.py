@@ -153,13 +153,20 @@ def test_ingest_stores_our_verdicts_and_feeds_the_leaderboard(
     db = tmp_path / "r.sqlite"
     s = ingest_job(job["dir"], db)
     assert s.entries == ["harbor-codex@openai/gpt-x#" + s.entries[0].split("#")[1]]
-    # infrastructure failures are listed, not scored; the foreign task is skipped
+    # infrastructure failures are listed and stored as errors, not scores; the foreign task
+    # is skipped
     assert sorted(e.split(" ")[0] for e in s.errors) == ["t3-envfail", "t4-api"]
     assert "never ran" in next(e for e in s.errors if e.startswith("t3"))
     assert [x.split(":")[0] for x in s.skipped] == ["t8-foreign"]
     assert [m.split(":")[0] for m in s.reward_mismatches] == ["t6-liar"]
     rows = {(r["task"], r["seed"]): r for r in _rows(db)}
-    assert sorted(rows) == sorted([(a.slug, 0), (a.slug, 1), (b.slug, 0), (c.slug, 0), (c.slug, 1)])
+    scored = [(a.slug, 0), (a.slug, 1), (b.slug, 2), (c.slug, 0), (c.slug, 1)]
+    assert sorted(rows) == sorted([*scored, (b.slug, 0), (b.slug, 1)])
+    for seed, cause in ((0, "never ran"), (1, "ApiConnectionError")):
+        err = rows[(b.slug, seed)]
+        assert err["status"] == "error" and cause in err["error"], err
+        assert err["verdict"] is None and err["o_eval_exact"] is None
+    assert all(rows[k]["status"] == "ok" for k in scored)
     ok = rows[(a.slug, 0)]
     assert ok["o_eval_exact"] == "1" and ok["exit_reason"] == "completed"
     assert (ok["tokens_in"], ok["tokens_out"], ok["cost_usd"]) == (1200, 300, 0.25)
@@ -172,8 +179,8 @@ def test_ingest_stores_our_verdicts_and_feeds_the_leaderboard(
     liar = rows[(c.slug, 1)]
     assert json.loads(liar["verdict"])["status"] == "scored" and liar["o_eval_exact"] == "0"
     # the symlinked artifact is never followed
-    assert rows[(b.slug, 0)]["artifact_status"] == "not_regular_file"
-    assert json.loads(rows[(b.slug, 0)]["verdict"])["status"] == "missing_artifact"
+    assert rows[(b.slug, 2)]["artifact_status"] == "not_regular_file"
+    assert json.loads(rows[(b.slug, 2)]["verdict"])["status"] == "missing_artifact"
     # blobs: Harbor's record, the ATIF trajectory as it was, the agent's log
     blob = db.parent / "r.runs" / ok["blob_dir"]
     traj = json.loads((blob / "trajectory.json").read_text())
@@ -186,23 +193,31 @@ def test_ingest_stores_our_verdicts_and_feeds_the_leaderboard(
     doc = to_json(lb)
     (entry,) = doc["entries"]
     assert entry["entry"] == s.entries[0]
-    assert entry["seeds"] == [0, 1]
-    assert entry["cost_usd"]["per_seed"] == {"0": "0.75", "1": "0.5"}  # 0.25 per trial
+    # task b: two infrastructure errors (seeds 0, 1: counted, out of the means), then a score
+    assert entry["seeds"] == [0, 1, 2]
+    assert entry["errors"] == 2 and entry["error_causes"] == ["harbor_infrastructure ×2"]
+    # 0.25 per trial whose agent ran (the API failure too); 0 for the one that never ran
+    assert entry["cost_usd"]["per_seed"] == {"0": "0.5", "1": "0.75", "2": "0.25"}
     seeds_a = entry["per_task"][a.slug]["per_seed"]
     assert seeds_a == {
         "0": {"status": "scored", "o_eval_exact": "1"},
         "1": {"status": "scored", "o_eval_exact": "0"},
+        "2": {"status": "no_trial", "o_eval_exact": "0"},
     }
-    assert entry["per_task"][b.slug]["per_seed"]["0"]["status"] == "missing_artifact"
+    per_b = entry["per_task"][b.slug]["per_seed"]
+    assert per_b["0"]["status"] == per_b["1"]["status"] == "infra_error"
+    assert entry["per_task"][b.slug]["per_seed"]["2"]["status"] == "missing_artifact"
 
 
 def test_ingest_is_idempotent_and_jobs_add_up(job: dict[str, Any], tmp_path: Path) -> None:
     db = tmp_path / "r.sqlite"
     first = ingest_job(job["dir"], db)
     again = ingest_job(job["dir"], db)
-    assert again.stored == [] and again.already == len(first.stored)
+    assert again.stored == [] and again.errors == []
+    assert again.already == len(first.stored) + len(first.errors)
     before = _rows(db)
-    # a second job of the same agent and model: its trials take the next seeds
+    # a second job of the same agent and model (its own trial names): its trials take the
+    # next seeds, its infrastructure failures too
     import shutil
 
     second = job["dir"].parent / "j2"
@@ -210,11 +225,45 @@ def test_ingest_is_idempotent_and_jobs_add_up(job: dict[str, Any], tmp_path: Pat
     for f in second.glob("*/result.json"):
         doc = json.loads(f.read_text())
         doc["id"] = doc["id"][:-4] + "beef"
+        doc["trial_name"] += "-j2"
         f.write_text(json.dumps(doc))
     more = ingest_job(second, db)
     a = job["tasks"][0]
     assert sorted((t, s) for _, t, s in more.stored if t == a.slug) == [(a.slug, 2), (a.slug, 3)]
     assert len(_rows(db)) == 2 * len(before)
+
+
+def test_a_retried_trial_replaces_its_stored_error(job: dict[str, Any], tmp_path: Path) -> None:
+    """Harbor retries a failed trial in place (same trial name, new result id), also when a
+    job is resumed: the retry takes the error row's seed; untouched trials stay as stored."""
+    import shutil
+
+    a, b, c = job["tasks"]
+    db = tmp_path / "r.sqlite"
+    ingest_job(job["dir"], db)
+    errors = {r["seed"]: r for r in _rows(db) if r["status"] == "error"}
+    assert sorted(errors) == [0, 1]
+    resumed = tmp_path / "j1"
+    shutil.copytree(job["dir"], resumed, symlinks=True)
+    f = resumed / "t3-envfail" / "result.json"
+    doc = json.loads(f.read_text())
+    doc["id"] = doc["id"][:-4] + "cafe"
+    doc["exception_info"] = None
+    doc["agent_execution"] = {"started_at": doc["started_at"], "finished_at": doc["finished_at"]}
+    doc["agent_result"] = {"n_input_tokens": 10, "n_output_tokens": 5, "cost_usd": 0.125}
+    doc["verifier_result"] = {"rewards": {"reward": 1.0}}
+    f.write_text(json.dumps(doc))
+    _write(resumed, "t3-envfail", b, b.anchor_artifact_bytes())
+    s = ingest_job(resumed, db)
+    assert s.retried == 1 and s.errors == []
+    assert [(t, seed) for _, t, seed in s.stored] == [(b.slug, 0)]
+    rows = {(r["task"], r["seed"]): r for r in _rows(db)}
+    assert rows[(b.slug, 0)]["status"] == "ok" and rows[(b.slug, 0)]["o_eval_exact"] == "1"
+    assert rows[(b.slug, 1)]["status"] == "error"  # t4 was not retried: still its error
+    assert len(rows) == len(errors) + 5
+    lb, _, _ = leaderboard(db)
+    (entry,) = to_json(lb)["entries"]
+    assert entry["errors"] == 1
 
 
 def test_ingest_names_the_entry(job: dict[str, Any], tmp_path: Path) -> None:
@@ -258,7 +307,9 @@ def test_cli_ingest(job: dict[str, Any], tmp_path: Path) -> None:
     assert r.exit_code == 1, r.output  # infrastructure errors were listed
     assert "error, not scored" in r.output and "stored 5 trial(s)" in r.output
     r = CliRunner().invoke(app, ["ingest", "harbor", str(job["dir"]), "--db", str(db)])
-    assert "stored 0 trial(s)" in r.output and "5 already stored" in r.output
+    # the two infrastructure errors were stored (as errors) the first time: nothing new
+    assert r.exit_code == 0, r.output
+    assert "stored 0 trial(s)" in r.output and "7 already stored" in r.output
 
 
 def test_agent_logs_are_capped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -143,7 +143,8 @@ def ingest_harbor_cmd(
     err.print(
         f"{job_dir}: stored {len(s.stored)} trial(s) into {db} "
         f"({', '.join(s.entries) or 'no entry'}); {s.already} already stored, "
-        f"{len(s.errors)} infrastructure error(s) not scored, {len(s.skipped)} skipped",
+        f"{len(s.errors)} infrastructure error(s) stored as errors (not scores), "
+        f"{s.retried} earlier error(s) replaced by their retry, {len(s.skipped)} skipped",
         highlight=False,
     )
     raise typer.Exit(1 if s.errors else 0)
