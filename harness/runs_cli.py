@@ -1,4 +1,4 @@
-"""`tbmm runs list|show|delete|rename|convert-trajectories` and `tbmm agents list|install`."""
+"""`tbmm runs list|show|delete|rescore|rename|convert-trajectories` and `tbmm agents list|install`."""
 
 from __future__ import annotations
 
@@ -201,6 +201,58 @@ def runs_delete(
     n = store.delete(eid, task=task, seed=seed, errors_only=errors_only)
     store.close()
     out.print(f"deleted {n} trial(s)" + (f" and entry {eid}" if whole else ""), highlight=False)
+
+
+@runs_app.command("rescore")
+def runs_rescore(
+    entry: Annotated[
+        str | None, typer.Argument(help="Entry id, unique prefix, or display name (default: all).")
+    ] = None,
+    db: DbOpt = Path("runs/tbmm.sqlite"),
+    task: Annotated[str | None, typer.Option("--task", help="Only this task's trials.")] = None,
+    everything: Annotated[
+        bool,
+        typer.Option("--all", help="Every stored verdict, not only those of older task data."),
+    ] = False,
+    tasks_root: Annotated[
+        Path | None, typer.Option("--tasks-root", help="Folder holding the suite folders.")
+    ] = None,
+) -> None:
+    """Verify stored artifacts again against the current task data (references, gates,
+    replay settings) and replace their verdicts in place; the agent is not run again.
+
+    By default only verdicts reached against older task data (the leaderboard names their
+    entries); each previous verdict is kept in the trial's folder as verdict-previous-N.json.
+    Infrastructure-error trials are left to `tbmm run --resume`. Exit 1 if a trial could not
+    be rescored."""
+    from harness.rescore import rescore
+
+    store = _store(db)
+    eid = _entry(store, entry) if entry is not None else None
+    store.close()
+    try:
+        s = rescore(
+            db,
+            tasks_root=tasks_root,
+            entry=eid,
+            task=task,
+            everything=everything,
+            say=lambda m: err.print(f"  {m}", highlight=False),
+        )
+    except (RuntimeError, StoreError) as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(2) from exc
+    for line in s.unknown_tasks:
+        err.print(f"[yellow]kept (task not in the suite):[/yellow] {line}", highlight=False)
+    for line in s.failed:
+        err.print(f"[red]not rescored:[/red] {line}", highlight=False)
+    changed = sum(1 for *_, old, new in s.rescored if old != new)
+    out.print(
+        f"checked {s.checked} trial(s): rescored {len(s.rescored)} ({changed} with another "
+        f"O-Eval), {s.current} already current, {len(s.failed)} failed",
+        highlight=False,
+    )
+    raise typer.Exit(1 if s.failed else 0)
 
 
 @runs_app.command("rename")

@@ -252,6 +252,21 @@ class Store:
         with self._lock, _named(self.db_path), self._conn:
             self._conn.execute("UPDATE trials SET trajectory = ? WHERE id = ?", (name, trial_id))
 
+    def replace_verdict(self, trial_id: int, fields: dict[str, Any]) -> None:
+        """Replace an `ok` trial's verdict columns (`tbmm runs rescore`) in one transaction;
+        StoreError if the trial is gone or is not `ok`."""
+        cols = ("verdict", "o_eval", "o_eval_exact", "gate", "lean", "verify_exit")
+        vals = [
+            json.dumps(fields["verdict"]) if c == "verdict" else fields.get(c) for c in cols
+        ]
+        sets = ", ".join(f"{c} = ?" for c in cols)
+        with self._lock, _named(self.db_path), self._conn:
+            n = self._conn.execute(
+                f"UPDATE trials SET {sets} WHERE id = ? AND status = 'ok'", [*vals, trial_id]
+            ).rowcount
+        if n != 1:
+            raise StoreError(f"results store {self.db_path}: no ok trial with id {trial_id}")
+
     def names(self) -> dict[str, str]:
         """entry id -> display name, for the entries that have one."""
         with self._lock, _named(self.db_path):

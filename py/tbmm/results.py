@@ -77,8 +77,8 @@ def leaderboard(
 
 def stale_notes(rows: list[TrialRow], tasks: list[Any]) -> list[str]:
     """One note per entry holding verdicts reached against task data that has changed
-    since (another reference, gate or replay setting): they are shown as stored, and
-    only re-running those trials scores them against the current task."""
+    since (another reference, gate or replay setting): they are shown as stored until
+    `tbmm runs rescore` verifies their artifacts again."""
     current = {t.slug: t.verdict_digest for t in tasks}
     by_entry: dict[str, set[str]] = {}
     for r in rows:
@@ -89,8 +89,7 @@ def stale_notes(rows: list[TrialRow], tasks: list[Any]) -> list[str]:
             by_entry.setdefault(r.entry, set()).add(r.task)
     return [
         f"{e}: stored verdicts of {len(ts)} task(s) were reached against older task data "
-        f"({', '.join(sorted(ts)[:3])}{', ...' if len(ts) > 3 else ''}); delete and re-run "
-        "them (`tbmm runs delete`, then `tbmm run --resume`) to score against the current "
-        "references"
+        f"({', '.join(sorted(ts)[:3])}{', ...' if len(ts) > 3 else ''}); `tbmm runs rescore` "
+        "verifies their stored artifacts against the current task data"
         for e, ts in sorted(by_entry.items())
     ]
