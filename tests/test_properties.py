@@ -144,3 +144,47 @@ def test_expand_nodes_is_expand_plus_resolve(doc, path) -> None:
             assert resolve(doc, p) is node
         except PathError:
             assert node is MISSING
+
+
+nonneg = st.fractions(min_value=0, max_value=10**6, max_denominator=10**6)
+
+
+@given(rationals, rationals, nonneg, nonneg)
+def test_agree_on_integers_is_the_rational_inequality(x: F, y: F, tol: F, rel: F) -> None:
+    from tbmm import forms
+
+    assert forms.agree(x, y, tol, rel) == (abs(x - y) <= tol + rel * abs(y))
+    # on the boundary itself (x exactly tol + rel·|y| away) it agrees
+    assert forms.agree(y + tol + rel * abs(y), y, tol, rel)
+
+
+@given(st.lists(rationals, min_size=1, max_size=8), rationals, nonneg)
+def test_sum_to_on_integers_is_the_rational_inequality(xs: list[F], total: F, tol: F) -> None:
+    from tbmm import forms
+
+    assert forms.sum_to(xs, total, tol) == (abs(sum(xs, F(0)) - total) <= tol)
+    assert forms.sum_to(xs, sum(xs, F(0)) + tol, tol)
+
+
+@given(rationals, st.one_of(st.none(), rationals), st.one_of(st.none(), rationals))
+def test_interval_on_integers_is_the_rational_order(x: F, lo: F | None, hi: F | None) -> None:
+    from tbmm import forms
+
+    assert forms.interval(x, lo, hi) == ((lo is None or lo <= x) and (hi is None or x <= hi))
+
+
+@given(rationals, st.sampled_from([">=", "<=", ">", "<"]), rationals)
+def test_compare_on_integers_is_the_rational_order(x: F, op: str, c: F) -> None:
+    import operator
+
+    from tbmm import forms
+
+    ref = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}[op]
+    assert forms.compare(x, op, c) == ref(x, c) == forms.threshold(x, op, c)
+
+
+@given(rationals, st.one_of(st.none(), rationals))
+def test_count_is_a_nonnegative_integer_within_hi(x: F, hi: F | None) -> None:
+    from tbmm import forms
+
+    assert forms.count(x, hi) == (x.denominator == 1 and x >= 0 and (hi is None or x <= hi))

@@ -46,23 +46,31 @@ def _lt(a: Fraction, b: Fraction) -> bool:
 
 
 def compare(x: Fraction, op: str, c: Fraction) -> bool:
+    """x op c, as x.num·c.den op c.num·x.den (denominators are positive)."""
+    lhs, rhs = x.numerator * c.denominator, c.numerator * x.denominator
     if op == ">=":
-        return _le(c, x)
+        return lhs >= rhs
     if op == "<=":
-        return _le(x, c)
+        return lhs <= rhs
     if op == ">":
-        return _lt(c, x)
+        return lhs > rhs
     if op == "<":
-        return _lt(x, c)
+        return lhs < rhs
     raise ValueError(f"unknown comparison {op!r}")
 
 
 def interval(x: Fraction, lo: Fraction | None, hi: Fraction | None) -> bool:
-    return (lo is None or _le(lo, x)) and (hi is None or _le(x, hi))
+    """lo <= x <= hi (a missing side is unbounded), as `_le` twice, inlined: the gate's
+    most frequent form."""
+    xn, xd = x.numerator, x.denominator
+    return (lo is None or lo.numerator * xd <= xn * lo.denominator) and (
+        hi is None or xn * hi.denominator <= hi.numerator * xd
+    )
 
 
 def count(x: Fraction, hi: Fraction | None = None) -> bool:
-    return x.denominator == 1 and x.numerator >= 0 and (hi is None or _le(x, hi))
+    n = x.numerator
+    return x.denominator == 1 and n >= 0 and (hi is None or n * hi.denominator <= hi.numerator)
 
 
 def _sum(xs: Sequence[Fraction]) -> Fraction:
@@ -70,7 +78,13 @@ def _sum(xs: Sequence[Fraction]) -> Fraction:
 
 
 def sum_to(xs: Sequence[Fraction], total: Fraction, tol: Fraction) -> bool:
-    return _le(abs(_sum(xs) - total), tol)
+    """|sum(xs) - total| <= tol (the sum as one integer fraction n/d, d > 0)."""
+    n, d = 0, 1
+    for x in xs:
+        xn, xd = x.numerator, x.denominator
+        n, d = (n * xd + xn * d, d * xd) if xd != d else (n + xn, d)
+    tn, td = total.numerator, total.denominator
+    return abs(n * td - tn * d) * tol.denominator <= tol.numerator * d * td
 
 
 def order(lhs: Sequence[Fraction], rhs: Sequence[Fraction], strict: bool, slack: Fraction) -> bool:
@@ -113,5 +127,13 @@ def product(factors: Sequence[Fraction], coef: Fraction, op: str, bound: Fractio
 
 
 def agree(x: Fraction, y: Fraction, tol: Fraction, rel_tol: Fraction) -> bool:
-    """|x - y| <= tol + rel_tol * |y|: the claim x agrees with the replayed value y."""
-    return abs(x - y) <= tol + rel_tol * abs(y)
+    """|x - y| <= tol + rel_tol * |y|: the claim x agrees with the replayed value y.
+
+    On integers (x = a/b, y = c/d, tol = e/f, rel_tol = g/h, denominators positive): both
+    sides times b·d·f·h give |a·d - c·b|·f·h <= (e·h·d + g·f·|c|)·b, the same inequality
+    without building intermediate Fractions (a gate of replayed claims is mostly these)."""
+    a, b = x.numerator, x.denominator
+    c, d = y.numerator, y.denominator
+    e, f = tol.numerator, tol.denominator
+    g, h = rel_tol.numerator, rel_tol.denominator
+    return abs(a * d - c * b) * f * h <= (e * h * d + g * f * abs(c)) * b

@@ -116,7 +116,7 @@ def instances(check: GateCheck, doc: dict[str, Any]) -> list[Instance]:
     if not wild:
         return [Instance(check, None, roles)]
     prefix = wild[0].split("[*]")[0]
-    n = len(expand(doc, prefix + "[*]"))
+    n = _entries(doc, prefix)
     if n == 0:
         return [_missing_list(check, prefix, roles)]
     return [Instance(check, i, sub) for i, sub in enumerate(_concrete(check, roles, n))]
@@ -137,6 +137,17 @@ def _concrete(check: GateCheck, roles: dict[str, list[str]], n: int) -> list[dic
     for i in range(len(subs), n):
         subs.append({r: [_WILD.sub(f"[{i}]", p, count=1) for p in ps] for r, ps in roles.items()})
     return subs[:n]
+
+
+def _entries(doc: dict[str, Any], prefix: str) -> int:
+    """How many entries `prefix[*]` expands to: the length of the list at `prefix` (no
+    wildcard in it), 0 when it is missing or not a list — `len(expand(doc, prefix + "[*]"))`
+    without building the paths."""
+    try:
+        node = resolve(doc, prefix)
+    except PathError:
+        return 0
+    return len(node) if isinstance(node, list) else 0
 
 
 def _missing_list(check: GateCheck, prefix: str, roles: dict[str, list[str]]) -> Instance:
