@@ -105,3 +105,36 @@ def test_a_check_refuses_paths_its_form_does_not_read(form: dict, extra: dict) -
     GateCheck.model_validate(base)
     with pytest.raises(ValidationError, match="does not read"):
         GateCheck.model_validate({**base, **extra})
+
+
+def test_one_field_fast_path_gives_the_general_verdicts(
+    suite: list[Task], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`evaluate`'s shortcut for one-field checks reaches the same report (statuses, values,
+    messages) as its general path on every task's mixed corpus, failing instances included."""
+    import sys
+
+    from tbmm.bench import corpus
+    from tbmm.scoring import ArtifactError, read_artifact
+
+    from .conftest import infeasible_dragon
+
+    G = sys.modules["tbmm.gate"]
+    docs = []
+    for t in suite:
+        items = [(d, r) for _, d, r in corpus([t])]
+        if t.slug == "cumcm-2024-a-dragon-dance":
+            items.append((infeasible_dragon(t), None))
+        for data, replayed in items:
+            try:
+                doc = read_artifact(data, t.caps)
+            except ArtifactError:
+                continue
+            if replayed is not None and doc:
+                doc["replayed"] = replayed
+            docs.append((t, doc))
+    fast = [G.run_gate(t, d).to_json() for t, d in docs]
+    monkeypatch.setattr(G, "_ONE_FIELD", ())
+    general = [G.run_gate(t, d).to_json() for t, d in docs]
+    assert fast == general
+    assert any(r["verdict"] == "fail" for r in fast)
