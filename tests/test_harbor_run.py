@@ -186,4 +186,8 @@ def test_harbor_run_forged_rewards_and_a_broken_environment(dataset: Path, tmp_p
     r = _tbmm_run("oracle", tmp_path / "broken", db)
     assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-5000:]
     assert "error, not scored" in r.stderr and "never ran" in r.stderr, r.stderr[-3000:]
-    assert con.execute("SELECT COUNT(*) FROM trials").fetchone() == (1,)  # nothing stored
+    # stored as an infrastructure error, not a score (no verdict, out of the means)
+    rows = con.execute("SELECT status, error, verdict FROM trials ORDER BY id").fetchall()
+    assert len(rows) == 2 and rows[0][0] == "ok"
+    status, error, verdict = rows[1]
+    assert status == "error" and "never ran" in error and verdict is None
