@@ -75,14 +75,19 @@ def rescore(
     from tbmm.tasks import TASKS_ROOT, load_suite
 
     say = say or (lambda _m: None)
+    batch: Callable[[list[tuple[Any, bytes | None]]], list[Any]] | None = None
     if verifier == "default":
         verifier, why = default_verifier()
         if verifier is None:
             raise RuntimeError(why)
+        from tbmm.verify import verify_batch
+
+        batch = verify_batch  # the same verdicts, the Lean kernel checking a chunk at once
     by_slug = {t.slug: t for t in load_suite(tasks_root or TASKS_ROOT)}
     summary = RescoreSummary()
     store = Store(db)
     try:
+        todo: list[tuple[dict[str, Any], Any, str]] = []
         for row in store.trials(entry):
             if row["status"] != STATUS_OK or (task is not None and row["task"] != task):
                 continue
@@ -91,26 +96,54 @@ def rescore(
             t = by_slug.get(row["task"])
             if t is None:
                 summary.unknown_tasks.append(where)
-                continue
-            if not everything and not is_stale(row, t.verdict_digest):
+            elif not everything and not is_stale(row, t.verdict_digest):
                 summary.current += 1
-                continue
-            if not row.get("blob_dir"):
+            elif not row.get("blob_dir"):
                 summary.failed.append(f"{where}: no trial folder to keep the previous verdict in")
-                continue
-            data = row["artifact"] if row["artifact_status"] == "ok" else None
-            try:
-                fields = _verdict_fields(verifier(t, data))
-            except Exception as exc:  # a verifier fault keeps the stored verdict
-                summary.failed.append(f"{where}: {type(exc).__name__}: {exc}")
-                continue
-            blob = store.runs_dir / str(row["blob_dir"])
-            _keep_previous(blob, row.get("verdict"))
-            store.replace_verdict(int(row["id"]), fields)
-            _write_atomic(blob / "verdict.json", json.dumps(fields["verdict"], indent=1))
-            old, new = row.get("o_eval_exact"), fields.get("o_eval_exact")
-            summary.rescored.append((row["entry_id"], row["task"], int(row["seed"]), old, new))
-            say(f"{where}: O-Eval {old} -> {new}")
+            else:
+                todo.append((row, t, where))
+        for i in range(0, len(todo), CHUNK):
+            chunk = todo[i : i + CHUNK]
+            say(f"verifying {i + 1}-{i + len(chunk)} of {len(todo)}")
+            for (row, _, where), report in zip(chunk, _verify(chunk, verifier, batch), strict=True):
+                if isinstance(report, Exception):  # a verifier fault keeps the stored verdict
+                    summary.failed.append(f"{where}: {type(report).__name__}: {report}")
+                    continue
+                fields = _verdict_fields(report)
+                blob = store.runs_dir / str(row["blob_dir"])
+                _keep_previous(blob, row.get("verdict"))
+                store.replace_verdict(int(row["id"]), fields)
+                _write_atomic(blob / "verdict.json", json.dumps(fields["verdict"], indent=1))
+                old, new = row.get("o_eval_exact"), fields.get("o_eval_exact")
+                summary.rescored.append((row["entry_id"], row["task"], int(row["seed"]), old, new))
+                say(f"{where}: O-Eval {old} -> {new}")
     finally:
         store.close()
     return summary
+
+
+CHUNK = 32  # trials per Lean run of the default verifier (progress is reported per chunk)
+
+
+def _verify(
+    chunk: list[tuple[dict[str, Any], Any, str]],
+    verifier: Verifier,
+    batch: Callable[[list[tuple[Any, bytes | None]]], list[Any]] | None,
+) -> list[Any]:
+    """Reports (or the exception a verification raised) of a chunk: in one batch when the
+    verifier has one, else, or when the batch itself fails, one trial at a time."""
+    items = [
+        (t, row["artifact"] if row["artifact_status"] == "ok" else None) for row, t, _ in chunk
+    ]
+    if batch is not None:
+        try:
+            return batch(items)
+        except Exception:  # noqa: BLE001 - isolate the trial at fault below
+            pass
+    out: list[Any] = []
+    for t, data in items:
+        try:
+            out.append(verifier(t, data))
+        except Exception as exc:  # noqa: BLE001 - reported per trial, the row is kept
+            out.append(exc)
+    return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -148,3 +149,31 @@ def test_cli_rescore(setup: tuple[Path, Path, Task]) -> None:
     assert "rescored 0" in r.output and "2 already current" in r.output
     r = CliRunner().invoke(app, [*args, "nope"])
     assert r.exit_code == 2 and "unknown entry" in r.output
+
+
+def test_default_verifier_rescores_in_one_lean_batch(
+    setup: tuple[Path, Path, Task], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default verifier (Lean included) checks a chunk of trials in one Lean run and
+    stores what `tbmm.verify.verify_artifact` would."""
+    verify_module = sys.modules["tbmm.verify"]  # `tbmm.verify` is also an API function
+    db, root, t = setup
+    calls: list[int] = []
+    real = verify_module.verify_batch
+
+    def counting(items, **kw):  # noqa: ANN001, ANN003, ANN202
+        calls.append(len(items))
+        return real(items, **kw)
+
+    monkeypatch.setattr(verify_module, "verify_batch", counting)
+    s = rescore(db, tasks_root=root, everything=True)
+    assert s.failed == [] and len(s.rescored) == 2 and calls == [2]
+    rows = _rows(db)
+    want = verify_artifact(load_task(t.dir), t.anchor_artifact_bytes(), lean=True)
+    got = json.loads(rows[0]["verdict"])
+    assert (got["o_eval_exact"], got["gate"], got["lean"]) == (
+        want.o_eval_exact,
+        want.gate,
+        want.lean,
+    )
+    assert got["lean"] not in (None, "skipped")
