@@ -24,6 +24,10 @@ Retries: Harbor retries a trial in place (same trial name, a new result id), als
 job is resumed. A trial whose name matches a stored `error` row of the same entry and task
 takes that row's seed and replaces it; every other new trial takes the next free seed.
 
+Verification: the default verifier checks 32 trials per Lean run (`tbmm.verify.
+verify_batch`, the same verdicts as one at a time; a failing batch falls back to one trial
+at a time so that a fault stays with its trial).
+
 Seeds: the trials of one (entry, task) get seeds 0, 1, ... in the order they started;
 a trial already stored (matched by Harbor's trial id) is skipped, so ingesting the same
 job twice stores nothing new and several jobs of the same agent add up.
@@ -313,8 +317,13 @@ def ingest_job(
     say = say or (lambda _m: None)
     trials = read_job(job_dir)
     by_slug = {t.slug: t for t in load_suite(tasks_root or TASKS_ROOT)}
+    batch = None
     if verifier == "default":
         verifier, _why = default_verifier()
+        if verifier is not None:
+            from tbmm.verify import verify_batch
+
+            batch = verify_batch  # the same verdicts, one Lean run per chunk of trials
     summary = IngestSummary(Path(job_dir))
     store = Store(db)
     try:
@@ -332,6 +341,7 @@ def ingest_job(
             store.ensure_entry(entry.entry_id, entry.agent, entry.model, entry.settings)
         summary.entries = sorted(entries)
         known = {eid: _stored(store, eid) for eid in entries}
+        plan: list[tuple[HarborTrial, str, Any, int, str | None]] = []
         for (eid, slug), group in sorted(groups.items()):
             task = by_slug[slug]
             ids, retry = known[eid]
@@ -345,20 +355,76 @@ def ingest_job(
                     summary.retried += 1
                 else:
                     seed = next(s for s in range(len(taken) + 1) if s not in taken)
-                why = tr.infrastructure_error()
-                if why is not None:
-                    _record(tr, entries[eid], task, seed, None, store, summary, error=why)
-                    summary.errors.append(f"{tr.dir.name} ({slug}): {why}; stored as error, seed {seed}")
-                    say(f"{slug} seed {seed}: infrastructure error ({why})")
-                else:
-                    rec = _record(tr, entries[eid], task, seed, verifier, store, summary)
-                    summary.stored.append((eid, slug, seed))
-                    say(f"{slug} seed {seed}: {rec.artifact_status}, O-Eval {rec.o_eval_exact}")
+                plan.append((tr, eid, task, seed, tr.infrastructure_error()))
                 ids.add(tr.trial_id)
                 taken.add(seed)
+        for i in range(0, len(plan), CHUNK):
+            chunk = plan[i : i + CHUNK]
+            if len(plan) > CHUNK:
+                say(f"trials {i + 1}-{i + len(chunk)} of {len(plan)}")
+            collected = [
+                read_collected(tr.dir, task.output_path, task.caps.max_bytes)
+                for tr, _, task, _, _ in chunk
+            ]
+            reports, share = _verify_chunk(chunk, collected, verifier, batch)
+            for (tr, eid, task, seed, why), got, rep in zip(chunk, collected, reports, strict=True):
+                slug = task.slug
+                if why is not None:
+                    _record(tr, entries[eid], task, seed, got, None, store, summary, error=why)
+                    summary.errors.append(
+                        f"{tr.dir.name} ({slug}): {why}; stored as error, seed {seed}"
+                    )
+                    say(f"{slug} seed {seed}: infrastructure error ({why})")
+                    continue
+                rec = _record(
+                    tr, entries[eid], task, seed, got, rep, store, summary, verify_s=share
+                )
+                summary.stored.append((eid, slug, seed))
+                say(f"{slug} seed {seed}: {rec.artifact_status}, O-Eval {rec.o_eval_exact}")
     finally:
         store.close()
     return summary
+
+
+CHUNK = 32  # trials read, verified (one Lean run with the default verifier) and stored at a time
+_UNVERIFIED = object()  # no verifier: the trial is stored unverified
+
+
+def _verify_chunk(
+    chunk: list[tuple[HarborTrial, str, Any, int, str | None]],
+    collected: list[tuple[str, bytes | None]],
+    verifier: Verifier | None,
+    batch: Any,
+) -> tuple[list[Any], float]:
+    """Per trial of the chunk: its report, the exception its verification raised, or
+    `_UNVERIFIED` (no verifier; infrastructure errors are never verified); and the chunk's
+    verification seconds per verified trial. The default verifier checks the chunk in one
+    batch; a batch that fails falls back to one trial at a time (the fault stays with its
+    trial)."""
+    todo = [
+        (k, task, data if status == "ok" else None)
+        for k, ((_, _, task, _, why), (status, data)) in enumerate(
+            zip(chunk, collected, strict=True)
+        )
+        if why is None and verifier is not None
+    ]
+    out: list[Any] = [_UNVERIFIED] * len(chunk)
+    v0 = time.monotonic()
+    done = False
+    if batch is not None and todo:
+        try:
+            for (k, _, _), rep in zip(todo, batch([(t, d) for _, t, d in todo]), strict=True):
+                out[k] = rep
+            done = True
+        except Exception:  # noqa: BLE001 - isolate the trial at fault below
+            done = False
+    if not done:
+        for k, task, data in todo:
+            try:
+                out[k] = verifier(task, data)  # type: ignore[misc]
+            except Exception as exc:  # noqa: BLE001 - a verifier crash is not a score
+                out[k] = exc
+    return out, (time.monotonic() - v0) / max(len(todo), 1)
 
 
 def _record(
@@ -366,29 +432,29 @@ def _record(
     entry: Entry,
     task: Any,
     seed: int,
-    verifier: Verifier | None,
+    collected: tuple[str, bytes | None],
+    report: Any,
     store: Store,
     summary: IngestSummary,
     *,
     error: str | None = None,
+    verify_s: float = 0.0,
 ) -> TrialRecord:
-    """Store one trial: verified (a score), or, with `error`, an infrastructure failure
-    (not verified; its collected artifact, if any, kept as a blob)."""
+    """Store one trial: its verification `report` (an exception a verification raised, or
+    `_UNVERIFIED`/None: stored unverified), or, with `error`, an infrastructure failure (not
+    verified; its collected artifact, if any, kept as a blob)."""
     scratch = store.scratch_dir()
     blobs = scratch / "blobs"
     blobs.mkdir()
     try:
-        status, data = read_collected(tr.dir, task.output_path, task.caps.max_bytes)
-        v0 = time.monotonic()
+        status, data = collected
         fields: dict[str, Any] = {}
         detail = f"harbor trial {tr.result.get('trial_name')} ({tr.environment})"
-        if verifier is not None and error is None:
-            try:
-                fields = _verdict_fields(verifier(task, data if status == "ok" else None))
-            except Exception as exc:  # a verifier crash is not a score either way
-                fields = {"verdict": {"error": f"{type(exc).__name__}: {exc}"}}
-                detail += "; verification raised"
-        verify_s = time.monotonic() - v0
+        if isinstance(report, Exception):  # a verifier crash is not a score either way
+            fields = {"verdict": {"error": f"{type(report).__name__}: {report}"}}
+            detail += "; verification raised"
+        elif report is not None and report is not _UNVERIFIED and error is None:
+            fields = _verdict_fields(report)
         exc = tr.exception
         if exc is not None:
             detail += f"; {exc.get('exception_type')}: {str(exc.get('exception_message'))[:300]}"

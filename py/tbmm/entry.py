@@ -3,9 +3,10 @@
 Why: importing typer, rich and pydantic costs about 0.4 s of CPU, several times the verdict
 of a small artifact. A well-formed `score` or `gate` call (an artifact, `--task`, optional
 `--tasks-root`, `--json`, `--gate-failed`) runs here in lite mode (`tbmm.tasks.LITE`: task
-files as validated plain copies, `tbmm.compiled`) and prints plain text. Everything else — other commands, `--help`, an unknown option, and every error
-(unknown task, unreadable artifact, malformed task file) — goes to the typer app
-(`tbmm.cli`), which reports it as it always does.
+files as validated plain copies, `tbmm.compiled`) and prints plain text. Everything else —
+other commands, `--help`, an unknown option, and every error (unknown task, unreadable
+artifact, malformed task file) — goes to the typer app (`tbmm.cli`), which reports it as it
+always does.
 """
 
 from __future__ import annotations
@@ -76,17 +77,18 @@ def run(req: dict[str, Any]) -> int | None:
         task = tasks.find_task(req["--task"], root)
         doc = read_artifact(read_capped(Path(req["artifact"]), task.caps), task.caps)
         ev = evaluate(task, doc)
-        as_json = "--json" in req["flags"]
-        if req["command"] == "score":
-            result = score_of(task, ev, "--gate-failed" in req["flags"])
-            print_json(result.to_json()) if as_json else print_score(result)
-            return 0
-        print_json(ev.gate.to_json()) if as_json else print_gate(ev.gate)
-        return 1 if ev.gate.verdict == "fail" else 0
+        result = score_of(task, ev, "--gate-failed" in req["flags"])
     except (KeyError, OSError, BoundsError, ArtifactError, tasks.TaskFormatError):
         return None
     finally:
         tasks.LITE = False
+    # printed outside the fallback: an error while writing is not a reason to run it twice
+    as_json = "--json" in req["flags"]
+    if req["command"] == "score":
+        print_json(result.to_json()) if as_json else print_score(result)
+        return 0
+    print_json(ev.gate.to_json()) if as_json else print_gate(ev.gate)
+    return 1 if ev.gate.verdict == "fail" else 0
 
 
 def print_json(obj: Any) -> None:
