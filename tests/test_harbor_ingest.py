@@ -341,3 +341,26 @@ def test_agent_logs_are_capped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     out = tmp_path / "out"
     out.mkdir()
     assert hi.copy_agent_logs(only, out) == [] and list(out.iterdir()) == []
+
+
+def test_a_verifier_fault_stays_with_its_trial(job: dict[str, Any], tmp_path: Path) -> None:
+    """A verification that raises stores that trial with the error as its verdict (no
+    score); the other trials of the job are verified and stored as usual."""
+    from tbmm.verify import verify_artifact
+
+    a, b, c = job["tasks"]
+
+    def flaky(task: Task, data: bytes | None):  # noqa: ANN202
+        if task.slug == c.slug:
+            raise RuntimeError("verifier fault")
+        return verify_artifact(task, data, lean=False)
+
+    db = tmp_path / "r.sqlite"
+    s = ingest_job(job["dir"], db, verifier=flaky)
+    assert len(s.stored) == 5
+    rows = {(r["task"], r["seed"]): r for r in _rows(db)}
+    for seed in (0, 1):
+        bad = rows[(c.slug, seed)]
+        assert "verifier fault" in json.loads(bad["verdict"])["error"]
+        assert bad["o_eval_exact"] is None and "verification raised" in bad["detail"]
+    assert rows[(a.slug, 0)]["o_eval_exact"] == "1"
