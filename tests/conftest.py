@@ -290,3 +290,37 @@ def infeasible_dragon(t: Task) -> bytes:
     doc["q5"] = {"max_head_speed_mps": 2.00002, "max_speed_ratio_when_head_1mps": 0.99999}
     doc["q2"] = {"terminal_time_s": 464.0}
     return (json.dumps(doc, indent=2) + "\n").encode()
+
+
+def trial_record(**fields: object) -> object:
+    """A `harness.store.TrialRecord` of a finished trial with neutral defaults (a run of
+    3 s, no artifact, no verdict); `fields` override any of them."""
+    from harness.store import TrialRecord
+
+    base: dict[str, object] = {
+        "entry_id": "agent@model",
+        "agent": "agent",
+        "model": "model",
+        "task": "t",
+        "suite": "CUMCM",
+        "seed": 0,
+        "backend": "sandbox",
+        "started_at": 1.7e9,
+        "finished_at": 1.7e9 + 3,
+        "duration_s": 3,
+        "setup_s": 0,
+        "agent_s": 3,
+        "verify_s": 0,
+        "exit_reason": "completed",
+        "detail": "",
+        "turns": 0,
+        "artifact_status": "missing",
+        "artifact_size": None,
+        "artifact_sha256": None,
+        "artifact": None,
+        "tokens_in": 0,
+        "tokens_out": 0,
+        "requests": 0,
+        "cost_usd": None,
+    }
+    return TrialRecord(**{**base, **fields})

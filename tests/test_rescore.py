@@ -12,11 +12,13 @@ import pytest
 
 from harness.rescore import rescore
 from harness.runner import _verdict_fields
-from harness.store import STATUS_ERROR, Store, TrialRecord
+from harness.store import STATUS_ERROR, Store
 from tbmm import exact
 from tbmm.results import leaderboard
 from tbmm.tasks import Task, find_task, load_task
 from tbmm.verify import verify_artifact
+
+from .conftest import trial_record
 
 SLUG = "mcm-2025-b-juneau-tourism"
 
@@ -27,30 +29,16 @@ def python_verifier(t: Task, data: bytes | None):  # noqa: ANN201 - the harness'
 
 def _commit(store: Store, t: Task, seed: int, data: bytes | None, *, error: bool = False) -> None:
     fields = {} if error else _verdict_fields(python_verifier(t, data))
-    rec = TrialRecord(
-        entry_id="agent@model",
-        agent="agent",
-        model="model",
+    rec = trial_record(
         task=t.slug,
         suite=t.suite,
         seed=seed,
-        backend="sandbox",
         started_at=1.7e9 + seed,
         finished_at=1.7e9 + seed + 3,
-        duration_s=3,
-        setup_s=0,
-        agent_s=3,
-        verify_s=0,
-        exit_reason="completed",
-        detail="",
         turns=1,
         artifact_status="ok" if data is not None else "missing",
         artifact_size=None if data is None else len(data),
-        artifact_sha256=None,
         artifact=data,
-        tokens_in=1,
-        tokens_out=1,
-        requests=1,
         cost_usd=0.0,
         status=STATUS_ERROR if error else "ok",
         error="endpoint_unreachable: test" if error else None,

@@ -34,6 +34,7 @@ from harness.testing import (
 )
 from harness.venv import ensure_agent_venv
 from tests.atif_check import assert_valid_atif, validate
+from tests.conftest import trial_record
 
 needs_sandbox = pytest.mark.skipif(not bwrap_path(), reason="no sandbox (bubblewrap) available")
 
@@ -296,33 +297,8 @@ def test_old_store_is_converted(tmp_path: Path) -> None:
         {"t": 3.1, "type": "end", "exit_reason": "completed"},
     ]
     (blob / "trajectory.jsonl").write_text("\n".join(json.dumps(e) for e in events) + "\n")
-    from harness.store import TrialRecord
-
-    rec = TrialRecord(
-        entry_id="codex@m",
-        agent="codex",
-        model="m",
-        task="t",
-        suite="CUMCM",
-        seed=0,
-        backend="sandbox",
-        started_at=1.7e9,
-        finished_at=1.7e9 + 3,
-        duration_s=3,
-        setup_s=0,
-        agent_s=3,
-        verify_s=0,
-        exit_reason="completed",
-        detail="",
-        turns=0,
-        artifact_status="missing",
-        artifact_size=None,
-        artifact_sha256=None,
-        artifact=None,
-        tokens_in=30,
-        tokens_out=4,
-        requests=2,
-        cost_usd=None,
+    rec = trial_record(
+        entry_id="codex@m", agent="codex", model="m", tokens_in=30, tokens_out=4, requests=2
     )
     tmp_blob = store.scratch_dir()
     (tmp_blob / "trajectory.jsonl").write_text((blob / "trajectory.jsonl").read_text())
