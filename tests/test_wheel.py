@@ -76,6 +76,22 @@ def test_verify_with_the_bundled_lean_runtime(installed: Path, suite: list[Task]
     assert any((installed / "cache" / "lean-build").iterdir())
 
 
+def test_score_and_gate_from_the_wheel(installed: Path, suite: list[Task]) -> None:
+    """The short command lines (lite mode) from an installed wheel: the first call validates
+    and stores the task files under $HOME/.cache/tbmm/compiled, the second reads them."""
+    t = next(x for x in suite if x.slug == "mcm-2025-b-juneau-tourism")
+    art = installed / "elsewhere" / "s.json"
+    art.parent.mkdir(exist_ok=True)
+    art.write_bytes(t.anchor_artifact_bytes())
+    for _ in range(2):
+        r = _run(installed, "tbmm", "score", str(art), "--task", t.slug, "--json")
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert json.loads(r.stdout)["o_eval_exact"] == "1"
+    assert any((installed / ".cache" / "tbmm" / "compiled").glob("*.json"))
+    r = _run(installed, "tbmm", "gate", str(art), "--task", t.slug)
+    assert r.returncode == 0 and f"gate PASS for {t.slug}" in r.stdout, r.stdout + r.stderr
+
+
 def test_plain_install_has_no_agpl_or_plotting_code(installed: Path) -> None:
     probe = (
         "import importlib.util, json, sys, tbmm; "
