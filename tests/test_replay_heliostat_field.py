@@ -108,7 +108,9 @@ def test_oracle_verifies_with_lean(task: Task) -> None:
 def test_reference_meets_every_rule_with_margin(task: Task) -> None:
     rv = task.anchor_artifact["replayed"]
     for q in ("q2", "q3"):
-        assert rv[q]["annual_thermal_power_mw"].value >= Fraction("60.3")
+        # trimmed to 60.3 MW under the earlier position-chosen ray sets; 60.26-60.28 MW with
+        # one set per moment: still 0.4 % above the 60 MW rating the gate asks for
+        assert rv[q]["annual_thermal_power_mw"].value >= Fraction("60.25")
         for key in ("spacing_violations", "mirrors_near_tower", "mirrors_outside_field"):
             assert rv[q][key].value == 0
         assert rv[q]["min_spacing_margin_m"].value > 0
@@ -759,3 +761,29 @@ def test_truncation_matches_exact_ray_cylinder_intersection(task: Task) -> None:
             near_edge = (np.abs(np.abs(z) - 4) < 0.03) | (np.abs(reach - 3.5) < 0.03)
             assert near_edge[diff].all(), (t, i)
     assert mismatched / total < 1e-3
+
+
+def test_millimetre_shifts_cannot_pick_luckier_truncation_rays(task: Task) -> None:
+    """The truncation rays are one set per moment for every mirror, not chosen by a mirror's
+    position: keeping, per mirror, the best of a few 1 mm shifts gains next to nothing
+    (with position-chosen sets the same search gained up to +0.41 % on this design;
+    tests/bench/heliostat_rayset_selection.py measures it)."""
+    import numpy as np
+
+    q3 = task.anchor_artifact["q3"]
+    ms = q3["mirrors"]
+
+    def col(k: str) -> np.ndarray:
+        return np.array([float(m[k].value) for m in ms])
+
+    x, y = col("x_m"), col("y_m")
+    w, h, z = col("width_m"), col("height_m"), col("installation_height_m")
+    tx, ty = float(q3["tower_x_m"].value), float(q3["tower_y_m"].value)
+    kw = []
+    for s in range(3):
+        p = H.simulate(H.Field(tx, ty, x + s * 0.001, y, z, w, h), per_mirror=True)
+        assert p.per_mirror_kw is not None
+        kw.append(p.per_mirror_kw)
+    k = np.array(kw)
+    gain = k.max(axis=0).sum() / k[0].sum() - 1
+    assert 0 <= gain < 2e-4, gain

@@ -63,7 +63,7 @@ class Numerics:
 
     grid: int = 8  # shading/blocking: grid x grid cell centres per mirror (grid <= 62)
     rays: int = 64  # truncation: rays per mirror and moment (position x sun-cone offset)
-    ray_sets: int = 32  # distinct shifted ray sets, by (position key + moment)
+    ray_sets: int = 32  # distinct shifted ray sets, one per moment (moment index mod ray_sets)
     max_candidates_per_mirror: int = 400  # work bound: more means the field is illegal
 
     def __post_init__(self) -> None:
@@ -712,15 +712,6 @@ def _truncation_rays(
     return all_in, _ray_hits(cu[rest], cv[rest], sin_e[rest], lim[rest], rs.basis, rad)
 
 
-def _position_key(x: np.ndarray, y: np.ndarray) -> np.ndarray:
-    """A non-negative integer per mirror from its position (millimetres), so that a
-    mirror's ray sets do not depend on its place in the list: the replay of a field is the
-    same for any order of its mirrors."""
-    ix = np.round(x * 1000.0).astype(np.int64)
-    iy = np.round(y * 1000.0).astype(np.int64)
-    return np.abs((ix * 73856093) ^ (iy * 19349663)) % 1_000_003
-
-
 def _grid_rows(k: int) -> np.ndarray:
     """beta of the grid rows (the grid's cell centres on [-1/2, 1/2])."""
     return (np.arange(k) + 0.5) / k - 0.5
@@ -755,7 +746,6 @@ def simulate(
     rows = _grid_rows(k)
     sets = ray_sets(num)
     nsets = len(sets)
-    key = _position_key(f.x[ti], f.y[ti])
     bounds = np.stack([rs.bound for rs in sets])
     rad = 0.5 * site.collector_diameter_m
     chunk = max(64, 65536 // num.rays)
@@ -790,7 +780,7 @@ def simulate(
         keep = full & ~lost
         sb = np.bitwise_count(keep).sum(1) / (k * k)
         sbt = sb.copy()  # sb * truncation
-        group = (key + t) % nsets
+        group = np.full(nt, t % nsets, np.int64)  # one ray set per moment, for every mirror
         cu, cv, sin_e, lim = _image_plane(st, site, ew, eh, f, ti)
         full_in = _all_in(cu, cv, sin_e, lim, bounds[group], rad)
         rest = np.flatnonzero(~full_in & (sb > 0))

@@ -10,9 +10,9 @@ cat > /root/results/cumcm-2023-a-heliostat-field_result.json <<'TBMM_ANCHOR_EOF'
     "mirror_width_m": 6.1,
     "mirror_height_m": 6.1,
     "installation_height_m": 3.15,
-    "annual_optical_efficiency": 0.505733,
-    "annual_thermal_power_mw": 60.3032,
-    "unit_area_power_kw_m2": 0.492589,
+    "annual_optical_efficiency": 0.505387,
+    "annual_thermal_power_mw": 60.2643,
+    "unit_area_power_kw_m2": 0.492271,
     "mirror_count": 3290,
     "total_mirror_area_m2": 122420.9,
     "mirrors": [
@@ -13181,9 +13181,9 @@ cat > /root/results/cumcm-2023-a-heliostat-field_result.json <<'TBMM_ANCHOR_EOF'
   "q3": {
     "tower_x_m": 0,
     "tower_y_m": -40,
-    "annual_optical_efficiency": 0.526478,
-    "annual_thermal_power_mw": 60.3097,
-    "unit_area_power_kw_m2": 0.512814,
+    "annual_optical_efficiency": 0.526193,
+    "annual_thermal_power_mw": 60.2796,
+    "unit_area_power_kw_m2": 0.512558,
     "mirror_count": 3496,
     "total_mirror_area_m2": 117605.44,
     "mirrors": [
