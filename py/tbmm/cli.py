@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -76,6 +78,23 @@ def _fail(msg: str, code: int = 2) -> typer.Exit:
 
     err.print(f"[red]error:[/red] {escape(msg)}", highlight=False, soft_wrap=True)
     return typer.Exit(code)
+
+
+@contextlib.contextmanager
+def _verification_errors() -> Iterator[None]:
+    """What `tbmm verify` reports instead of a verdict: a malformed task file or no Lean
+    toolchain (exit 2), a certificate the generator got wrong (exit 3, a bug: no verdict)."""
+    from tbmm.lean.certify import CertificateError
+    from tbmm.lean.runtime import ToolchainError
+
+    try:
+        yield
+    except TaskFormatError as exc:
+        raise _fail(str(exc)) from exc
+    except ToolchainError as exc:
+        raise _fail(f"{exc} (or pass --no-lean)") from exc
+    except CertificateError as exc:
+        raise _fail(f"the generated certificate left its grammar: {exc}", 3) from exc
 
 
 def _task(slug: str, root: Path) -> Task:
@@ -780,8 +799,6 @@ def _verify_many(
     """`tbmm verify --batch DIR --task T` / `--manifest FILE`: many artifacts, one Lean run."""
     import time
 
-    from tbmm.lean.certify import CertificateError
-    from tbmm.lean.runtime import ToolchainError
     from tbmm.verify import verify_batch
 
     if artifact is not None or (batch is not None and manifest is not None):
@@ -819,15 +836,9 @@ def _verify_many(
         except OSError as exc:
             refused[k] = _unreadable(t, f"cannot read {path}: {exc.strerror or exc}", "unreadable")
     t0 = time.monotonic()
-    try:
+    with _verification_errors():
         checked = iter(verify_batch(items, lean=not no_lean))
         reps = [refused[k] if k in refused else next(checked) for k in range(len(pairs))]
-    except TaskFormatError as exc:
-        raise _fail(str(exc)) from exc
-    except ToolchainError as exc:
-        raise _fail(f"{exc} (or pass --no-lean)") from exc
-    except CertificateError as exc:  # a generator bug: no verdict
-        raise _fail(f"the generated certificate left its grammar: {exc}", 3) from exc
     seconds = time.monotonic() - t0
     code = max(r.exit_code for r in reps)
     if as_json:
@@ -889,8 +900,6 @@ def verify(
     --manifest, every artifact is reported apart, the Lean kernel checks all of them in
     one run, and the exit code is the highest of theirs.
     """
-    from tbmm.lean.certify import CertificateError
-    from tbmm.lean.runtime import ToolchainError
     from tbmm.verify import verify_artifact
 
     if batch is not None or manifest is not None:
@@ -900,14 +909,8 @@ def verify(
         raise _fail("give an ARTIFACT and --task (or --batch DIR --task, or --manifest FILE)")
     t = _task(task, tasks_root)
     data = _read_artifact_bytes(artifact, t)
-    try:
+    with _verification_errors():
         rep = verify_artifact(t, data, lean=not no_lean)
-    except TaskFormatError as exc:
-        raise _fail(str(exc)) from exc
-    except ToolchainError as exc:
-        raise _fail(f"{exc} (or pass --no-lean)") from exc
-    except CertificateError as exc:  # a generator bug: no verdict
-        raise _fail(f"the generated certificate left its grammar: {exc}", 3) from exc
     if as_json:
         print(json.dumps(rep.model_dump(mode="json"), indent=2, ensure_ascii=False))
         raise typer.Exit(rep.exit_code)
