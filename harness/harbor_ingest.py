@@ -47,7 +47,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from harness.runner import Entry, Verifier, _verdict_fields, default_verifier
+from harness.runner import Entry, Verifier, _verdict_fields, default_verifier, verify_each
 from harness.store import STATUS_ERROR, STATUS_OK, Store, TrialRecord
 from tbmm.harbor import layout
 
@@ -317,13 +317,8 @@ def ingest_job(
     say = say or (lambda _m: None)
     trials = read_job(job_dir)
     by_slug = {t.slug: t for t in load_suite(tasks_root or TASKS_ROOT)}
-    batch = None
     if verifier == "default":
         verifier, _why = default_verifier()
-        if verifier is not None:
-            from tbmm.verify import verify_batch
-
-            batch = verify_batch  # the same verdicts, one Lean run per chunk of trials
     summary = IngestSummary(Path(job_dir))
     store = Store(db)
     try:
@@ -366,7 +361,7 @@ def ingest_job(
                 read_collected(tr.dir, task.output_path, task.caps.max_bytes)
                 for tr, _, task, _, _ in chunk
             ]
-            reports, share = _verify_chunk(chunk, collected, verifier, batch)
+            reports, share = _verify_chunk(chunk, collected, verifier)
             for (tr, eid, task, seed, why), got, rep in zip(chunk, collected, reports, strict=True):
                 slug = task.slug
                 if why is not None:
@@ -394,13 +389,10 @@ def _verify_chunk(
     chunk: list[tuple[HarborTrial, str, Any, int, str | None]],
     collected: list[tuple[str, bytes | None]],
     verifier: Verifier | None,
-    batch: Any,
 ) -> tuple[list[Any], float]:
     """Per trial of the chunk: its report, the exception its verification raised, or
     `_UNVERIFIED` (no verifier; infrastructure errors are never verified); and the chunk's
-    verification seconds per verified trial. The default verifier checks the chunk in one
-    batch; a batch that fails falls back to one trial at a time (the fault stays with its
-    trial)."""
+    verification seconds per verified trial (`verify_each`: one Lean run per chunk)."""
     todo = [
         (k, task, data if status == "ok" else None)
         for k, ((_, _, task, _, why), (status, data)) in enumerate(
@@ -410,20 +402,10 @@ def _verify_chunk(
     ]
     out: list[Any] = [_UNVERIFIED] * len(chunk)
     v0 = time.monotonic()
-    done = False
-    if batch is not None and todo:
-        try:
-            for (k, _, _), rep in zip(todo, batch([(t, d) for _, t, d in todo]), strict=True):
-                out[k] = rep
-            done = True
-        except Exception:  # noqa: BLE001 - isolate the trial at fault below
-            done = False
-    if not done:
-        for k, task, data in todo:
-            try:
-                out[k] = verifier(task, data)  # type: ignore[misc]
-            except Exception as exc:  # noqa: BLE001 - a verifier crash is not a score
-                out[k] = exc
+    if verifier is not None:
+        reports = verify_each([(t, d) for _, t, d in todo], verifier)
+        for (k, _, _), rep in zip(todo, reports, strict=True):
+            out[k] = rep
     return out, (time.monotonic() - v0) / max(len(todo), 1)
 
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.runner import Verifier, _verdict_fields, default_verifier
+from harness.runner import Verifier, _verdict_fields, default_verifier, verify_each
 from harness.store import STATUS_OK, Store
 
 
@@ -75,14 +75,10 @@ def rescore(
     from tbmm.tasks import TASKS_ROOT, load_suite
 
     say = say or (lambda _m: None)
-    batch: Callable[[list[tuple[Any, bytes | None]]], list[Any]] | None = None
     if verifier == "default":
         verifier, why = default_verifier()
         if verifier is None:
             raise RuntimeError(why)
-        from tbmm.verify import verify_batch
-
-        batch = verify_batch  # the same verdicts, the Lean kernel checking a chunk at once
     by_slug = {t.slug: t for t in load_suite(tasks_root or TASKS_ROOT)}
     summary = RescoreSummary()
     store = Store(db)
@@ -105,7 +101,11 @@ def rescore(
         for i in range(0, len(todo), CHUNK):
             chunk = todo[i : i + CHUNK]
             say(f"verifying {i + 1}-{i + len(chunk)} of {len(todo)}")
-            for (row, _, where), report in zip(chunk, _verify(chunk, verifier, batch), strict=True):
+            items = [
+                (t, row["artifact"] if row["artifact_status"] == "ok" else None)
+                for row, t, _ in chunk
+            ]
+            for (row, _, where), report in zip(chunk, verify_each(items, verifier), strict=True):
                 if isinstance(report, Exception):  # a verifier fault keeps the stored verdict
                     summary.failed.append(f"{where}: {type(report).__name__}: {report}")
                     continue
@@ -123,27 +123,3 @@ def rescore(
 
 
 CHUNK = 32  # trials per Lean run of the default verifier (progress is reported per chunk)
-
-
-def _verify(
-    chunk: list[tuple[dict[str, Any], Any, str]],
-    verifier: Verifier,
-    batch: Callable[[list[tuple[Any, bytes | None]]], list[Any]] | None,
-) -> list[Any]:
-    """Reports (or the exception a verification raised) of a chunk: in one batch when the
-    verifier has one, else, or when the batch itself fails, one trial at a time."""
-    items = [
-        (t, row["artifact"] if row["artifact_status"] == "ok" else None) for row, t, _ in chunk
-    ]
-    if batch is not None:
-        try:
-            return batch(items)
-        except Exception:  # noqa: BLE001 - isolate the trial at fault below
-            pass
-    out: list[Any] = []
-    for t, data in items:
-        try:
-            out.append(verifier(t, data))
-        except Exception as exc:  # noqa: BLE001 - reported per trial, the row is kept
-            out.append(exc)
-    return out

@@ -87,6 +87,27 @@ def default_verifier() -> tuple[Verifier | None, str]:
     return verify_artifact, "verification: tbmm.verify.verify_artifact"
 
 
+def verify_each(items: list[tuple[Any, bytes | None]], verifier: Verifier) -> list[Any]:
+    """Per (task, artifact): the verifier's report, or the exception its verification
+    raised (kept with its trial). The default verifier checks all of them in one Lean run
+    (`tbmm.verify.verify_batch`, the same verdicts); if that batch fails as a whole, each
+    is verified alone so that the fault stays with the trial at fault."""
+    from tbmm.verify import verify_artifact, verify_batch
+
+    if verifier is verify_artifact and items:
+        try:
+            return list(verify_batch(items))
+        except Exception:  # noqa: BLE001 - isolated below, one trial at a time
+            pass
+    out: list[Any] = []
+    for task, data in items:
+        try:
+            out.append(verifier(task, data))
+        except Exception as exc:  # noqa: BLE001 - reported with its trial
+            out.append(exc)
+    return out
+
+
 def read_artifact(
     results_dir: Path, output_path: str, max_bytes: int
 ) -> tuple[str, bytes | None, int | None, str]:
