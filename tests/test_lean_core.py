@@ -109,7 +109,6 @@ def test_true_obligation_checks(project: Path, tmp_path: Path) -> None:
     res = check_module(f, project)
     assert res.ok, res.failure and res.failure.summary()
     assert res.exit_code == 0
-    assert res.seconds < 10
 
 
 def test_false_obligation_fails_naming_the_theorem(project: Path, tmp_path: Path) -> None:

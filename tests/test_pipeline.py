@@ -13,7 +13,7 @@ import pytest
 from tbmm.pipeline import evaluate
 from tbmm.replay import (
     BudgetExceeded,
-    Deadline,
+    CpuBudget,
     Outcome,
     ReplayInputError,
     to_exact,
@@ -82,7 +82,7 @@ REPLAY_TOML = """
 module = "synthetic_double"
 exact = false
 digits = 6
-budget_seconds = "5"
+budget_cpu_seconds = "5"
 rationale = "test replay: the speed achieved is twice the decision x"
 """
 
@@ -185,7 +185,7 @@ def test_to_exact_rounds_floats_to_digits() -> None:
 
 
 def test_deadline() -> None:
-    d = Deadline(0.0)
+    d = CpuBudget(0.0)
     with pytest.raises(BudgetExceeded):
         d.check()
 

@@ -20,7 +20,7 @@ import pytest
 
 from tbmm import exact
 from tbmm.pipeline import Evaluation, evaluate
-from tbmm.replay import Deadline, run_replay
+from tbmm.replay import CpuBudget, run_replay
 from tbmm.replay import crop_planting as C
 from tbmm.scoring import read_artifact
 from tbmm.tasks import TASKS_ROOT, Task, load_task
@@ -431,10 +431,10 @@ def test_a_million_rows_is_refused_at_once(task: Task) -> None:
             c: {"profit_yuan": exact.Num(None, "0", True), "plan": [row] * 10**6} for c in C.CASES
         }
     }
-    t0 = time.monotonic()
+    t0 = time.thread_time()
     reason = _unreplayable(task, d)
     assert "1000000 rows, more than the 7434" in reason
-    assert time.monotonic() - t0 < 30  # refused before any work (generous: not a benchmark)
+    assert time.thread_time() - t0 < 30  # CPU: refused before any work (not a benchmark)
 
 
 def test_list_bound_is_the_statement_maximum(task: Task, data: C.CropData, rules: C.Rules) -> None:
@@ -449,7 +449,7 @@ def test_largest_legal_input_replays(task: Task) -> None:
     assert len(d["q1"]["case1"]["plan"]) == C.max_rows(
         C.load_data(task.data_dir / "attachments"), C.Rules.from_params(task.replay_spec.params)
     )  # type: ignore[union-attr]
-    _, rep = run_replay(task, d, Deadline(120.0))
+    _, rep = run_replay(task, d, CpuBudget(120.0))
     assert rep is not None and rep.status == "ok"
 
 

@@ -19,7 +19,7 @@ import pytest
 from tbmm import exact
 from tbmm.gate import run_gate
 from tbmm.pipeline import Evaluation, evaluate
-from tbmm.replay import Deadline, ReplayInputError, run_replay
+from tbmm.replay import CpuBudget, ReplayInputError, run_replay
 from tbmm.replay import heliostat_field as H
 from tbmm.rules import reward
 from tbmm.scoring import ArtifactError, read_artifact, score_task
@@ -467,7 +467,7 @@ def test_a_million_mirrors_are_refused_before_reading_them(task: Task) -> None:
         read_artifact(exact.dumps(doc, indent=None), task.caps)
     doc["q3"]["mirrors"] = [entry] * 1_000_000
     with pytest.raises(ReplayInputError, match="1000000 entries, more than the 10201"):
-        H.replay(doc, task, task.replay_spec, Deadline(30))
+        H.replay(doc, task, task.replay_spec, CpuBudget(30))
     _unreplayable(task, doc, "more than the 10201")
 
 

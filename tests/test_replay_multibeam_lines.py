@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 from tbmm import exact, rules
-from tbmm.bounds import Deadline
+from tbmm.bounds import CpuBudget
 from tbmm.pipeline import Evaluation, evaluate
 from tbmm.replay import ReplayInputError
 from tbmm.replay import multibeam_lines as mb
@@ -68,7 +68,7 @@ def design(segs: list[tuple[float, ...]], **claims: float) -> dict[str, Any]:
 
 
 def run(task: Task, doc: dict[str, Any]) -> Evaluation:
-    return evaluate(task, read_artifact(json.dumps(doc), task.caps), Deadline(120))
+    return evaluate(task, read_artifact(json.dumps(doc), task.caps), CpuBudget(120))
 
 
 def replayed(ev: Evaluation) -> dict[str, float]:
@@ -96,7 +96,7 @@ def replay_values(task: Task, segs: list[tuple[float, ...]], **params: Any) -> d
     assert task.replay_spec is not None
     spec = SimpleNamespace(params={**task.replay_spec.params, **params})
     doc = exact.loads(json.dumps(design(segs)))
-    out = mb.replay(doc, task, spec, Deadline(120))
+    out = mb.replay(doc, task, spec, CpuBudget(120))
     return {k: float(v) for k, v in out.values.items()}
 
 
@@ -177,7 +177,7 @@ def test_parallel_lines_on_a_flat_bottom_overlap_by_one_minus_d_over_w() -> None
     for d in (0.5 * w, 0.85 * w, 0.95 * w):
         geo = np.array([[1.0, 1.0, 1.0, 2.0], [1.0 + d, 1.0, 1.0 + d, 2.0]])
         sw = mb.build_swaths(g, geo, [0, 1], p)
-        eta = mb.overlap_shares(sw, Deadline(60))
+        eta = mb.overlap_shares(sw, CpuBudget(60))
         # line 0 runs north: its +n side is west; the neighbour lies east (-n side)
         assert np.allclose(eta[sw.off[0] : sw.off[1], 1], 1 - d / w)
         assert np.all(np.isnan(eta[sw.off[0] : sw.off[1], 0]))
@@ -196,7 +196,7 @@ def test_overlap_along_the_ray_for_a_tilted_neighbour() -> None:
         [[1.5, 1.0, 1.5, 2.0], [1.62, 1.3, 1.62 + 0.6 * math.sin(ang), 1.3 + 0.6 * math.cos(ang)]]
     )
     sw = mb.build_swaths(g, geo, [0, 1], p)
-    eta = mb.overlap_shares(sw, Deadline(60))
+    eta = mb.overlap_shares(sw, CpuBudget(60))
     half = math.radians(60)
     a1, u1, n1 = sw.a[1], sw.u[1], sw.n[1]
     checked = 0
@@ -274,7 +274,7 @@ def test_pruned_search_matches_naive(grid: mb.Grid) -> None:
     sw = mb.build_swaths(
         grid, np.array(segs), list(range(len(segs))), mb.Params(station_step_nmi=0.02)
     )
-    fast = mb.overlap_shares(sw, Deadline(60))
+    fast = mb.overlap_shares(sw, CpuBudget(60))
     slow = naive_overlap(sw)
     assert np.array_equal(np.isnan(fast), np.isnan(slow))
     both = ~np.isnan(fast)
@@ -304,7 +304,7 @@ def per_segment_excess(
 ) -> np.ndarray:
     """The replay's over-20 % length (nmi) per segment of `segs` (all inside the area)."""
     sw = mb.build_swaths(grid, np.array(segs, dtype=float), list(range(len(segs))), params)
-    eta = mb.overlap_shares(sw, Deadline(60), params.max_neighbours)
+    eta = mb.overlap_shares(sw, CpuBudget(60), params.max_neighbours)
     over = np.nan_to_num(eta, nan=-np.inf) > params.overlap_limit
     per = over.sum(axis=1) * 0.5 * sw.dt[sw.seg_of]
     return np.bincount(sw.seg_of, weights=per, minlength=len(segs))
@@ -475,7 +475,7 @@ def test_overlap_agrees_with_the_union_of_all_other_swaths(
         "straight": dense_lines(0.15),
     }[which]
     sw = mb.build_swaths(grid, np.array(segs, dtype=float), list(range(len(segs))), params)
-    eta = mb.overlap_shares(sw, Deadline(60), params.max_neighbours)
+    eta = mb.overlap_shares(sw, CpuBudget(60), params.max_neighbours)
     over = np.nan_to_num(eta, nan=-np.inf) > params.overlap_limit
     replay = float((over.sum(axis=1) * 0.5 * sw.dt[sw.seg_of]).sum())
     union = union_excess(sw)
@@ -760,7 +760,7 @@ def test_the_largest_legal_designs_replay(task: Task) -> None:
 
     for name, segs in multibeam_lines_largest().items():
         assert len(segs) <= 1000, name
-        _, rep = run_replay(task, multibeam_lines_artifact(task, segs), Deadline(600))
+        _, rep = run_replay(task, multibeam_lines_artifact(task, segs), CpuBudget(600))
         assert rep is not None and rep.status == "ok", (name, rep)
         vals = {k: float(exact.parse_decimal(v)) for k, v in rep.values.items()}
         assert all(math.isfinite(v) for v in vals.values()), (name, vals)
@@ -775,7 +775,7 @@ def test_the_replay_checks_its_own_cap(task: Task, params: mb.Params) -> None:
 
     assert task.replay_spec is not None
     with pytest.raises(ReplayInputError, match="over the cap of 1000"):
-        mb.replay(doc, task, SimpleNamespace(params=task.replay_spec.params), Deadline(60))
+        mb.replay(doc, task, SimpleNamespace(params=task.replay_spec.params), CpuBudget(60))
 
 
 def test_segments_outside_the_area_still_replay(task: Task) -> None:

@@ -24,7 +24,7 @@ import pytest
 
 from tbmm import exact
 from tbmm.pipeline import evaluate
-from tbmm.replay import Deadline, ReplayInputError
+from tbmm.replay import CpuBudget, ReplayInputError
 from tbmm.replay import nipt_judgement as nj
 from tbmm.scoring import read_artifact
 from tbmm.tasks import Task, find_task
@@ -58,7 +58,7 @@ def _doc(t: Task, rules: list[dict[str, Any]] | None = None) -> dict[str, Any]:
 
 def _replay(t: Task, doc: dict[str, Any]) -> dict[str, Fraction]:
     assert t.replay_spec is not None
-    out = nj.replay(doc, t, t.replay_spec, Deadline(60.0))
+    out = nj.replay(doc, t, t.replay_spec, CpuBudget(60.0))
     return {k: Fraction(v) for k, v in out.values.items()}
 
 
@@ -117,7 +117,7 @@ def test_a_threshold_at_a_samples_exact_value_fires_on_it(t: Task, samples: nj.S
     x = Fraction(samples.numerators["z21"][i], samples.denominators["z21"])
     at = nj.Rule(-x, (("z21", Fraction(1)),))
     above = nj.Rule(-x - Fraction(1, 10**30), (("z21", Fraction(1)),))
-    d = Deadline(60.0)
+    d = CpuBudget(60.0)
     assert nj.fires(at, samples, d)[i] and sum(nj.fires(at, samples, d)) == 1
     assert not any(nj.fires(above, samples, d))
 

@@ -14,7 +14,7 @@ import pytest
 
 from tbmm import exact
 from tbmm.pipeline import Evaluation, evaluate
-from tbmm.replay import BudgetExceeded, Deadline
+from tbmm.replay import BudgetExceeded, CpuBudget
 from tbmm.replay import sic_thickness as st
 from tbmm.scoring import read_artifact
 from tbmm.tasks import TASKS_ROOT, Task, load_task
@@ -74,7 +74,7 @@ def fit_d(
 
     def rms(d: float) -> float:
         dec = st.Decision(fit, Fraction(d), *abc, conv)
-        return st.evaluate_fit(meas, dec, angle, params.order_window, Deadline(60)).rms
+        return st.evaluate_fit(meas, dec, angle, params.order_window, CpuBudget(60)).rms
 
     grid = [d0 * (0.9 + 0.2 * k / 40) for k in range(41)]
     k = min(range(len(grid)), key=lambda i: rms(grid[i]))
@@ -375,7 +375,7 @@ def test_the_replay_respects_its_deadline(task: Task, params: st.Params) -> None
     meas = st.spectrum(task.data_dir, sp, params)
     dec = st.Decision("sic_10deg", Fraction(7), 2.5, 0.0, 0.0, "half_integer")
     with pytest.raises(BudgetExceeded):
-        st.evaluate_fit(meas, dec, Fraction(10), params.order_window, Deadline(0.0))
+        st.evaluate_fit(meas, dec, Fraction(10), params.order_window, CpuBudget(0.0))
 
 
 def test_an_omitted_claim_zeroes_the_task(task: Task) -> None:

@@ -21,7 +21,7 @@ import pytest
 from tbmm import exact
 from tbmm.models import ReplaySpec
 from tbmm.pipeline import Evaluation, evaluate
-from tbmm.replay import Deadline, ReplayInputError, strip_replayed
+from tbmm.replay import CpuBudget, ReplayInputError, strip_replayed
 from tbmm.replay import smoke_screen as ss
 from tbmm.scoring import read_artifact
 from tbmm.tasks import TASKS_ROOT, Task, load_task
@@ -299,10 +299,10 @@ def test_a_finer_time_floor_changes_nothing_visible(
 ) -> None:
     """time_floor_s = 1e-6 s: a 10x finer floor moves no replayed shielding time by 1e-5 s."""
     doc = exact.loads(json.dumps(oracle))
-    base = ss.replay(doc, task, spec, Deadline(60))
+    base = ss.replay(doc, task, spec, CpuBudget(60))
     params = dict(spec.params)
     params["time_floor_s"] = "0.0000001"
-    finer = ss.replay(doc, task, spec.model_copy(update={"params": params}), Deadline(60))
+    finer = ss.replay(doc, task, spec.model_copy(update={"params": params}), CpuBudget(60))
     for path, v in base.values.items():
         if path.endswith("shielding_s"):
             assert abs(float(v) - float(finer.values[path])) < 1e-5, path
@@ -521,7 +521,7 @@ def test_drop_table_beyond_the_statement_is_refused(
     huge = copy.deepcopy(oracle)
     huge["q5"]["drops"] = [huge["q5"]["drops"][0]] * 1_000_000
     with pytest.raises(ReplayInputError, match="at most 15"):
-        ss.replay(huge, task, spec, Deadline(5))  # plain dict: the replay reads it as given
+        ss.replay(huge, task, spec, CpuBudget(5))  # plain dict: the replay reads it as given
 
 
 def test_drops_not_a_list(task: Task, oracle: dict) -> None:
@@ -536,8 +536,8 @@ def test_work_cap_bounds_adversarial_input(task: Task, spec: ReplaySpec, oracle:
     params = dict(spec.params)
     params["max_evaluations"] = 200
     doc = exact.loads(json.dumps(oracle))
-    out = ss.replay(doc, task, spec.model_copy(update={"params": params}), Deadline(60))
-    exact_out = ss.replay(doc, task, spec, Deadline(60))
+    out = ss.replay(doc, task, spec.model_copy(update={"params": params}), CpuBudget(60))
+    exact_out = ss.replay(doc, task, spec, CpuBudget(60))
     assert set(out.values) == set(exact_out.values)
     note = next(n for n in out.notes if n.startswith("q5: shielding error bound"))
     assert float(note.split("bound ")[1].split()[0]) > 1e-3
@@ -663,7 +663,7 @@ def test_largest_legal_input_is_resolved_within_the_cap(task: Task, spec: Replay
 
     doc = largest_smoke_screen_input(task)
     assert len(doc["q5"]["drops"]) == 15
-    out = ss.replay(doc, task, spec, Deadline(60))
+    out = ss.replay(doc, task, spec, CpuBudget(60))
     for qid in ("q2", "q3", "q4", "q5"):
         assert out.values[f"{qid}.shielding_error_bound_s"] < 1e-3
     assert "evaluations of H left" in out.details["q5.shielding_error_bound_s"]

@@ -103,7 +103,9 @@ class ReplayResult(_Model):
     status: Literal["ok", "unreplayable"]
     values: dict[str, str]  # path under `replayed` -> exact decimal or p/q text
     error: str
-    seconds: float
+    # CPU seconds of the replay when it ran here; None inside a verdict, which holds
+    # nothing that depends on the machine (a verdict is a function of task and artifact)
+    seconds: float | None = None
 
 
 class Verdict(_Model):
@@ -367,7 +369,6 @@ def verdict_from_report(task: Any, rep: Any) -> Verdict:
             status=rp["status"],
             values=rp["values"],
             error=rp["error"],
-            seconds=rp["seconds"],
         ),
     )
 

@@ -298,15 +298,15 @@ def bench_replay_multibeam_lines(task: Task, seconds: float = 2.0) -> BenchResul
     (`multibeam_lines_largest`, in rotation); the reciprocal is the CPU time per artifact
     (target <= 2 s; tests/bench/bench_replay_multibeam_lines.py reports each design, cold
     and warm, wall and CPU)."""
-    from tbmm.bounds import Deadline
+    from tbmm.bounds import CpuBudget
     from tbmm.replay import run_replay
 
     docs = [multibeam_lines_artifact(task, s) for s in multibeam_lines_largest().values()]
-    run_replay(task, docs[0], Deadline(600))
+    run_replay(task, docs[0], CpuBudget(600))
     n, t0 = 0, time.process_time()
     while n == 0 or time.process_time() - t0 < seconds:
         for d in docs:
-            _, rep = run_replay(task, d, Deadline(600))
+            _, rep = run_replay(task, d, CpuBudget(600))
             assert rep is not None and rep.status == "ok", rep
         n += len(docs)
     return BenchResult("replay", task.slug, n, time.process_time() - t0)
@@ -336,16 +336,16 @@ def largest_smoke_screen_input(task: Task) -> dict:
 def bench_replay_smoke_screen(task: Task, seconds: float = 2.0) -> BenchResult:
     """Replays per CPU-second of the largest legal smoke-screen input (at least one); the
     reciprocal is the replay time per artifact (target <= 2 s)."""
-    from tbmm.replay import Deadline, load_module
+    from tbmm.replay import CpuBudget, load_module
 
     spec = task.replay_spec
     assert spec is not None
     fn = load_module(spec.module)
     doc = largest_smoke_screen_input(task)
-    fn(doc, task, spec, Deadline(600))  # warm-up (imports, caches)
+    fn(doc, task, spec, CpuBudget(600))  # warm-up (imports, caches)
     n, t0 = 0, time.process_time()
     while n == 0 or time.process_time() - t0 < seconds:
-        out = fn(doc, task, spec, Deadline(600))
+        out = fn(doc, task, spec, CpuBudget(600))
         assert out.values, out.notes
         n += 1
     return BenchResult("replay", task.slug, n, time.process_time() - t0)

@@ -16,9 +16,9 @@ each, cheapest first:
 Every rejection is a `BoundsError` with a one-line reason. `tbmm.bounds_bench` measures
 how long the largest artifact within the default caps takes to verify.
 
-Also here: `deadline()` / `check_budget()`, a per-artifact verification time budget that
+Also here: `cpu_budget()` / `check_budget()`, a per-artifact verification CPU budget that
 verification code polls; exceeding it raises `BudgetExceeded` (its own outcome,
-"budget_exceeded", never "infeasible").
+"budget_exceeded": no verdict, never "infeasible" and never a score).
 """
 
 from __future__ import annotations
@@ -228,51 +228,88 @@ def _show(path: str) -> str:
     return path if len(path) <= 80 else path[:77] + "..."
 
 
-# -- per-artifact time budget ------------------------------------------------------------
+# -- per-artifact CPU budget --------------------------------------------------------------
+#
+# A verdict must be a function of (task, artifact) alone, so budgets count the CPU time
+# the verification itself spends (the calling thread's, `time.thread_time()`), never the
+# wall clock: a busy machine slows a verification down but does not make it spend more
+# CPU. Each budget is at least 10x the CPU the largest artifact within the caps measured
+# (the replay's `budget_cpu_seconds` rationale, `tbmm.bounds_bench`), so no legal input
+# reaches it; a verification that still does is "no verdict" (status budget_exceeded,
+# exit 3), which the harness stores as an error and reruns, never a score. Task data
+# loading (a replay's `prepare`) and Lean library builds run before the budget starts.
 
-DEFAULT_BUDGET_S = 60.0
+DEFAULT_BUDGET_S = 60.0  # CPU seconds for reading, replay, gate, scoring and certificate text
+# CPU seconds for the Lean kernel check of ONE artifact's certificate (a child process,
+# limited by RLIMIT_CPU; a batch gets this times its artifacts). The largest anchors cost
+# 5-6.5 s of CPU there (crop planting, heliostat field), see README's Lean figures.
+LEAN_CPU_BUDGET_S = 120.0
+# Liveness only: the wall-clock cap of one Lean run. Hitting it is "no verdict" as well,
+# never a score; it only exists so that a stuck child cannot hold a worker forever.
+LEAN_WALL_GUARD_S = 1800.0
 
 
 class BudgetExceeded(Exception):
-    """Verification of one artifact ran past its time budget."""
+    """Verification of one artifact spent its CPU budget: no verdict."""
 
     def __init__(self, budget_s: float, stage: str) -> None:
-        super().__init__(f"verification budget of {budget_s:g} s exceeded ({stage})")
+        super().__init__(f"verification CPU budget of {budget_s:g} s exceeded ({stage})")
         self.budget_s = budget_s
         self.stage = stage
 
 
+def cpu_now() -> float:
+    """CPU seconds spent so far by the calling thread (a server's concurrent requests do
+    not charge each other, and waiting for the machine costs nothing)."""
+    return time.thread_time()
+
+
 @dataclass
-class Deadline:
-    """A cooperative time budget: long loops call `check()`."""
+class CpuBudget:
+    """A cooperative CPU budget of the calling thread: long loops call `check()`."""
 
     budget_s: float
-    start: float = field(default_factory=time.monotonic)
+    start: float = field(default_factory=cpu_now)
 
     def remaining(self) -> float:
-        return self.budget_s - (time.monotonic() - self.start)
+        return self.budget_s - (cpu_now() - self.start)
 
     def check(self, stage: str = "") -> None:
         if self.remaining() < 0:
             raise BudgetExceeded(self.budget_s, stage or "a replay")
 
     @property
-    def elapsed(self) -> float:
-        return time.monotonic() - self.start
+    def spent(self) -> float:
+        return cpu_now() - self.start
 
 
-_CURRENT: ContextVar[Deadline | None] = ContextVar("tbmm_verify_deadline", default=None)
+_CURRENT: ContextVar[CpuBudget | None] = ContextVar("tbmm_verify_budget", default=None)
 
 
 @contextlib.contextmanager
-def deadline(budget_s: float) -> Iterator[Deadline]:
-    """Make a budget current for this thread/context: `check_budget()` anywhere below sees it."""
-    d = Deadline(budget_s)
+def cpu_budget(budget_s: float) -> Iterator[CpuBudget]:
+    """Make a CPU budget current for this thread/context: `check_budget()` anywhere below
+    sees it. Must be entered and left on the same thread (thread CPU time)."""
+    d = CpuBudget(budget_s)
     token = _CURRENT.set(d)
     try:
         yield d
     finally:
         _CURRENT.reset(token)
+
+
+@contextlib.contextmanager
+def uncharged() -> Iterator[None]:
+    """Run work that belongs to the task, not to the artifact (loading a replay's data and
+    modules: cached after the first artifact), without charging the current budget: the
+    first artifact of a process must not pay what later ones get for free."""
+    d = _CURRENT.get()
+    t0 = cpu_now()
+    try:
+        yield
+    finally:
+        if d is not None:
+            d.start += cpu_now() - t0
 
 
 def check_budget(stage: str) -> None:
@@ -288,7 +325,6 @@ def remaining_budget() -> float | None:
 
 
 def budget_exceeded(stage: str) -> BudgetExceeded:
-    """The error for `stage` running out of the current budget (a stage that waits on a
-    child process, such as the Lean check, is given `remaining_budget()` as its timeout)."""
+    """The error for `stage` running out of the current budget."""
     d = _CURRENT.get()
     return BudgetExceeded(d.budget_s if d is not None else 0.0, stage)

@@ -924,7 +924,7 @@ def verify(
     console.print(
         f"[{style}]{verdict}[/{style}] {rep.task}: gate {rep.gate}, Lean {rep.lean}"
         + (
-            f" ({lean.get('obligations', 0)} obligations, {lean.get('seconds', 0)} s, {lean.get('toolchain', '')})"
+            f" ({lean.get('obligations', 0)} obligations, {lean.get('toolchain', '')})"
             if lean
             else ""
         ),

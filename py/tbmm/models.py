@@ -371,7 +371,7 @@ class ReplaySpec(Strict):
     module: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     exact: bool  # True: exact rational arithmetic; False: floating geometry within `digits`
     digits: int = Field(default=12, ge=4, le=30)
-    budget_seconds: DecimalStr = "5"
+    budget_cpu_seconds: DecimalStr = "5"
     rationale: str = Field(min_length=10)
     params: dict[str, Any] = {}
 

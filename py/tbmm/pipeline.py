@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tbmm.gate import GateReport, run_gate
-from tbmm.replay import Deadline, ReplayReport, run_replay
+from tbmm.replay import CpuBudget, ReplayReport, run_replay
 from tbmm.scoring import TaskScore, score_task
 from tbmm.tasks import Task
 
@@ -33,7 +33,7 @@ class Evaluation:
 
 
 def evaluate(
-    task: Task, doc: dict[str, Any] | None, deadline: Deadline | None = None
+    task: Task, doc: dict[str, Any] | None, deadline: CpuBudget | None = None
 ) -> Evaluation:
     """Resolve `doc` (the parsed artifact; None = missing), gate it and score it."""
     if doc is None:

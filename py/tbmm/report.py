@@ -333,7 +333,7 @@ def _lean_html(rep: Mapping[str, Any]) -> str:
         out.append(
             f" {esc(d.get('obligations', '?'))} obligation(s) checked by the Lean kernel,"
             f" {len(d.get('failing', []))} failing"
-            f" ({esc(d.get('toolchain', ''))}, {esc(d.get('seconds', ''))} s)"
+            f" ({esc(d.get('toolchain', ''))})"
         )
     out.append("</p>")
     out.append(_ul((f"failing: {f}" for f in d.get("failing", [])), "note"))

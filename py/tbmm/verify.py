@@ -3,8 +3,8 @@
 Exit codes: 0 feasible (the gate passed or only warned, and the Lean kernel recomputed
 the same verdict from the artifact and the task as Lean terms), 1 infeasible (names the
 failing check, instance and field, kernel-confirmed),
-2 unreadable input (or over a cap of tbmm.bounds), 3 no verdict: the verification budget
-was exceeded (status `budget_exceeded`), or the Lean kernel did not confirm what Python
+2 unreadable input (or over a cap of tbmm.bounds), 3 no verdict: the verification CPU budget
+was exceeded (status `budget_exceeded`; CPU time, never the wall clock), or the Lean kernel did not confirm what Python
 computed (status `lean_disagreement`: both values shown, or Lean could not check at all,
 which `lean_detail.outcome` = "error" tells apart) — never "infeasible". A failed gate
 zeroes the task: O-Eval 0, Robust BO-Eval -1. A missing Lean toolchain raises
@@ -84,7 +84,8 @@ def _unreadable(task: Task, error: str, status: str) -> VerifyReport:
 
 
 def _over_budget(task: Task, error: str) -> VerifyReport:
-    """Exit 3: the verification budget ran out; scored as a missing artifact, no verdict."""
+    """Exit 3: the verification CPU budget ran out: no verdict (the score fields are those
+    of a missing artifact only so that the report is complete; nothing may rank them)."""
     return VerifyReport(
         task=task.slug,
         exit_code=3,
@@ -100,12 +101,16 @@ def verify_artifact(
 ) -> VerifyReport:
     """Verify one artifact (None = the agent wrote nothing). Never raises on bad input.
 
-    Input over a cap of tbmm.bounds is refused before any work (status over_caps, exit 2);
-    a verification that runs past `budget_s` ends as status budget_exceeded (exit 3), scored
-    as a missing artifact: it is neither infeasible nor a verdict on the model. The Lean
-    check is given what is left of the budget as its timeout (killed when it runs out).
+    Input over a cap of tbmm.bounds is refused before any work (status over_caps, exit 2).
+    `budget_s` is CPU seconds of this thread (reading, replay, gate, scoring, certificate
+    text), and the Lean kernel check runs under its own CPU limit
+    (`tbmm.lean.certify.lean_cpu_limit`); neither counts the wall clock, so the machine's
+    load never decides a verdict. Both sit at 10x or more of what the largest artifact
+    within the caps costs; one that still runs out is status budget_exceeded (exit 3): no
+    verdict, neither infeasible nor a score (the harness stores it as an error and reruns
+    it). Task data and Lean library builds are never charged to it.
     """
-    with bounds.deadline(budget_s):
+    with bounds.cpu_budget(budget_s):
         try:
             rep = _verify(task, data, lean=lean)
         except bounds.BudgetExceeded as exc:
@@ -208,13 +213,14 @@ def verify_batch(
     """Verify many artifacts, the Lean kernel checking all of them in ONE run (one module,
     one theorem per artifact, each artifact's result apart: a refuted or failing one hides
     nothing of the others). Each artifact's own stages (reading, replay, gate, scoring)
-    run within `budget_s`, as `verify_artifact`'s do; the shared Lean run gets what their
-    budgets left, pooled (when it runs out, every artifact it held ends budget_exceeded)."""
+    run within `budget_s` of CPU, as `verify_artifact`'s do; the shared Lean run gets the
+    CPU limit of all its artifacts together (when it runs out, every artifact it held ends
+    budget_exceeded)."""
     reports: list[VerifyReport | None] = []
     staged: list[tuple[int, Any, Any]] = []
     pooled = 0.0
     for k, (task, data) in enumerate(items):
-        with bounds.deadline(budget_s) as d:
+        with bounds.cpu_budget(budget_s) as d:
             try:
                 early, ev, doc = _python_stage(task, data)
             except bounds.BudgetExceeded as exc:
@@ -229,7 +235,7 @@ def verify_batch(
         from tbmm.lean.certify import check_batch
 
         try:
-            with bounds.deadline(pooled):
+            with bounds.cpu_budget(pooled):
                 results = check_batch(
                     [(items[k][0], ev.doc, ev.gate, ev.score) for k, ev, _ in staged]
                 )

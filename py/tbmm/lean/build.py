@@ -528,10 +528,12 @@ def check_module(
     toolchain: Toolchain | None = None,
     timeout: float | None = 600.0,
     build_deps: bool = True,
+    cpu_limit_s: float | None = None,
 ) -> CheckResult:
     """Kernel-check one extra module (a generated certificate or a temporary file).
 
-    Its TBMM imports are built first (incrementally; normally all up to date). The file
+    Its TBMM imports are built first (incrementally; normally all up to date), never under
+    `cpu_limit_s`, which caps only the check itself (`runtime.CpuLimitExceeded`). The file
     is elaborated and every declaration kernel-checked, but no .olean is written, so a
     temporary file outside the project is fine. `#print axioms` output comes back in
     `infos`.
@@ -557,7 +559,14 @@ def check_module(
         args.append(f"--root={root}")
     args.append(str(path))
     try:
-        proc = run_lean(args, cwd=root, env={"LEAN_PATH": str(lp)}, timeout=timeout, toolchain=tc)
+        proc = run_lean(
+            args,
+            cwd=root,
+            env={"LEAN_PATH": str(lp)},
+            timeout=timeout,
+            toolchain=tc,
+            cpu_limit_s=cpu_limit_s,
+        )
     except subprocess.TimeoutExpired:
         failure = BuildFailure(path.stem, str(path), None, f"timed out after {timeout} s", None)
         return CheckResult(path, None, time.monotonic() - t0, [], failure)

@@ -562,7 +562,6 @@ class LeanResult:
             "disagreements": [d.to_json() for d in self.disagreements],
             "gaps": self.gaps,
             "verdict": {"python": self.python_verdict, "lean": self.lean_verdict},
-            "seconds": round(self.seconds, 3),
             "toolchain": self.toolchain,
             "error": self.error,
         }
@@ -629,8 +628,8 @@ def check_artifact(
     O and F, then feasibility, O-Eval and Robust BO-Eval), so a module that checks means
     the kernel agrees with Python on everything; a refuted theorem is a disagreement,
     shown with both sides. Raises `ToolchainError` when no Lean is available, and
-    `tbmm.bounds.BudgetExceeded` when the Lean run does not finish within what is left of
-    the current verification budget (its timeout; without a budget, `LEAN_CHECK_TIMEOUT`).
+    `tbmm.bounds.BudgetExceeded` (no verdict) when the Lean run spends its CPU limit
+    (`lean_cpu_limit`) or outlives the wall-clock liveness guard.
     """
     return _check([_entry(task, doc, gate_report, score)], root=root, diagnose=diagnose)[0]
 
@@ -663,19 +662,31 @@ def _entry(task: Any, doc: dict[str, Any], g: Any, s: Any) -> tuple[Any, dict[st
     return task, doc, g, s
 
 
-LEAN_CHECK_TIMEOUT = 600.0  # seconds for one Lean run of a certificate outside any budget
+def lean_cpu_limit(artifacts: int) -> float:
+    """CPU seconds the kernel check of `artifacts` artifacts may use (RLIMIT_CPU on the
+    Lean child; a batch pools its artifacts' shares). Never the wall clock: the machine's
+    load cannot decide whether a verdict is reached."""
+    return bounds.LEAN_CPU_BUDGET_S * max(1, artifacts)
 
 
-def lean_timeout(default: float, stage: str) -> tuple[float, bool]:
-    """The timeout of a Lean run: what is left of the current verification budget
-    (`tbmm.bounds.deadline`), at most `default`; and whether the budget is what limits it.
-    Raises `BudgetExceeded` naming `stage` when nothing is left."""
-    left = bounds.remaining_budget()
-    if left is None or left >= default:
-        return default, False
-    if left <= 0:
-        raise bounds.budget_exceeded(stage)
-    return left, True
+def _run_certificate(
+    path: Path, root: Path, tc: Any, artifacts: int, what: str, *, wall: float
+) -> Any:
+    """Kernel-check one generated module under the CPU limit of `artifacts` artifacts;
+    BudgetExceeded (no verdict) when the CPU limit or the wall-clock liveness guard ends it."""
+    from tbmm.lean.build import check_module
+    from tbmm.lean.runtime import CpuLimitExceeded
+
+    cpu = lean_cpu_limit(artifacts)
+    try:
+        res = check_module(path, root, toolchain=tc, timeout=wall, cpu_limit_s=cpu)
+    except CpuLimitExceeded as exc:
+        raise bounds.BudgetExceeded(cpu, f"{what}: {exc}") from exc
+    if res.exit_code is None:
+        raise bounds.BudgetExceeded(
+            cpu, f"{what}: not finished within the {wall:g} s wall-clock liveness guard"
+        )
+    return res
 
 
 def _check(
@@ -686,7 +697,7 @@ def _check(
     combined: str = "",
 ) -> list[LeanResult]:
     from tbmm.lean.allowlist import check_certificate, library_names
-    from tbmm.lean.build import check_module, project_root
+    from tbmm.lean.build import project_root
     from tbmm.lean.runtime import find_toolchain
 
     t0 = time.monotonic()
@@ -721,14 +732,17 @@ def _check(
     )
     if bad:
         raise CertificateError("; ".join(str(b) for b in bad[:3]))
-    timeout, limited = lean_timeout(LEAN_CHECK_TIMEOUT, "before the Lean kernel check")
+    bounds.check_budget("before the Lean kernel check")
     with tempfile.TemporaryDirectory(prefix="tbmm-verify-") as tmp:
         path = Path(tmp) / f"{VERIFY_MODULE}.lean"
         path.write_text(cert.text, encoding="utf-8")
-        res = check_module(path, root, toolchain=tc, timeout=timeout)
-    if res.exit_code is None and limited:
-        raise bounds.budget_exceeded(
-            f"the Lean kernel check of {len(items)} artifact(s), stopped after {timeout:.2f} s"
+        res = _run_certificate(
+            path,
+            root,
+            tc,
+            len(items),
+            f"the Lean kernel check of {len(items)} artifact(s)",
+            wall=bounds.LEAN_WALL_GUARD_S,
         )
     names = {o.name for o in cert.obligations}
     refused: dict[str, str] = {}
@@ -951,19 +965,18 @@ def _predict(it: Item, flags: tuple[tuple[Flag, ...], ...]) -> Expected:
 
 def _accepted(theorems: dict[str, str], root: Path, tc: Any, preamble: Sequence[str]) -> set[str]:
     """The names of the Bool statements the kernel proves `true` (one Lean run)."""
-    from tbmm.lean.build import check_module
-
     body = ["noncomputable section", "namespace TBMMValues", "", *preamble]
     body += [S.theorem(n, stmt) for n, stmt in theorems.items()]
     body += ["end TBMMValues", "end", ""]
-    try:  # a diagnosis within what is left of the budget, else none (values not read back)
-        timeout, _ = lean_timeout(KERNEL_VALUES_TIMEOUT, "reading the kernel's values back")
-    except bounds.BudgetExceeded:
-        return set()
     with tempfile.TemporaryDirectory(prefix="tbmm-values-") as tmp:
         path = Path(tmp) / "TBMMValues.lean"
         path.write_text(S.module(body), encoding="utf-8")
-        res = check_module(path, root, toolchain=tc, timeout=timeout)
+        try:  # a diagnosis of a disagreement (already no verdict): none when it runs out
+            res = _run_certificate(
+                path, root, tc, 1, "reading the kernel's values back", wall=KERNEL_VALUES_TIMEOUT
+            )
+        except bounds.BudgetExceeded:
+            return set()
     errors = [m for m in res.messages if m.severity == "error"]
     if res.exit_code not in (0, 1) or any(not m.decl for m in errors):
         return set()  # timed out, crashed, or failed outside a theorem: nothing is known

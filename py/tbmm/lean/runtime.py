@@ -20,9 +20,12 @@ on disk, keyed by the executable's (or library's) path, size and modification ti
 from __future__ import annotations
 
 import importlib.util
+import math
 import os
 import re
+import resource
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Mapping, Sequence
@@ -182,16 +185,57 @@ def run_lean(
     *,
     timeout: float | None = None,
     toolchain: Toolchain | None = None,
+    cpu_limit_s: float | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run `lean ARGS` and capture its output; `env` entries are added to os.environ."""
+    """Run `lean ARGS` and capture its output; `env` entries are added to os.environ.
+
+    `timeout` is a wall-clock guard (liveness: `subprocess.TimeoutExpired`); `cpu_limit_s`
+    caps the child's own CPU time with RLIMIT_CPU, a limit no other load on the machine
+    moves (over it the kernel stops the child: `CpuLimitExceeded`). The limit is set on
+    the started child with prlimit(2), which counts the CPU it has used since it started,
+    so nothing runs unlimited and no code runs between fork and exec."""
     tc = toolchain or find_toolchain()
     full_env = {**os.environ, **(env or {})}
-    return subprocess.run(
+    if cpu_limit_s is None:
+        return subprocess.run(
+            tc.command(args),
+            cwd=cwd,
+            env=full_env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
+    soft = max(1, math.ceil(cpu_limit_s))
+    with subprocess.Popen(
         tc.command(args),
         cwd=cwd,
         env=full_env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=timeout,
-        check=False,
-    )
+    ) as proc:
+        try:
+            resource.prlimit(proc.pid, resource.RLIMIT_CPU, (soft, soft + 2))
+        except ProcessLookupError:  # already gone: nothing left to limit
+            pass
+        except OSError:
+            proc.kill()
+            raise
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise
+    if proc.returncode == -signal.SIGXCPU:
+        raise CpuLimitExceeded(soft, proc.returncode)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+class CpuLimitExceeded(Exception):
+    """A Lean run used up the CPU time it was given (RLIMIT_CPU)."""
+
+    def __init__(self, limit_s: int, returncode: int) -> None:
+        super().__init__(f"the Lean run used its {limit_s} s of CPU (exit {returncode})")
+        self.limit_s = limit_s

@@ -2,7 +2,7 @@
 
 A task with a `replay.toml` names a module `tbmm.replay.<module>` exposing
 
-    def replay(doc: dict, task: Task, spec: ReplaySpec, deadline: Deadline) -> Outcome
+    def replay(doc: dict, task: Task, spec: ReplaySpec, deadline: CpuBudget) -> Outcome
 
 which reads the decision variables from the exact artifact tree `doc`, recomputes the
 objective(s) and the quantities the constraints are about from them and the task's own
@@ -30,14 +30,13 @@ from __future__ import annotations
 
 import importlib
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
 from tbmm import exact
-from tbmm.bounds import BudgetExceeded, Deadline
+from tbmm.bounds import BudgetExceeded, CpuBudget, cpu_now, remaining_budget, uncharged
 from tbmm.paths import set_path
 from tbmm.specs import REPLAYED
 
@@ -69,7 +68,7 @@ class ReplayReport:
     details: dict[str, str] = field(default_factory=dict)
     error: str = ""
     notes: list[str] = field(default_factory=list)
-    seconds: float = 0.0
+    seconds: float = 0.0  # CPU seconds of this replay (shown by `tbmm replay`; never in a verdict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -79,11 +78,10 @@ class ReplayReport:
             "details": self.details,
             "error": self.error,
             "notes": self.notes,
-            "seconds": round(self.seconds, 4),
         }
 
 
-ReplayFn = Callable[[dict[str, Any], Any, "ReplaySpec", Deadline], Outcome]
+ReplayFn = Callable[[dict[str, Any], Any, "ReplaySpec", CpuBudget], Outcome]
 
 
 def load_module(name: str) -> ReplayFn:
@@ -93,6 +91,19 @@ def load_module(name: str) -> ReplayFn:
     if not callable(fn):
         raise ImportError(f"tbmm.replay.{name} has no replay() function")
     return fn
+
+
+def prepare(task: Any, spec: ReplaySpec | None = None) -> None:
+    """Load what the task's replay reads from the task itself (attachments, tables), so
+    that no artifact's budget pays for it; a no-op for a task without a replay or a
+    replay without a `prepare(task, spec)`."""
+    spec = spec if spec is not None else task.replay_spec
+    if spec is None:
+        return
+    mod = importlib.import_module(f"tbmm.replay.{spec.module}")
+    hook = getattr(mod, "prepare", None)
+    if callable(hook):
+        hook(task, spec)
 
 
 def to_exact(x: Fraction | float | int, digits: int) -> exact.Num:
@@ -132,7 +143,7 @@ def strip_replayed(doc: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
 
 
 def run_replay(
-    task: Any, doc: dict[str, Any], deadline: Deadline | None = None
+    task: Any, doc: dict[str, Any], deadline: CpuBudget | None = None
 ) -> tuple[dict[str, Any], ReplayReport | None]:
     """Resolve an artifact: strip `replayed`, run the task's replay (if any), insert its outputs.
 
@@ -144,25 +155,25 @@ def run_replay(
     if spec is None:
         return base, None
     report = ReplayReport(module=spec.module, status="ok", notes=notes)
+    with uncharged():  # the task's data and code, cached: not the artifact's cost
+        fn = load_module(spec.module)
+        prepare(task, spec)
     if deadline is None:
-        from tbmm.bounds import remaining_budget
-
-        own = float(exact.parse_decimal(spec.budget_seconds))
+        own = float(exact.parse_decimal(spec.budget_cpu_seconds))
         left = remaining_budget()
-        deadline = Deadline(own if left is None else max(0.0, min(own, left)))
-    fn = load_module(spec.module)
-    t0 = time.monotonic()
+        deadline = CpuBudget(own if left is None else max(0.0, min(own, left)))
+    t0 = cpu_now()
     try:
         out = fn(base, task, spec, deadline)
     except ReplayInputError as exc:
         report.status, report.error = "unreplayable", str(exc)
-        report.seconds = time.monotonic() - t0
+        report.seconds = cpu_now() - t0
         return base, report
     except RecursionError:
         report.status, report.error = "unreplayable", "decision input nested too deeply"
-        report.seconds = time.monotonic() - t0
+        report.seconds = cpu_now() - t0
         return base, report
-    report.seconds = time.monotonic() - t0
+    report.seconds = cpu_now() - t0
     tree: dict[str, Any] = {}
     try:
         for path, value in out.values.items():
@@ -182,7 +193,7 @@ def run_replay(
 
 __all__ = [
     "BudgetExceeded",
-    "Deadline",
+    "CpuBudget",
     "Outcome",
     "ReplayInputError",
     "ReplayReport",

@@ -38,7 +38,7 @@ from typing import Any
 from xml.etree import ElementTree as ET
 
 from tbmm import exact
-from tbmm.replay import Deadline, Outcome, ReplayInputError
+from tbmm.replay import CpuBudget, Outcome, ReplayInputError
 
 # --- the village's data -----------------------------------------------------------------
 
@@ -292,7 +292,7 @@ class Plan:
 
 
 def parse_plan(
-    rows: Any, prefix: str, data: CropData, rules: Rules, max_rows: int, deadline: Deadline
+    rows: Any, prefix: str, data: CropData, rules: Rules, max_rows: int, deadline: CpuBudget
 ) -> Plan:
     """Validate a plan's rows strictly; every defect is a `ReplayInputError` naming the row."""
     if not isinstance(rows, list):
@@ -560,7 +560,7 @@ def _list_bound(task: Any, path: str, fallback: int) -> int:
 
 
 def parse_cases(
-    doc: dict[str, Any], task: Any, data: CropData, rules: Rules, deadline: Deadline
+    doc: dict[str, Any], task: Any, data: CropData, rules: Rules, deadline: CpuBudget
 ) -> dict[str, Plan]:
     q1 = doc.get("q1")
     if not isinstance(q1, dict):
@@ -578,7 +578,12 @@ def parse_cases(
     return plans
 
 
-def replay(doc: dict[str, Any], task: Any, spec: Any, deadline: Deadline) -> Outcome:
+def prepare(task: Any, spec: Any) -> None:
+    """Read the attachments (task data: cached, never charged to an artifact's budget)."""
+    load_data(task.data_dir / "attachments")
+
+
+def replay(doc: dict[str, Any], task: Any, spec: Any, deadline: CpuBudget) -> Outcome:
     data = load_data(task.data_dir / "attachments")
     rules = Rules.from_params(spec.params)
     plans = parse_cases(doc, task, data, rules, deadline)
@@ -803,7 +808,7 @@ def lean_obligations(task: Any, doc: dict[str, Any]) -> list[tuple[str, str, tup
     data = load_data(task.data_dir / "attachments")
     rules = Rules.from_params(task.replay_spec.params)
     try:
-        plans = parse_cases(doc, task, data, rules, Deadline(60.0))
+        plans = parse_cases(doc, task, data, rules, CpuBudget(60.0))
     except ReplayInputError:
         return []
     obs: list[tuple[str, str, tuple[str, ...]]] = []

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from tbmm import exact
-from tbmm.replay import Deadline, Outcome, ReplayInputError
+from tbmm.replay import CpuBudget, Outcome, ReplayInputError
 
 # --- the statement's data (defaults; replay.toml [params] restates them) -----------------
 
@@ -723,7 +723,7 @@ def simulate(
     num: Numerics | None = None,
     *,
     targets: np.ndarray | None = None,
-    deadline: Deadline | None = None,
+    deadline: CpuBudget | None = None,
     per_mirror: bool = False,
 ) -> Performance:
     """Optical performance of field `f` at the statement's moments.
@@ -1283,7 +1283,7 @@ def _max_items(task: Any, q: str) -> int:
     raise ReplayInputError(f"task declares no list {q}.mirrors")
 
 
-def replay(doc: dict[str, Any], task: Any, spec: Any, deadline: Deadline) -> Outcome:
+def replay(doc: dict[str, Any], task: Any, spec: Any, deadline: CpuBudget) -> Outcome:
     """Replay the Problem 2 and Problem 3 field designs of an artifact (see module doc)."""
     site, numerics, rules = _params(spec)
     out = Outcome()

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from tbmm import exact
-from tbmm.bounds import Deadline
+from tbmm.bounds import CpuBudget
 from tbmm.replay import Outcome, ReplayInputError
 
 LIST = "q4.lines"
@@ -398,7 +398,7 @@ def sample_offsets(nx: int, ny: int) -> tuple[np.ndarray, np.ndarray]:
     return ox, oy
 
 
-def coverage(g: Grid, sw: Swaths, p: Params, dl: Deadline) -> np.ndarray:
+def coverage(g: Grid, sw: Swaths, p: Params, dl: CpuBudget) -> np.ndarray:
     """Per evaluation cell (rows south to north, columns west to east): whether its sample
     point lies inside some swath.
 
@@ -624,7 +624,7 @@ def segment_distance(a1: np.ndarray, b1: np.ndarray, a2: np.ndarray, b2: np.ndar
 
 
 def adjacent_candidates(
-    sw: Swaths, rmax: np.ndarray, cap: int, dl: Deadline
+    sw: Swaths, rmax: np.ndarray, cap: int, dl: CpuBudget
 ) -> tuple[np.ndarray, np.ndarray]:
     """Pairs (k, j) such that a ping of k may meet j as its adjacent line: j lies within
     R_k + 2 R_j of k, so that a crossing within reach, r + R_j / max(|n_k . n_j|, 1/2) <=
@@ -662,7 +662,7 @@ def adjacent_candidates(
     return np.concatenate(out_k), np.concatenate(out_j)
 
 
-def overlap_shares(sw: Swaths, dl: Deadline, cap: int = 200) -> np.ndarray:
+def overlap_shares(sw: Swaths, dl: CpuBudget, cap: int = 200) -> np.ndarray:
     """Per station and side (+n, -n), shape (S, 2): the overlap share with the adjacent
     swath; NaN where no candidate line (see `adjacent_candidates`) is crossed within reach.
 
@@ -765,7 +765,12 @@ def _fmt(q: Fraction) -> str:
     return exact.fraction_to_text(q) if q.denominator == 1 else f"{float(q):.6g}"
 
 
-def replay(doc: dict[str, Any], task: Any, spec: Any, deadline: Deadline) -> Outcome:
+def prepare(task: Any, spec: Any) -> None:
+    """Load the depth grid (task data: cached, never charged to an artifact's budget)."""
+    load_grid(task.data_dir)
+
+
+def replay(doc: dict[str, Any], task: Any, spec: Any, deadline: CpuBudget) -> Outcome:
     p = Params.from_spec(spec.params)
     segs = read_lines(doc, p)
     g = load_grid(task.data_dir)

@@ -43,7 +43,7 @@ from xml.etree import ElementTree as ET
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tbmm import exact
-from tbmm.replay import Deadline, Outcome, ReplayInputError
+from tbmm.replay import CpuBudget, Outcome, ReplayInputError
 
 _NS = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
 _REL = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}id"
@@ -256,7 +256,7 @@ def read_rules(doc: dict[str, Any], p: Params) -> list[Rule]:
     return out
 
 
-def fires(rule: Rule, s: Samples, deadline: Deadline) -> list[bool]:
+def fires(rule: Rule, s: Samples, deadline: CpuBudget) -> list[bool]:
     """Whether intercept + sum(coef * x) >= 0, per sample, decided exactly in integers:
     every term is brought to one common denominator L > 0, which keeps the sign."""
     scale = math.lcm(
@@ -302,7 +302,13 @@ def overlapping_pairs(doc: dict[str, Any]) -> int | None:
     )
 
 
-def replay(doc: dict[str, Any], task: Any, spec: Any, deadline: Deadline) -> Outcome:
+def prepare(task: Any, spec: Any) -> None:
+    """Parse the labelled sheet into exact rationals (task data: cached, never charged to
+    an artifact's budget)."""
+    load_samples(task.data_dir, Params.model_validate(spec.params))
+
+
+def replay(doc: dict[str, Any], task: Any, spec: Any, deadline: CpuBudget) -> Outcome:
     p = Params.model_validate(spec.params)
     rules = read_rules(doc, p)
     s = load_samples(task.data_dir, p)

@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tbmm import exact
 from tbmm.models import REPLAYED, ReplaySpec
-from tbmm.replay import Deadline, Outcome, ReplayInputError
+from tbmm.replay import CpuBudget, Outcome, ReplayInputError
 
 # --- the task's data (reference/tables.json, extracted from the statement's PDF) ---------
 
@@ -494,7 +494,12 @@ def _exact(q: Fraction) -> str:
     return str(q.numerator) if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
 
 
-def replay(doc: dict[str, Any], task: Any, spec: ReplaySpec, deadline: Deadline) -> Outcome:
+def prepare(task: Any, spec: ReplaySpec) -> None:
+    """Read the task's tables (task data: cached, never charged to an artifact's budget)."""
+    load_tables(task, spec)
+
+
+def replay(doc: dict[str, Any], task: Any, spec: ReplaySpec, deadline: CpuBudget) -> Outcome:
     tables = load_tables(task, spec)
     decimals = decimals_of(spec)
     q2, q3 = read_decisions(doc, tables)

@@ -38,7 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from tbmm import exact
 from tbmm.paths import PathError, resolve
-from tbmm.replay import Deadline, Outcome, ReplayInputError
+from tbmm.replay import CpuBudget, Outcome, ReplayInputError
 
 # Parity of the half-order Q at the fringe maxima, per phase convention.
 CONVENTIONS: dict[str, int] = {"integer": 0, "half_integer": 1}
@@ -365,7 +365,7 @@ def read_decision(doc: dict[str, Any], fit: str, settings: Params) -> Decision:
 
 
 def evaluate_fit(
-    spec: Spectrum, dec: Decision, angle_deg: Fraction, window: int, deadline: Deadline
+    spec: Spectrum, dec: Decision, angle_deg: Fraction, window: int, deadline: CpuBudget
 ) -> FitResult:
     """RMS error of the predicted extremum positions (see the module docstring)."""
     s2 = math.sin(math.radians(float(angle_deg))) ** 2
@@ -436,7 +436,15 @@ def evaluate_fit(
     )
 
 
-def replay(doc: dict[str, Any], task: Any, spec: Any, deadline: Deadline) -> Outcome:
+def prepare(task: Any, spec: Any) -> None:
+    """Read and smooth the attached spectra (task data: cached, never charged to an
+    artifact's budget)."""
+    settings = Params.model_validate(spec.params)
+    for sp in settings.spectra.values():
+        spectrum(task.data_dir, sp, settings)
+
+
+def replay(doc: dict[str, Any], task: Any, spec: Any, deadline: CpuBudget) -> Outcome:
     """Replay the per-spectrum models of an artifact against the task's spectra."""
     settings = Params.model_validate(spec.params)
     decisions = {fit: read_decision(doc, fit, settings) for fit in settings.spectra}

@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from tbmm import exact
-from tbmm.replay import Deadline, Outcome, ReplayInputError
+from tbmm.replay import CpuBudget, Outcome, ReplayInputError
 
 if TYPE_CHECKING:
     from tbmm.models import ReplaySpec
@@ -413,7 +413,7 @@ class PairResult:
 def blocked_intervals(
     scene: Scene,
     pairs: Sequence[tuple[str, Drop]],
-    deadline: Deadline | None = None,
+    deadline: CpuBudget | None = None,
     budget: Budget | None = None,
 ) -> list[PairResult]:
     """For each (missile, drop) pair, the times at which that drop's cloud hides the whole
@@ -561,7 +561,7 @@ def replay_question(
     doc: dict[str, Any],
     q: Question,
     scene: Scene,
-    deadline: Deadline | None = None,
+    deadline: CpuBudget | None = None,
     budget: Budget | None = None,
 ) -> Outcome:
     """Replay one question's decisions: shielding per missile, per-drop detonation
@@ -630,7 +630,7 @@ def replay_question(
     return out
 
 
-def replay(doc: dict[str, Any], task: Any, spec: ReplaySpec, deadline: Deadline) -> Outcome:
+def replay(doc: dict[str, Any], task: Any, spec: ReplaySpec, deadline: CpuBudget) -> Outcome:
     """Replay every question of the task (each is required: a missing one is unusable input)."""
     try:
         scene = scene_from_params(spec.params)
