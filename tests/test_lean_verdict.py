@@ -589,3 +589,28 @@ def test_the_lean_check_runs_under_a_cpu_limit_not_a_clock(
         (3, "budget_exceeded"),
         (2, "unreadable"),
     ]
+
+
+def test_the_verdict_says_which_replayed_values_the_kernel_recomputed(suite: list[Task]) -> None:
+    """Per replayed value: recomputed by the kernel (an exact replay restated in Lean) or
+    taken from the Python replay, with its precision and agree tolerance. Without Lean,
+    nothing is the kernel's."""
+    from tbmm.verify import verify_artifact
+
+    by = {t.slug: t for t in suite}
+    prod = by["cumcm-2024-b-production-decision"]
+    rep = verify_artifact(prod, prod.anchor_artifact_bytes())
+    assert rep.status == "scored" and rep.lean_scope
+    assert {e["by"] for e in rep.lean_scope.values()} == {"lean_kernel"}, rep.lean_scope
+    assert set(rep.lean_scope) == set(rep.replay["values"])
+    rep = verify_artifact(prod, prod.anchor_artifact_bytes(), lean=False)
+    assert {e["by"] for e in rep.lean_scope.values()} == {"python_replay"}
+    floating = next(t for t in suite if t.replay_spec is not None and not t.replay_spec.exact)
+    rep = verify_artifact(floating, floating.anchor_artifact_bytes(), lean=False)
+    assert rep.lean_scope and all(
+        e["by"] == "python_replay" and "significant digits" in e["precision"]
+        for e in rep.lean_scope.values()
+    )
+    assert any("agree" in e for e in rep.lean_scope.values())
+    no_replay = next(t for t in suite if t.replay_spec is None)
+    assert verify_artifact(no_replay, no_replay.anchor_artifact_bytes(), lean=False).lean_scope == {}

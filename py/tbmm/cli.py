@@ -787,6 +787,25 @@ def _bench_lean(
     )
 
 
+def _print_lean_scope(scope: dict[str, dict[str, str]]) -> None:
+    """Which replayed values the Lean kernel recomputed and which it took from Python."""
+    if not scope:
+        return
+    by_kernel = [p for p, e in scope.items() if e.get("by") == "lean_kernel"]
+    by_python = [p for p, e in scope.items() if e.get("by") != "lean_kernel"]
+    console.print(
+        f"replayed values: {len(by_kernel)} recomputed by the Lean kernel, "
+        f"{len(by_python)} taken from the Python replay (not recomputed by the kernel):",
+        highlight=False,
+    )
+    for p in by_python:
+        e = scope[p]
+        tol = f"; agree {e['agree']}" if "agree" in e else ""
+        console.print(
+            f"  [yellow]python[/yellow] replayed.{p}: {e['precision']}{tol}", highlight=False
+        )
+
+
 def _verify_many(
     artifact: Path | None,
     task: str | None,
@@ -934,6 +953,7 @@ def verify(
         console.print(f"  [red]✗[/red] {f}", highlight=False)
     for g in lean.get("gaps", []) if lean else []:
         console.print(f"  [yellow]gap (not claimed):[/yellow] {g}", highlight=False)
+    _print_lean_scope(rep.lean_scope)
     console.print(
         f"O-Eval {rep.o_eval:.4f} [{rep.o_eval_exact}] | raw {rep.raw_exact} | Robust BO-Eval {rep.robust_bo_eval:.4f} | status {rep.status}",
         highlight=False,

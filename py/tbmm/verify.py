@@ -18,6 +18,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from tbmm import bounds, exact
+from tbmm.models import REPLAYED
 from tbmm.paths import MISSING, expand_nodes
 from tbmm.pipeline import evaluate
 from tbmm.scoring import ArtifactError, read_artifact, score_task
@@ -45,6 +46,11 @@ class VerifyReport(BaseModel):
     score: dict[str, Any] = {}
     gate_report: dict[str, Any] = {}
     replay: dict[str, Any] = {}  # the replay report (tasks with replay.toml)
+    # per replayed value (path under `replayed`): who computed it and how far it is
+    # trusted. "lean_kernel": recomputed by the kernel from the artifact's decisions;
+    # "python_replay": taken from the Python replay (the kernel checks the gate and the
+    # scores over it, not the value itself), with its precision and agree tolerance
+    lean_scope: dict[str, dict[str, str]] = {}
     # Task.verdict_digest of the task data this verdict was reached against (the
     # leaderboard flags stored verdicts whose task data has changed since)
     task_digest: str = ""
@@ -149,6 +155,35 @@ def _python_stage(task: Task, data: bytes | None) -> tuple[VerifyReport | None, 
     return None, ev, doc
 
 
+def lean_scope(task: Task, replay: Any, lr: Any) -> dict[str, dict[str, str]]:
+    """For each replayed value: recomputed by the Lean kernel, or taken from the Python
+    replay (with the replay's precision and the tolerance its `agree` check allows)."""
+    spec = task.replay_spec
+    if replay is None or spec is None:
+        return {}
+    recomputed = set(lr.recomputed) if lr is not None and lr.outcome in ("ok", "fail") else set()
+    agree = {c.against: c for c in task.gate.check if c.form.value == "agree" and c.against}
+    out: dict[str, dict[str, str]] = {}
+    for path in replay.values:
+        full = f"{REPLAYED}.{path}"
+        if full in recomputed:
+            out[path] = {"by": "lean_kernel", "precision": "exact (recomputed from the decisions)"}
+            continue
+        precision = (
+            "exact rationals (Python only)"
+            if spec.exact
+            else f"floating, rounded to {spec.digits} significant digits (Python only)"
+        )
+        entry = {"by": "python_replay", "precision": precision}
+        c = agree.get(full)
+        if c is not None:
+            entry["agree"] = f"{c.field}: |claim - replayed| <= {c.tol or 0}" + (
+                f" + {c.rel_tol} x |replayed|" if c.rel_tol else ""
+            )
+        out[path] = entry
+    return out
+
+
 def _finish(task: Task, doc: Any, ev: Any, lr: Any, *, lean: bool) -> VerifyReport:
     """The report of an evaluated artifact, with the Lean kernel's result `lr` (None: skipped)."""
     g, s = ev.gate, ev.score
@@ -180,6 +215,7 @@ def _finish(task: Task, doc: Any, ev: Any, lr: Any, *, lean: bool) -> VerifyRepo
             score=s.to_json(),
             gate_report=g.to_json(),
             replay=ev.replay.to_json() if ev.replay is not None else {},
+            lean_scope=lean_scope(task, ev.replay, None),
         )
     infeasible = g.verdict == "fail"  # Lean, when it ran, confirmed the same verdict
     sj = s.to_json()
@@ -201,6 +237,7 @@ def _finish(task: Task, doc: Any, ev: Any, lr: Any, *, lean: bool) -> VerifyRepo
         score=sj,
         gate_report=g.to_json(),
         replay=ev.replay.to_json() if ev.replay is not None else {},
+        lean_scope=lean_scope(task, ev.replay, lr if lean else None),
     )
 
 

@@ -52,6 +52,7 @@ from tbmm.files import write_text_if_changed
 from tbmm.lean import serialize as S
 from tbmm.lean import terms as T
 from tbmm.lean.allowlist import BATCH_HEADER
+from tbmm.models import REPLAYED
 
 CERT_DIR = Path("TBMM") / "Cert"
 REGENERATE = "uv run tbmm lean certify"
@@ -543,6 +544,9 @@ class LeanResult:
     disagreements: list[Disagreement] = field(default_factory=list)
     python_verdict: str = ""
     lean_verdict: str = ""  # the kernel's verdict when it differs (else Python's, confirmed)
+    # paths (under `replayed`) whose value the kernel recomputed from the decisions (an exact
+    # replay's `replay_*` obligations); every other replayed value the kernel takes as given
+    recomputed: list[str] = field(default_factory=list)
 
     @property
     def outcome(self) -> str:
@@ -562,6 +566,7 @@ class LeanResult:
             "disagreements": [d.to_json() for d in self.disagreements],
             "gaps": self.gaps,
             "verdict": {"python": self.python_verdict, "lean": self.lean_verdict},
+            "recomputed": self.recomputed,
             "toolchain": self.toolchain,
             "error": self.error,
         }
@@ -797,6 +802,15 @@ def _check(
                 error=error_all,
                 disagreements=dis,
                 python_verdict=it.expected.verdict_text(),
+                recomputed=sorted(
+                    {
+                        f
+                        for o in it.obligations
+                        if o.kind == "replay"
+                        for f in o.fields
+                        if f.startswith(REPLAYED + ".")
+                    }
+                ),
                 lean_verdict=verdict_lean
                 or ("" if dis or error_all else it.expected.verdict_text()),
             )
