@@ -27,6 +27,7 @@ pytestmark = pytest.mark.slow
 # the heliostat replay costs ~1 s of CPU per design: its anchor is in the corpus, its
 # generated attempts (each another full field) only every third, to keep the test's cost
 HEAVY = {"cumcm-2023-a-heliostat-field": 3}
+SPINNERS_PER_CORE = 3  # a load average of about 4 per core: the loads that flipped verdicts
 
 
 def corpus(suite: list[Task]) -> list[tuple[Task, str, bytes]]:
@@ -68,7 +69,7 @@ def _python_verdicts(items: list[tuple[Task, str, bytes]]) -> dict[str, str]:
 def test_verdicts_are_the_same_idle_and_under_heavy_load(suite: list[Task]) -> None:
     items = corpus(suite)
     quiet = _python_verdicts(items)
-    with busy(6 * (os.cpu_count() or 1)):
+    with busy(SPINNERS_PER_CORE * (os.cpu_count() or 1)):
         loaded = _python_verdicts(items)
     over = [k for k, v in quiet.items() if '"budget_exceeded"' in v]
     assert not over, over
@@ -76,12 +77,20 @@ def test_verdicts_are_the_same_idle_and_under_heavy_load(suite: list[Task]) -> N
     assert not differ, differ[:5]
 
 
+# anchors whose Lean checks are cheap (a second or less of CPU each), one of them replayed
+# with a 2 s budget that a loaded machine used to exceed (SiC); the costly Lean replays
+# (crop planting, heliostat) are covered by the CPU-limit test in test_lean_verdict.py
+LEAN_SAMPLE = 5
+
+
 def test_lean_verdicts_are_the_same_idle_and_under_heavy_load(suite: list[Task]) -> None:
-    """Every anchor through the Lean kernel (one batch run) quiet and loaded: the kernel
+    """Anchors through the Lean kernel (one batch run) quiet and loaded: the kernel
     check's limit is its own CPU time, so load cannot turn a verdict into no verdict."""
-    items = [(t, t.anchor_artifact_bytes()) for t in suite]
+    sic = [t for t in suite if t.slug == "cumcm-2025-b-sic-thickness"]
+    cheap = [t for t in suite if t.replay_spec is None][: LEAN_SAMPLE - len(sic)]
+    items = [(t, t.anchor_artifact_bytes()) for t in sic + cheap]
     quiet = [canonical(r) for r in verify_batch(items)]
-    with busy(6 * (os.cpu_count() or 1)):
+    with busy(SPINNERS_PER_CORE * (os.cpu_count() or 1)):
         loaded = [canonical(r) for r in verify_batch(items)]
     assert all('"status": "scored"' in q for q in quiet), [
         t.slug for (t, _), q in zip(items, quiet, strict=True) if '"status": "scored"' not in q
