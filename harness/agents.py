@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import shlex
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -109,9 +109,12 @@ class AgentOutcome:
 class Agent(Protocol):
     """An agent. Optional attributes the runner reads: `uses_model` (False: costs $0),
     `cost_known` (False: the cost was paid elsewhere, unknown here),
-    `version` and `atif_name` (for the trajectory), `preflight(open_session) -> [problems]`
-    (checks before the sweep; `open_session(extra_binds, env)` opens a sandbox like a
-    trial's)."""
+    `version` and `atif_name` (for the trajectory), `check_config(tasks, seeds) ->
+    [problems]` (configuration refused before anything is opened or stored),
+    `preflight(open_session, model) -> [problems]` (checks before the sweep;
+    `open_session(extra_binds, env)` opens a sandbox like a trial's), `probe(model) ->
+    problem | None` (the harness's own request to the model endpoint, made before an upstream
+    rejection of the agent's request is called an infrastructure error)."""
 
     name: str
 
@@ -164,8 +167,9 @@ class ReplayAgent:
     name = "replay"
     cost_known = False  # the artifacts were produced elsewhere: what they cost is unknown here
 
-    def __init__(self, source_dir: Path) -> None:
+    def __init__(self, source_dir: Path, *, allow_missing: bool = False) -> None:
         self.source_dir = Path(source_dir)
+        self.allow_missing = allow_missing  # which trials may lack a source, not how they run
 
     def settings(self) -> dict[str, Any]:
         return {"source": str(self.source_dir.resolve())}
@@ -178,6 +182,47 @@ class ReplayAgent:
             if cand.is_file():
                 return cand
         return None
+
+    def check_config(self, tasks: Sequence[TaskLike], seeds: Sequence[int]) -> list[str]:
+        """The folder exists and is readable, and holds a readable artifact for every
+        selected (task, seed) (with `allow_missing`, for at least one of them: the others
+        are scored as missing artifacts). A configuration mistake is refused before any
+        trial, never stored as a row of zeros."""
+        d = self.source_dir
+        if not d.exists():
+            return [f"--replay-dir {d}: no such folder"]
+        if not d.is_dir():
+            return [f"--replay-dir {d}: not a folder"]
+        try:
+            next(os.scandir(d), None)
+        except OSError as exc:
+            return [f"--replay-dir {d}: unreadable ({exc.strerror})"]
+        problems: list[str] = []
+        absent: list[str] = []
+        found = 0
+        for task in tasks:
+            for seed in seeds:
+                path = self.find(task.slug, seed)
+                if path is None:
+                    absent.append(f"{task.slug} seed {seed}")
+                    continue
+                found += 1
+                try:
+                    with open(path, "rb") as fh:
+                        fh.read(1)
+                except OSError as exc:
+                    problems.append(f"{path}: unreadable ({exc.strerror})")
+        if absent and (not self.allow_missing or not found):
+            shown = ", ".join(absent[:10]) + (
+                f" (+{len(absent) - 10} more)" if len(absent) > 10 else ""
+            )
+            problems.append(
+                f"--replay-dir {d} has no artifact (<slug>/<seed>/<slug>_result.json or "
+                f"<slug>_result.json) for {len(absent)} of {len(absent) + found} selected "
+                f"trial(s): {shown}"
+                + ("" if self.allow_missing else "; --replay-allow-missing scores those as missing")
+            )
+        return problems
 
     def run(self, ctx: AgentContext) -> AgentOutcome:
         path = self.find(ctx.task.slug, ctx.seed)
@@ -404,12 +449,21 @@ class CommandAgent:
             Bind(install, str(install)),
         ), f'PATH={shlex.quote(str(bin_dir))}:"$PATH"; export PATH\n'
 
-    def preflight(self, open_session: Opener) -> list[str]:
-        """The endpoint answers and the program runs inside a sandbox like the trials'."""
+    def probe(self, model: str | None) -> str | None:
+        """The harness's own request to the endpoint (key, and the entry's model): None if
+        it passes. Strict: a probe that does not get through vouches for nothing."""
+        upstream = self.upstream()
+        if upstream is None:
+            return "no model endpoint to probe"
+        return check_endpoint(upstream, model=model, strict=True)
+
+    def preflight(self, open_session: Opener, model: str | None = None) -> list[str]:
+        """The endpoint answers (and knows the model) and the program runs inside a sandbox
+        like the trials'."""
         problems: list[str] = []
         upstream = self.upstream()
         if upstream is not None:
-            why = check_endpoint(upstream)
+            why = check_endpoint(upstream, model=model)
             if why:
                 problems.append(why)
         program = self.template.argv[0]
@@ -466,7 +520,10 @@ class CommandAgent:
         with proxy:
             outcome = self._run(ctx, proxy)
         if proxy.failures and outcome.infra is None:
-            first = proxy.failures[0]
+            # an unreachable or overloaded endpoint outranks a rejection (which the runner
+            # checks with its own probe before it calls it infrastructure)
+            worst = [f for f in proxy.failures if f.kind != "endpoint_rejected"]
+            first = (worst or proxy.failures)[0]
             more = f" (+{len(proxy.failures) - 1} more)" if len(proxy.failures) > 1 else ""
             outcome.infra = first.cause + more
         return outcome

@@ -1,10 +1,18 @@
-"""Infrastructure failures: what makes a trial `error` instead of a score.
+"""Failures classified by who caused them: what makes a trial `error` instead of a score.
 
 An agent's own failure (it wrote nothing, wrote garbage, timed out, its model answered
 400 to a request it built) is a result and is scored. A failure of what we provide (the
-model endpoint, the proxy, the CLI binary, the sandbox, the harness) says nothing about the
-agent: the trial is stored with status `error` and its cause, is not verified, is left out
-of the leaderboard's means, and is run again by `tbmm run --resume`.
+model endpoint, the proxy, the CLI binary, the sandbox, the harness, a verification that
+reached no verdict) says nothing about the agent: the trial is stored with status `error`
+and its cause, is not scored, is left out of the leaderboard's means (the entry is marked
+partial until it is resolved), and is run again by `tbmm run --resume`.
+
+An upstream rejection (401/403/404) of a request the agent shaped is not taken at its word:
+the harness probes the endpoint with its own request (`harness.preflight.check_endpoint`,
+with the entry's model). If the probe passes, the endpoint works for what the entry is
+configured with, so the rejection was of the agent's request: the agent's failure
+(`AGENT_REJECTED`, scored as a missing artifact). Only a failing probe makes it `error`.
+Otherwise an agent could turn a seed it is losing into a retry with one bad request.
 """
 
 from __future__ import annotations
@@ -18,7 +26,13 @@ KINDS: dict[str, str] = {
     "binary_missing": "the agent's program is not installed or not runnable in the sandbox",
     "sandbox_start": "the sandbox (or container) could not be started",
     "harness_fault": "the harness raised an exception (a bug of ours, not the agent's)",
+    "no_verdict": "the verification reached no verdict (budget exceeded, or the Lean kernel "
+    "did not confirm Python: exit code 3)",
 }
+
+# exit_reason (and detail prefix) of a trial whose model request the upstream rejected while
+# the harness's own probe of the endpoint passed: the agent's failure, scored as missing.
+AGENT_REJECTED = "agent_request_rejected"
 
 # HTTP statuses of a model endpoint that are the infrastructure's doing once retries are
 # exhausted (the same set the proxy and the llm agent retry), and those that mean the
@@ -40,6 +54,15 @@ class InfraError(RuntimeError):
     @property
     def cause(self) -> str:
         return f"{self.kind}: {self.detail}"
+
+
+class ConfigError(ValueError):
+    """The sweep's configuration is refused before any trial (`tbmm run` exits 2): a replay
+    folder that is missing or lacks artifacts, an unknown model, an unusable path."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("configuration refused: " + "; ".join(problems))
+        self.problems = problems
 
 
 class PreflightError(RuntimeError):

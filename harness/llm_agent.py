@@ -228,11 +228,18 @@ class LLMAgent:
             out["vision"] = True
         return out
 
-    def preflight(self, open_session: Opener) -> list[str]:
-        """The model endpoint answers (and does not reject the key) before any trial."""
-        up = Upstream(self.base_url, os.environ.get(self.api_key_env), "bearer", "openai")
-        why = check_endpoint(up)
+    def _upstream(self) -> Upstream:
+        return Upstream(self.base_url, os.environ.get(self.api_key_env), "bearer", "openai")
+
+    def preflight(self, open_session: Opener, model: str | None = None) -> list[str]:
+        """The model endpoint answers (does not reject the key, knows the model) before any
+        trial."""
+        why = check_endpoint(self._upstream(), model=model)
         return [why] if why else []
+
+    def probe(self, model: str | None) -> str | None:
+        """The harness's own request to the endpoint, before a rejection is infrastructure."""
+        return check_endpoint(self._upstream(), model=model, strict=True)
 
     def run(self, ctx: AgentContext) -> AgentOutcome:
         client = ChatClient(self.base_url, os.environ.get(self.api_key_env), self.max_retries)

@@ -1,23 +1,69 @@
-"""Pre-flight check of a model endpoint, before any trial of a sweep runs.
+"""The harness's own probe of a model endpoint: before any trial of a sweep (the pre-flight),
+and before an upstream rejection during a trial is called an infrastructure error.
 
 A GET of the provider's model list (`{base}/models` for OpenAI-compatible endpoints,
 `{base}/v1/models` for Anthropic) with the real key: free, and it tells apart the failures
 that would otherwise turn every trial into an infrastructure error. No connection (refused,
 DNS, TLS, timeout) -> unreachable; 401/403 -> the key is rejected; any other HTTP answer,
 even 404 or 405 from a server without a model list, means the endpoint is there.
+
+Given the entry's model, the model itself is then looked up (`GET .../models/<model>`, which
+both providers answer for any model the key may use, aliases included). The model is
+unknown when that lookup answers 404 while the list answered 200 with ids that do not
+include it; a lookup answering 401/403 means the key may not use the model. A server with
+no model list cannot tell: the probe passes (said in the README).
+
+`strict` (the in-trial probe): a 429/5xx answer fails the probe too, since a probe that did
+not get through cannot vouch for the endpoint. The pre-flight is lenient there (a list route
+that errors does not stop a sweep whose completions may work).
 """
 
 from __future__ import annotations
 
+import json
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any
 
+from harness.errors import RETRIED_STATUS
+
 DEFAULT_TIMEOUT = 10.0
+LIST_CAP = 4 * 1024 * 1024  # bytes of a model list read (ids are looked up in it)
 
 
-def check_endpoint(upstream: Any, timeout: float = DEFAULT_TIMEOUT) -> str | None:
-    """None if the endpoint answers; else one line saying what is wrong (kind first)."""
+def _get(url: str, headers: dict[str, str], timeout: float) -> tuple[int, bytes]:
+    """(HTTP status, body up to LIST_CAP); connection failures raise (OSError, ValueError)."""
+    req = urllib.request.Request(url, headers=headers, method="GET")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout) as resp:
+            return resp.status, resp.read(LIST_CAP)
+    except urllib.error.HTTPError as exc:
+        return exc.code, b""
+
+
+def _model_ids(body: bytes) -> set[str] | None:
+    """Ids of an OpenAI/Anthropic model list (`{"data": [{"id": ...}, ...]}`), or None."""
+    try:
+        doc = json.loads(body)
+    except ValueError:
+        return None
+    data = doc.get("data") if isinstance(doc, dict) else None
+    if not isinstance(data, list):
+        return None
+    ids = {str(m["id"]) for m in data if isinstance(m, dict) and "id" in m}
+    return ids or None
+
+
+def check_endpoint(
+    upstream: Any,
+    timeout: float = DEFAULT_TIMEOUT,
+    *,
+    model: str | None = None,
+    strict: bool = False,
+) -> str | None:
+    """None if the endpoint answers (and knows `model`, as far as it says); else one line
+    saying what is wrong, its harness.errors kind first."""
     base = upstream.base_url.rstrip("/")
     url = base + ("/v1/models" if upstream.provider == "anthropic" else "/models")
     headers = {"User-Agent": "tbmm-preflight"}
@@ -27,20 +73,37 @@ def check_endpoint(upstream: Any, timeout: float = DEFAULT_TIMEOUT) -> str | Non
             headers["anthropic-version"] = "2023-06-01"
         else:
             headers["Authorization"] = f"Bearer {upstream.api_key}"
-    req = urllib.request.Request(url, headers=headers, method="GET")
+    at = url
     try:
-        with urllib.request.urlopen(req, timeout=timeout) as resp:
-            resp.read(1024)
-    except urllib.error.HTTPError as exc:
-        if exc.code in (401, 403):
+        status, body = _get(url, headers, timeout)
+        if status in (401, 403):
             return (
                 f"endpoint_rejected: the model endpoint {base} rejected the API key "
-                f"(HTTP {exc.code} on GET {url})"
+                f"(HTTP {status} on GET {url})"
             )
-        return None
+        if strict and status in RETRIED_STATUS:
+            return f"endpoint_overloaded: the model endpoint {base} answered HTTP {status} on GET {url}"
+        if not model:
+            return None
+        at = url + "/" + urllib.parse.quote(model, safe="")
+        got, _ = _get(at, headers, timeout)
     except (urllib.error.URLError, TimeoutError, ConnectionError, OSError) as exc:
         reason = getattr(exc, "reason", exc)
         return f"endpoint_unreachable: the model endpoint {base} is unreachable ({reason})"
     except ValueError as exc:  # a malformed URL
         return f"endpoint_unreachable: bad model endpoint URL {base!r} ({exc})"
+    if got in (401, 403):
+        return (
+            f"endpoint_rejected: the model endpoint {base} refuses model {model!r} to this key "
+            f"(HTTP {got} on GET {at})"
+        )
+    if strict and got in RETRIED_STATUS:
+        return f"endpoint_overloaded: the model endpoint {base} answered HTTP {got} on GET {at}"
+    if got == 404 and status == 200:
+        ids = _model_ids(body)
+        if ids is not None and model not in ids:
+            return (
+                f"endpoint_rejected: the model endpoint {base} does not know model {model!r} "
+                f"(HTTP 404 on GET {at}, and its model list does not name it)"
+            )
     return None

@@ -1,0 +1,290 @@
+"""Failures classified by who caused them. An upstream 401/403/404 to a request the agent
+shaped is checked with the harness's own probe of the endpoint: probe passes -> the agent's
+failure (`agent_request_rejected`, scored as a missing artifact, not rerun by --resume);
+probe fails -> infrastructure `error`. 429/5xx keep the retry policy: retried, then `error`
+(`endpoint_overloaded`) with no probe. A verification without a verdict (exit code 3) is an
+`error` (`no_verdict`), never an O-Eval 0. Before this, one request the upstream answered 404
+made the trial an `error`: an agent could turn a losing seed into a retry."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from harness.agents import AgentOutcome, CommandAgent, OracleAgent
+from harness.errors import AGENT_REJECTED, PreflightError
+from harness.llm_agent import LLMAgent
+from harness.preflight import check_endpoint
+from harness.proxy import Upstream
+from harness.runner import classify_rejection, no_verdict_cause, run_sweep
+from harness.sandbox import SandboxBackend, bwrap_path
+from harness.store import Store, runs_dir_for
+from harness.testing import ScriptedChatServer, make_fake_task, stand_in_verify
+from harness.trajectory import Trajectory, read_trajectory
+from harness.venv import ensure_agent_venv
+from tbmm import leaderboard as L
+
+needs_sandbox = pytest.mark.skipif(not bwrap_path(), reason="no sandbox (bubblewrap) available")
+MODEL = "fake-model"
+
+# The agent asks for something the upstream refuses (here: a previous response that does not
+# exist), ignores the refusal, and writes a perfect artifact anyway. The model in the body is
+# the entry's, so the request is the same whether or not the proxy pins the model.
+AGENT_SCRIPT = f"""\
+python3 - <<'EOF'
+import json, os, urllib.error, urllib.request
+body = {{"model": "{MODEL}", "input": "hi", "previous_response_id": "resp_does_not_exist"}}
+req = urllib.request.Request(os.environ["OPENAI_BASE_URL"] + "/responses",
+    data=json.dumps(body).encode(), headers={{"Content-Type": "application/json"}})
+try:
+    urllib.request.urlopen(req, timeout=60).read()
+except urllib.error.HTTPError as exc:
+    print("upstream answered", exc.code)
+json.dump({{"q1": {{"mean_load": 12.5}}}}, open(os.environ["TBMM_OUTPUT_PATH"], "w"))
+EOF
+"""
+
+
+def refuse(status: int) -> Any:
+    def answer(req: dict[str, Any], hdrs: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        return status, {"error": {"message": f"scripted {status} for resp_does_not_exist"}}
+
+    return answer
+
+
+@pytest.fixture(scope="module")
+def backend() -> SandboxBackend:
+    return SandboxBackend("bwrap", ensure_agent_venv())
+
+
+def _sweep(
+    server: ScriptedChatServer, tmp_path: Path, backend: Any, *, check: bool = True, **kw: Any
+) -> dict[str, Any]:
+    agent = CommandAgent.from_shell(
+        AGENT_SCRIPT,
+        provider_env={"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "real-key"},
+        backoff_s=0.05,
+        **kw,
+    )
+    task = make_fake_task(tmp_path / "tasks")
+    db = tmp_path / "r.sqlite"
+    run_sweep(
+        agent, MODEL, [task], 1, backend, 1, db, False,
+        verifier=stand_in_verify, progress=False, check=check,
+    )  # fmt: skip
+    store = Store(db)
+    (row,) = store.trials()
+    row["_done"] = store.done(row["entry_id"])
+    row["_events"] = read_trajectory(runs_dir_for(db) / row["blob_dir"] / "events.jsonl")
+    store.close()
+    return row
+
+
+@needs_sandbox
+@pytest.mark.parametrize("status", [401, 403, 404])
+def test_rejection_of_the_agents_request_is_its_own_failure(
+    status: int, tmp_path: Path, backend: SandboxBackend
+) -> None:
+    with ScriptedChatServer([refuse(status)], models=[MODEL]) as server:
+        r = _sweep(server, tmp_path, backend)
+    assert (r["status"], r["error"], r["exit_reason"]) == ("ok", None, AGENT_REJECTED), r
+    want = f"{AGENT_REJECTED}: POST /v1/responses answered HTTP {status}: "
+    assert r["detail"].startswith(want), r["detail"]
+    assert f"scripted {status} for resp_does_not_exist" in r["detail"]  # the upstream's words
+    assert "probe of the endpoint passed" in r["detail"]
+    # scored as a missing artifact, although the artifact it wrote is the right answer
+    assert r["artifact_status"] == "ok" and json.loads(r["artifact"])["q1"]["mean_load"] == 12.5
+    assert (r["o_eval"], r["verify_exit"]) == (0.0, 2)
+    assert (r["task"], r["seed"]) in r["_done"]  # --resume does not run it again
+    (probe,) = [e for e in r["_events"] if e["type"] == "endpoint_probe"]
+    assert probe["finding"] == "passed"
+    # the harness's own probe asked for the key (model list) and the entry's model
+    assert server.get_paths[-2:] == ["/v1/models", f"/v1/models/{MODEL}"]
+    row = L.row_from_record(r, task_suites={r["task"]: "CUMCM"})
+    assert row.status != L.INFRA and row.o_eval == 0  # a score (the stand-in's: no status)
+    lb = L.compute([row], baseline=None, tasks=[r["task"]], task_suites={r["task"]: "CUMCM"})
+    assert lb.entries[0].errors == 0 and not lb.entries[0].partial
+    assert lb.entries[0].o_eval.mean == 0
+
+
+@needs_sandbox
+@pytest.mark.parametrize(
+    ("server_kw", "cause"),
+    [
+        # the key was revoked: the probe's model list is refused too
+        ({"get_status": 401}, "harness probe: endpoint_rejected: the model endpoint"),
+        # the entry's model is gone from the endpoint (listed models do not name it)
+        ({"models": ["another-model"]}, f"does not know model '{MODEL}'"),
+        # the endpoint is gone by the time the harness probes it
+        ({"models": [MODEL], "drop_gets_after": 0}, "harness probe: endpoint_unreachable"),
+        # the probe gets a 503: it vouches for nothing
+        ({"get_status": 503}, "harness probe: endpoint_overloaded"),
+    ],
+)
+def test_rejection_with_a_failing_probe_is_infrastructure(
+    server_kw: dict[str, Any], cause: str, tmp_path: Path, backend: SandboxBackend
+) -> None:
+    with ScriptedChatServer([refuse(404)], **server_kw) as server:
+        r = _sweep(server, tmp_path, backend, check=False)
+    assert r["status"] == "error" and r["error"].startswith("endpoint_rejected: POST"), r
+    assert "HTTP 404" in r["error"] and cause in r["error"], r["error"]
+    assert r["o_eval"] is None and (r["task"], r["seed"]) not in r["_done"]  # rerun by --resume
+    row = L.row_from_record(r, task_suites={r["task"]: "CUMCM"})
+    assert row.status == L.INFRA
+
+
+@needs_sandbox
+@pytest.mark.parametrize("status", [429, 503])
+def test_overload_keeps_the_retry_policy_and_no_probe(
+    status: int, tmp_path: Path, backend: SandboxBackend
+) -> None:
+    """429/5xx: retried (`--retries`), then infrastructure `error` whoever sent the request;
+    the harness does not probe (a probe passing now says nothing about the load then)."""
+    with ScriptedChatServer([refuse(status)] * 3, models=[MODEL]) as server:
+        r = _sweep(server, tmp_path, backend, check=False, max_retries=2)
+    assert len(server.requests) == 3  # the request and its two retries
+    assert r["status"] == "error" and r["error"].startswith("endpoint_overloaded:"), r
+    assert f"HTTP {status} after 2 retries" in r["error"]
+    assert server.get_paths == [] and not any(e["type"] == "endpoint_probe" for e in r["_events"])
+
+
+@needs_sandbox
+def test_llm_agent_rejection_is_classified_the_same_way(
+    tmp_path: Path, backend: SandboxBackend
+) -> None:
+    task = make_fake_task(tmp_path / "tasks")
+    got = {}
+    for models in ([MODEL], ["other"]):
+        db = tmp_path / f"{models[0]}.sqlite"
+        with ScriptedChatServer([refuse(404)], models=models) as server:
+            agent = LLMAgent(base_url=server.base_url, max_retries=0)
+            run_sweep(
+                agent, MODEL, [task], 1, backend, 1, db, False,
+                verifier=stand_in_verify, progress=False, check=False,
+            )  # fmt: skip
+        (got[models[0]],) = Store(db).trials()
+    ok, err = got[MODEL], got["other"]
+    assert (ok["status"], ok["exit_reason"], ok["o_eval"]) == ("ok", AGENT_REJECTED, 0.0)
+    assert "HTTP 404" in ok["detail"]
+    assert err["status"] == "error" and f"does not know model '{MODEL}'" in err["error"]
+
+
+def test_preflight_refuses_a_model_the_endpoint_does_not_know(tmp_path: Path) -> None:
+    task = make_fake_task(tmp_path / "tasks")
+    db = tmp_path / "r.sqlite"
+    with ScriptedChatServer([], models=["another-model"]) as server:
+        agent = CommandAgent.from_shell(
+            "true", provider_env={"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "k"}
+        )
+        with pytest.raises(PreflightError, match=f"does not know model '{MODEL}'"):
+            run_sweep(agent, MODEL, [task], 1, None, 1, db, False, progress=False)  # type: ignore[arg-type]
+    assert Store(db).trials() == []
+
+
+def test_check_endpoint_answers() -> None:
+    def probe(server: ScriptedChatServer, model: str | None, strict: bool = True) -> str | None:
+        return check_endpoint(Upstream(server.base_url, "k"), model=model, strict=strict)
+
+    with ScriptedChatServer([]) as s:  # no model list at all: nothing to contradict
+        assert probe(s, MODEL) is None
+    with ScriptedChatServer([], models=[MODEL]) as s:
+        assert probe(s, MODEL) is None and probe(s, None) is None
+        assert "does not know model 'gpt-x'" in str(probe(s, "gpt-x"))
+        assert s.get_paths[-1] == "/v1/models/gpt-x"
+        # a name with a slash or a dot-dot stays one path segment
+        assert "does not know" in str(probe(s, "../../etc/passwd"))
+        assert s.get_paths[-1] == "/v1/models/..%2F..%2Fetc%2Fpasswd"
+    with ScriptedChatServer([], models=[MODEL], model_lookup=False) as s:  # vLLM-like
+        assert probe(s, MODEL) is None
+        assert "does not know" in str(probe(s, "gpt-x"))
+    with ScriptedChatServer([], get_status=403) as s:
+        assert str(probe(s, MODEL)).startswith("endpoint_rejected: ")
+    with ScriptedChatServer([], get_status=500) as s:
+        assert str(probe(s, MODEL)).startswith("endpoint_overloaded: ")
+        assert probe(s, MODEL, strict=False) is None  # the pre-flight is lenient there
+    with ScriptedChatServer([], drop_gets_after=0) as s:
+        assert str(probe(s, MODEL)).startswith("endpoint_unreachable: ")
+
+
+class _Probed:
+    def __init__(self, finding: str | None | Exception) -> None:
+        self.finding = finding
+        self.asked: list[str | None] = []
+
+    def probe(self, model: str | None) -> str | None:
+        self.asked.append(model)
+        if isinstance(self.finding, Exception):
+            raise self.finding
+        return self.finding
+
+
+def test_classify_rejection(tmp_path: Path) -> None:
+    traj = Trajectory(tmp_path / "t.jsonl")
+    rejected = "endpoint_rejected: POST /v1/chat/completions answered HTTP 404"
+    a = _Probed(None)
+    out = classify_rejection(a, "m", AgentOutcome("completed", "", 3, infra=rejected), traj)
+    assert (out.exit_reason, out.infra, out.turns) == (AGENT_REJECTED, None, 3)
+    assert out.detail.startswith(f"{AGENT_REJECTED}: {rejected.split(': ', 1)[1]}")
+    assert a.asked == ["m"]
+    for agent, found in (
+        (_Probed("endpoint_unreachable: gone"), "endpoint_unreachable: gone"),
+        (_Probed(RuntimeError("boom")), "harness_fault: the probe raised RuntimeError: boom"),
+        (object(), "the agent has no endpoint probe"),
+    ):
+        out = classify_rejection(agent, "m", AgentOutcome("completed", infra=rejected), traj)
+        assert out.infra == f"{rejected}; harness probe: {found}"
+    traj.close()
+
+
+def _no_verdict(task: Any, data: bytes | None) -> dict[str, Any]:
+    return {
+        "task": task.slug,
+        "exit_code": 3,
+        "status": "budget_exceeded",
+        "error": "verification budget of 1 s exceeded after the gate",
+        "o_eval": 0.0,
+        "o_eval_exact": "0",
+        "gate": "skipped",
+        "lean": "skipped",
+    }
+
+
+def test_no_verdict_cause() -> None:
+    assert no_verdict_cause({"exit_code": 0, "status": "scored"}) is None
+    assert no_verdict_cause({"exit_code": 2, "status": "budget_exceeded"}) is None
+    got = no_verdict_cause(
+        {"exit_code": 3, "status": "lean_disagreement", "error": "", "failing": ["lean x"]}
+    )
+    assert got == "no_verdict: lean_disagreement: lean x"
+
+
+@needs_sandbox
+def test_a_verification_without_verdict_is_an_error_and_resume_reruns_it(
+    tmp_path: Path, backend: SandboxBackend
+) -> None:
+    task = make_fake_task(tmp_path / "tasks")
+    db = tmp_path / "r.sqlite"
+    s = run_sweep(
+        OracleAgent(), None, [task], 1, backend, 1, db, False,
+        verifier=_no_verdict, progress=False,
+    )  # fmt: skip
+    assert s.errored == 1
+    (r,) = Store(db).trials()
+    assert r["status"] == "error"
+    assert r["error"] == (
+        "no_verdict: budget_exceeded: verification budget of 1 s exceeded after the gate"
+    )
+    assert (r["o_eval"], r["o_eval_exact"], r["verify_exit"]) == (None, None, 3)
+    assert json.loads(r["verdict"])["status"] == "budget_exceeded"  # kept for diagnosis
+    row = L.row_from_record(r, task_suites={task.slug: "CUMCM"})
+    assert row.status == L.INFRA and row.report["infra_error"].startswith("no_verdict:")
+    s = run_sweep(
+        OracleAgent(), None, [task], 1, backend, 1, db, True,
+        verifier=stand_in_verify, progress=False,
+    )  # fmt: skip
+    assert (s.retried, s.errored) == (1, 0)
+    (r,) = Store(db).trials()
+    assert (r["status"], r["o_eval"]) == ("ok", 1.0)
