@@ -97,8 +97,10 @@ class AgentContext:
 @dataclass
 class AgentOutcome:
     """How the agent stopped. exit_reason: completed | timeout | error | max_turns |
-    model_error | no_artifact_source | harness_error. `infra` = "<kind>: <detail>" when the
-    infrastructure failed (harness.errors): the trial is then `error`, not a score."""
+    model_error | no_artifact_source | harness_error | agent_request_rejected (set by the
+    runner: an upstream rejection its own probe did not confirm). `infra` = "<kind>:
+    <detail>" when the infrastructure failed (harness.errors): the trial is then `error`,
+    not a score."""
 
     exit_reason: str
     detail: str = ""

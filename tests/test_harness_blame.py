@@ -288,3 +288,48 @@ def test_a_verification_without_verdict_is_an_error_and_resume_reruns_it(
     assert (s.retried, s.errored) == (1, 0)
     (r,) = Store(db).trials()
     assert (r["status"], r["o_eval"]) == ("ok", 1.0)
+
+
+def test_runs_list_and_show_count_errors_by_cause(tmp_path: Path) -> None:
+    """Per entry: trials without a score by cause (an infrastructure error; a stored report
+    with no verdict, e.g. from an ingest), the agent's scored failures by reason, partial."""
+    import typer
+    from typer.testing import CliRunner
+
+    from harness.runs_cli import runs_app
+    from tests.conftest import trial_record
+
+    db = tmp_path / "r.sqlite"
+    store = Store(db)
+    store.ensure_entry("agent@model", "agent", "model", {})
+    scored = {"status": "scored", "exit_code": 0, "o_eval_exact": "1"}
+    budget = {"status": "budget_exceeded", "exit_code": 3, "error": "over budget"}
+    for seed, fields in enumerate(
+        [
+            {"status": "error", "error": "endpoint_unreachable: gone"},
+            {"verdict": budget, "verify_exit": 3, "artifact_status": "ok"},
+            {"exit_reason": AGENT_REJECTED, "detail": f"{AGENT_REJECTED}: HTTP 404"},
+            {"verdict": scored, "o_eval": 1.0, "artifact_status": "ok"},
+            {"exit_reason": "timeout"},
+        ]
+    ):
+        blobs = store.scratch_dir()
+        store.commit(trial_record(seed=seed, **fields), blobs)  # type: ignore[arg-type]
+    store.close()
+    app = typer.Typer()
+    app.add_typer(runs_app, name="runs")
+    res = CliRunner().invoke(app, ["runs", "show", "agent@model", "--db", str(db), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.output)
+    assert (doc["errors"], doc["partial"], doc["agent_failures"]) == (2, True, 2)
+    assert doc["error_causes"] == {"endpoint_unreachable": 1, "no_verdict": 1}
+    assert doc["agent_failure_reasons"] == {AGENT_REJECTED: 1, "timeout": 1}
+    res = CliRunner().invoke(app, ["runs", "show", "agent@model", "--db", str(db)])
+    text = " ".join(res.output.split())
+    assert "partial: 2 trial(s) without a score (endpoint_unreachable, no_verdict)" in text
+    assert f"agent failures (scored): 2 ({AGENT_REJECTED}, timeout)" in text
+    res = CliRunner().invoke(app, ["runs", "list", "--db", str(db), "--json"])
+    (entry,) = json.loads(res.output)
+    assert (entry["errors"], entry["partial"]) == (2, True)
+    res = CliRunner().invoke(app, ["runs", "list", "--db", str(db)])
+    assert "2 (partial)" in res.output
