@@ -169,7 +169,12 @@ def select_tasks(
 
 def run_command(
     agent: str = typer.Option(..., "--agent", help=f"one of: {', '.join(AGENTS)}"),
-    model: str | None = typer.Option(None, "--model", help="model name (llm / CLI agents)"),
+    model: str | None = typer.Option(
+        None,
+        "--model",
+        help="model name (llm / CLI agents): a row of the model table, or priced with "
+        "--price-in and --price-out",
+    ),
     tasks: str = typer.Option("all", "--tasks", help="all | SLUG[,SLUG...]"),
     seeds: int = typer.Option(1, "--seeds", min=1, help="seeds 0..N-1 per task"),
     backend: str = typer.Option(

@@ -9,7 +9,8 @@ program runs inside a sandbox like the trials'): a failure stops the sweep with
 scored, and run again by the next `--resume`. An upstream rejection of the agent's request
 is infrastructure only if the harness's own probe of the endpoint fails too; otherwise it is
 the agent's failure (`agent_request_rejected`, scored as a missing artifact). A verification
-that reaches no verdict (exit code 3) is an `error` too (`no_verdict`), never a 0.
+that reaches no verdict (exit code 3, or the verifier raised) is an `error` too
+(`no_verdict`), never a 0.
 """
 
 from __future__ import annotations
@@ -296,11 +297,13 @@ def run_trial(
             fields = _verdict_fields(
                 verifier(task, scored_bytes(outcome.exit_reason, art_status, data))
             )
-        except Exception:
+        except Exception as exc:  # our fault (a Lean toolchain missing, a bug): no verdict
             tb = traceback.format_exc()
             fields = {"verdict": {"error": tb}}
             detail = "; ".join(x for x in (detail, "verification raised") if x)
-        cause = no_verdict_cause(fields.get("verdict") or {})
+            cause = f"no_verdict: verifier_fault: {type(exc).__name__}: {exc}"[:1000]
+        else:
+            cause = no_verdict_cause(fields.get("verdict") or {})
         if cause is not None:  # no verdict is not a 0: kept for diagnosis, never a score
             fields.update(o_eval=None, o_eval_exact=None)
     status = STATUS_ERROR if cause else STATUS_OK

@@ -333,3 +333,25 @@ def test_runs_list_and_show_count_errors_by_cause(tmp_path: Path) -> None:
     assert (entry["errors"], entry["partial"]) == (2, True)
     res = CliRunner().invoke(app, ["runs", "list", "--db", str(db)])
     assert "2 (partial)" in res.output
+
+
+@needs_sandbox
+def test_a_verifier_that_raises_is_no_verdict_not_a_zero(
+    tmp_path: Path, backend: SandboxBackend
+) -> None:
+    """Before: stored `ok` with the traceback as verdict, which the leaderboard counted 0."""
+
+    def broken(task: Any, data: bytes | None) -> Any:
+        raise RuntimeError("lean toolchain vanished")
+
+    task = make_fake_task(tmp_path / "tasks")
+    db = tmp_path / "r.sqlite"
+    s = run_sweep(
+        OracleAgent(), None, [task], 1, backend, 1, db, False, verifier=broken, progress=False
+    )
+    assert s.errored == 1
+    (r,) = Store(db).trials()
+    assert r["status"] == "error" and r["o_eval"] is None
+    assert r["error"] == "no_verdict: verifier_fault: RuntimeError: lean toolchain vanished"
+    assert "lean toolchain vanished" in json.loads(r["verdict"])["error"]  # the traceback
+    assert L.row_from_record(r, task_suites={task.slug: "CUMCM"}).status == L.INFRA
