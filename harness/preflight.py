@@ -11,11 +11,13 @@ Given the entry's model, the model itself is then looked up (`GET .../models/<mo
 both providers answer for any model the key may use, aliases included). The model is
 unknown when that lookup answers 404 while the list answered 200 with ids that do not
 include it; a lookup answering 401/403 means the key may not use the model. A server with
-no model list cannot tell: the probe passes (said in the README).
+no model list cannot tell: the pre-flight passes, the strict probe does not (below).
 
-`strict` (the in-trial probe): a 429/5xx answer fails the probe too, since a probe that did
-not get through cannot vouch for the endpoint. The pre-flight is lenient there (a list route
-that errors does not stop a sweep whose completions may work).
+`strict` (the in-trial probe) passes only when the model list answered 2xx: a 429/5xx, or a
+404/405 from a server without a model list (or a base URL that is wrong), fails it, since a
+probe that confirmed nothing cannot vouch for the endpoint; the rejection is then an
+infrastructure `error` (an entry left with errors is partial, so this cannot raise a rank).
+The pre-flight is lenient there (a sweep against a server without a model list may run).
 """
 
 from __future__ import annotations
@@ -83,6 +85,11 @@ def check_endpoint(
             )
         if strict and status in RETRIED_STATUS:
             return f"endpoint_overloaded: the model endpoint {base} answered HTTP {status} on GET {url}"
+        if strict and not 200 <= status < 300:
+            return (
+                f"endpoint_rejected: the model endpoint {base} did not confirm the key: HTTP "
+                f"{status} on GET {url} (no model list, so the probe vouches for nothing)"
+            )
         if not model:
             return None
         at = url + "/" + urllib.parse.quote(model, safe="")

@@ -142,10 +142,10 @@ def test_llm_agent_model_error_is_recorded(tmp_path: Path, backend: SandboxBacke
             agent, "m", [task], 1, backend, 1, db, False, verifier=stand_in_verify, progress=False
         )
     (r,) = Store(db).trials()
-    # the server has no model list, so the harness's probe finds nothing wrong with the
-    # endpoint: the 401 is the agent's failure (scored), not an infrastructure error
-    assert r["status"] == "ok" and r["exit_reason"] == "agent_request_rejected"
-    assert "HTTP 401" in r["detail"] and "bad key" in r["detail"]
+    assert r["exit_reason"] == "model_error" and "401" in r["detail"]
+    # the server has no model list: the harness's own probe confirms nothing, so the 401
+    # stays an infrastructure error (tests/test_harness_blame.py: a confirming probe)
+    assert r["status"] == "error" and "harness probe: endpoint_rejected" in r["error"]
 
 
 CLI_SCRIPT = """\

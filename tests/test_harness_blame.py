@@ -122,6 +122,8 @@ def test_rejection_of_the_agents_request_is_its_own_failure(
         ({"models": [MODEL], "drop_gets_after": 0}, "harness probe: endpoint_unreachable"),
         # the probe gets a 503: it vouches for nothing
         ({"get_status": 503}, "harness probe: endpoint_overloaded"),
+        # no model list (a server without one, or a wrong base URL): nothing confirmed
+        ({}, "did not confirm the key: HTTP 404"),
     ],
 )
 def test_rejection_with_a_failing_probe_is_infrastructure(
@@ -188,8 +190,9 @@ def test_check_endpoint_answers() -> None:
     def probe(server: ScriptedChatServer, model: str | None, strict: bool = True) -> str | None:
         return check_endpoint(Upstream(server.base_url, "k"), model=model, strict=strict)
 
-    with ScriptedChatServer([]) as s:  # no model list at all: nothing to contradict
-        assert probe(s, MODEL) is None
+    with ScriptedChatServer([]) as s:  # no model list (or a wrong base URL): unconfirmed
+        assert probe(s, MODEL, strict=False) is None  # the pre-flight lets it run
+        assert "did not confirm the key: HTTP 404" in str(probe(s, MODEL))
     with ScriptedChatServer([], models=[MODEL]) as s:
         assert probe(s, MODEL) is None and probe(s, None) is None
         assert "does not know model 'gpt-x'" in str(probe(s, "gpt-x"))
