@@ -5,8 +5,9 @@ refused configuration (isolation, incomplete task, a replay folder missing or wi
 artifacts, a model the model table does not know and no --price-in/--price-out, an unusable
 path or results store), before any trial and with nothing stored; 3 the pre-flight check
 failed (model endpoint unreachable, rejecting the key or not knowing the model, agent
-program missing in the sandbox): no trial ran; 4 some trials ended with an infrastructure
-`error` (stored with their cause, not scored; `--resume` runs them again).
+program missing in the sandbox): no trial ran; 4 some trials ended `error` (an
+infrastructure failure or a verification with no verdict: stored with their cause, not
+scored; `--resume` runs them again).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from harness.agents import TEMPLATES, Agent, CommandAgent, OracleAgent, ReplayAgent
 from harness.backends import Backend, choose_backend
@@ -264,8 +266,8 @@ def run_command(
     and refused by name unless --allow-incomplete. Exit codes: 0 all trials ran, 2 usage
     or configuration refused (replay folder missing or without the artifacts, model not in
     the model table and not priced, unusable path: nothing stored), 3 pre-flight failed
-    (nothing ran), 4 some trials ended with an infrastructure error (stored, not scored;
-    rerun them with --resume)."""
+    (nothing ran), 4 some trials ended with an infrastructure error or no verdict (stored,
+    not scored; rerun them with --resume)."""
     console = Console(stderr=True)
     if backend == "harbor":
         _run_harbor(agent, model, tasks, seeds, harbor_env, harbor_dataset, concurrency, db,
@@ -358,8 +360,9 @@ def run_command(
     if summary.errored:
         causes = sorted({r.error or "" for r in summary.records if r.status == "error"})
         console.print(
-            f"[red]{summary.errored} trial(s) ended with an infrastructure error[/red] (not "
-            f"scored; rerun with --resume): " + "; ".join(c[:200] for c in causes[:5]),
+            f"[red]{summary.errored} trial(s) ended with an infrastructure error or no verdict"
+            f"[/red] (not scored; rerun with --resume): "
+            + escape("; ".join(c[:200] for c in causes[:5])),  # causes quote the upstream
             highlight=False,
         )
         raise typer.Exit(EXIT_TRIAL_ERRORS)

@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from harness import cli_agents
 from harness.atif import write_trajectory
@@ -191,7 +192,7 @@ def runs_show(
     if counts["errors"]:
         out.print(
             f"[red]partial:[/red] {counts['errors']} trial(s) without a score "
-            f"({_kinds(counts['error_causes'])}), left out of the means; the leaderboard ranks "
+            f"({escape(_kinds(counts['error_causes']))}), left out of the means; the leaderboard ranks "
             f"the entry after complete ones until `tbmm run ... --resume` runs them again",
             highlight=False,
             soft_wrap=True,
@@ -203,6 +204,7 @@ def runs_show(
             f"agent failures (scored): {counts['agent_failures']} "
             f"({_kinds(counts['agent_failure_reasons'])})",
             highlight=False,
+            markup=False,
             soft_wrap=True,
         )
     cols = [
