@@ -154,6 +154,41 @@ def test_overload_keeps_the_retry_policy_and_no_probe(
 
 
 @needs_sandbox
+def test_an_outage_in_the_same_trial_outranks_a_rejection(
+    tmp_path: Path, backend: SandboxBackend
+) -> None:
+    """First request rejected (404), second still 503 after the retries: the outage decides
+    (infrastructure), whichever came first; no probe is needed."""
+    twice = (
+        AGENT_SCRIPT.replace("try:\n", "for _ in range(2):\n  try:\n")
+        .replace(
+            "urllib.request.urlopen(req, timeout=60).read()\nexcept",
+            "  urllib.request.urlopen(req, timeout=60).read()\n  except",
+        )
+        .replace('    print("upstream answered"', '      print("upstream answered"')
+    )
+    assert "for _ in range(2)" in twice
+    script = [refuse(404), refuse(503), refuse(503)]
+    with ScriptedChatServer(script, models=[MODEL]) as server:  # type: ignore[arg-type]
+        agent = CommandAgent.from_shell(
+            twice,
+            provider_env={"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "k"},
+            backoff_s=0.05,
+            max_retries=1,
+        )
+        task = make_fake_task(tmp_path / "tasks")
+        db = tmp_path / "r.sqlite"
+        run_sweep(
+            agent, MODEL, [task], 1, backend, 1, db, False,
+            verifier=stand_in_verify, progress=False, check=False,
+        )  # fmt: skip
+    assert len(server.requests) == 3
+    (r,) = Store(db).trials()
+    assert r["status"] == "error" and r["error"].startswith("endpoint_overloaded:"), r
+    assert "(+1 more)" in r["error"] and server.get_paths == []
+
+
+@needs_sandbox
 def test_llm_agent_rejection_is_classified_the_same_way(
     tmp_path: Path, backend: SandboxBackend
 ) -> None:
@@ -210,6 +245,11 @@ def test_check_endpoint_answers() -> None:
         assert probe(s, MODEL, strict=False) is None  # the pre-flight is lenient there
     with ScriptedChatServer([], drop_gets_after=0) as s:
         assert str(probe(s, MODEL)).startswith("endpoint_unreachable: ")
+    with ScriptedChatServer([], models=["claude-x"]) as s:  # Anthropic: /v1 not in the base
+        up = Upstream(s.base_url.removesuffix("/v1"), "k", auth="x-api-key", provider="anthropic")
+        assert check_endpoint(up, model="claude-x", strict=True) is None
+        assert s.get_paths == ["/v1/models", "/v1/models/claude-x"]
+        assert "does not know model 'claude-y'" in str(check_endpoint(up, model="claude-y"))
 
 
 class _Probed:
