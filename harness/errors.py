@@ -20,7 +20,8 @@ from __future__ import annotations
 # kind -> what it means (the cause stored on the trial is "<kind>: <detail>")
 KINDS: dict[str, str] = {
     "endpoint_unreachable": "the model endpoint could not be reached (after the retries)",
-    "endpoint_rejected": "the model endpoint refused the credentials or the model (401/403/404)",
+    "endpoint_rejected": "the model endpoint answered 401/403/404 and the harness's own probe "
+    "of it failed too (else the agent's failure: AGENT_REJECTED)",
     "endpoint_overloaded": "the model endpoint kept answering 429/5xx until the retries ran out",
     "proxy_failure": "the model proxy or its in-sandbox forwarder failed",
     "binary_missing": "the agent's program is not installed or not runnable in the sandbox",
