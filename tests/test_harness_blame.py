@@ -26,6 +26,7 @@ from harness.testing import ScriptedChatServer, make_fake_task, stand_in_verify
 from harness.trajectory import Trajectory, read_trajectory
 from harness.venv import ensure_agent_venv
 from tbmm import leaderboard as L
+from tests.atif_check import assert_valid_atif
 
 needs_sandbox = pytest.mark.skipif(not bwrap_path(), reason="no sandbox (bubblewrap) available")
 MODEL = "fake-model"
@@ -78,7 +79,8 @@ def _sweep(
     store = Store(db)
     (row,) = store.trials()
     row["_done"] = store.done(row["entry_id"])
-    row["_events"] = read_trajectory(runs_dir_for(db) / row["blob_dir"] / "events.jsonl")
+    row["_blob"] = runs_dir_for(db) / row["blob_dir"]
+    row["_events"] = read_trajectory(row["_blob"] / "events.jsonl")
     store.close()
     return row
 
@@ -101,6 +103,9 @@ def test_rejection_of_the_agents_request_is_its_own_failure(
     assert (r["task"], r["seed"]) in r["_done"]  # --resume does not run it again
     (probe,) = [e for e in r["_events"] if e["type"] == "endpoint_probe"]
     assert probe["finding"] == "passed"
+    assert_valid_atif([r["_blob"] / "trajectory.json"])
+    steps = json.loads((r["_blob"] / "trajectory.json").read_text())["steps"]
+    assert any("the harness probed the model endpoint" in str(x.get("message")) for x in steps)
     # the harness's own probe asked for the key (model list) and the entry's model
     assert server.get_paths[-2:] == ["/v1/models", f"/v1/models/{MODEL}"]
     row = L.row_from_record(r, task_suites={r["task"]: "CUMCM"})
