@@ -306,6 +306,11 @@ def run_command(
     )
     problems = model_problems(the_agent, agent, model, price_in, price_out)
     problems += path_problems(db, tasks_root)
+    # limits that would turn every trial into the agent's failure (a timeout, a rejected file)
+    if timeout is not None and not timeout > 0:
+        problems.append(f"--timeout {timeout:g}: must be above 0 seconds")
+    if artifact_max_bytes < 1:
+        problems.append(f"--artifact-max-bytes {artifact_max_bytes}: must be at least 1")
     if problems:
         _refuse(console, problems)
     if agent == "llm":

@@ -189,3 +189,21 @@ def test_unusable_paths_are_refused(
     assert res.exit_code == cli.EXIT_USAGE and "no-tasks: no such folder" in res.output
     _nothing_stored(db)
     assert cli.path_problems(db, None) == []
+
+
+def test_limits_that_would_zero_every_trial_are_refused(
+    tmp_path: Path, tasks: list[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    replay = tmp_path / "replay"
+    replay.mkdir()
+    for t in tasks:
+        (replay / f"{t.slug}_result.json").write_text("{}")
+    db = tmp_path / "r.sqlite"
+    for flag, value, why in (
+        ("--timeout", "0", "--timeout 0: must be above 0 seconds"),
+        ("--timeout", "-5", "--timeout -5: must be above 0 seconds"),
+        ("--artifact-max-bytes", "0", "--artifact-max-bytes 0: must be at least 1"),
+    ):
+        res = _replay(_app(tasks, monkeypatch), db, replay, flag, value)
+        assert res.exit_code == cli.EXIT_USAGE and why in res.output, res.output
+        _nothing_stored(db)
