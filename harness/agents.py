@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from harness import cli_agents
 from harness.backends import Session
 from harness.errors import InfraError
-from harness.preflight import check_endpoint
+from harness.preflight import check_endpoint, probe_endpoint
 from harness.proxy import FORWARDER_NAME, SANDBOX_DIR, SOCKET_NAME, ModelProxy, Upstream
 from harness.sandbox import ABORT, Bind
 from harness.trajectory import Trajectory
@@ -106,6 +106,7 @@ class AgentOutcome:
     detail: str = ""
     turns: int = 0
     infra: str | None = None
+    rejected_paths: tuple[str, ...] = ()  # upstream paths that answered 401/403/404
 
 
 class Agent(Protocol):
@@ -451,13 +452,14 @@ class CommandAgent:
             Bind(install, str(install)),
         ), f'PATH={shlex.quote(str(bin_dir))}:"$PATH"; export PATH\n'
 
-    def probe(self, model: str | None) -> str | None:
-        """The harness's own request to the endpoint (key, and the entry's model): None if
-        it passes. Strict: a probe that does not get through vouches for nothing."""
+    def probe(self, model: str | None, paths: Sequence[str] = ()) -> str | None:
+        """The harness's own requests to the endpoint (key and the entry's model, then a
+        minimal request to each path the agent was refused on): None if they pass. Strict:
+        a probe that does not get through vouches for nothing."""
         upstream = self.upstream()
         if upstream is None:
             return "no model endpoint to probe"
-        return check_endpoint(upstream, model=model, strict=True)
+        return probe_endpoint(upstream, model, paths)
 
     def preflight(self, open_session: Opener, model: str | None = None) -> list[str]:
         """The endpoint answers (and knows the model) and the program runs inside a sandbox
@@ -528,6 +530,11 @@ class CommandAgent:
             first = (worst or proxy.failures)[0]
             more = f" (+{len(proxy.failures) - 1} more)" if len(proxy.failures) > 1 else ""
             outcome.infra = first.cause + more
+            outcome.rejected_paths = tuple(
+                dict.fromkeys(
+                    f.path for f in proxy.failures if f.kind == "endpoint_rejected" and f.path
+                )
+            )
         return outcome
 
     def _run(self, ctx: AgentContext, proxy: ModelProxy | None) -> AgentOutcome:

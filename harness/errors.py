@@ -8,9 +8,10 @@ and its cause, is not scored, is left out of the leaderboard's means (the entry 
 partial until it is resolved), and is run again by `tbmm run --resume`.
 
 An upstream rejection (401/403/404) of a request the agent shaped is not taken at its word:
-the harness probes the endpoint with its own request (`harness.preflight.check_endpoint`,
-with the entry's model). If the probe passes, the endpoint works for what the entry is
-configured with, so the rejection was of the agent's request: the agent's failure
+the harness probes the endpoint with its own requests (`harness.preflight.probe_endpoint`:
+the pre-flight's model list and model lookup, then a minimal request with the entry's model
+to the endpoint the agent was refused on). If the probe passes, the endpoint works for what
+the entry is configured with, so the rejection was of the agent's request: the agent's failure
 (`AGENT_REJECTED`, scored as a missing artifact). Only a failing probe makes it `error`.
 Otherwise an agent could turn a seed it is losing into a retry with one bad request.
 """
@@ -45,12 +46,13 @@ REJECTED_STATUS = frozenset({401, 403, 404})
 class InfraError(RuntimeError):
     """Raised (or recorded) when the infrastructure fails a trial; never a score."""
 
-    def __init__(self, kind: str, detail: str) -> None:
+    def __init__(self, kind: str, detail: str, *, path: str | None = None) -> None:
         if kind not in KINDS:
             raise ValueError(f"unknown infrastructure error kind {kind!r}")
         super().__init__(f"{kind}: {detail}")
         self.kind = kind
         self.detail = detail
+        self.path = path  # the upstream path of the request that failed, when known
 
     @property
     def cause(self) -> str:

@@ -332,6 +332,7 @@ class ModelProxy:
                 kind,
                 f"{handler.command} {target} answered HTTP {resp.status}"
                 + (f" after {attempt} retries" if attempt else ""),
+                path=target,
             )
             self.failures.append(failure)
         usage = ResponseUsage()

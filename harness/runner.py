@@ -179,7 +179,11 @@ def classify_rejection(
     assert outcome.infra is not None
     probe = getattr(agent, "probe", None)
     try:
-        finding = probe(model) if probe is not None else "the agent has no endpoint probe"
+        finding = (
+            probe(model, outcome.rejected_paths)
+            if probe is not None
+            else "the agent has no endpoint probe"
+        )
     except Exception as exc:  # noqa: BLE001 - a probe that crashed vouches for nothing
         finding = f"harness_fault: the probe raised {type(exc).__name__}: {exc}"
     traj.add("endpoint_probe", rejected=outcome.infra, finding=finding or "passed")

@@ -17,12 +17,18 @@ import pytest
 from harness.agents import AgentOutcome, CommandAgent, OracleAgent
 from harness.errors import AGENT_REJECTED, PreflightError
 from harness.llm_agent import LLMAgent
-from harness.preflight import check_endpoint
+from harness.preflight import check_endpoint, check_request
 from harness.proxy import Upstream
 from harness.runner import classify_rejection, no_verdict_cause, run_sweep
 from harness.sandbox import SandboxBackend, bwrap_path
 from harness.store import Store, runs_dir_for
-from harness.testing import ScriptedChatServer, make_fake_task, stand_in_verify
+from harness.testing import (
+    ScriptedChatServer,
+    make_fake_task,
+    responses_text,
+    stand_in_verify,
+    text_reply,
+)
 from harness.trajectory import Trajectory, read_trajectory
 from harness.venv import ensure_agent_venv
 from tbmm import leaderboard as L
@@ -47,6 +53,15 @@ except urllib.error.HTTPError as exc:
 json.dump({{"q1": {{"mean_load": 12.5}}}}, open(os.environ["TBMM_OUTPUT_PATH"], "w"))
 EOF
 """
+
+
+def probe_ok(req: dict[str, Any], hdrs: dict[str, str]) -> tuple[int, dict[str, Any]]:
+    """The harness's own minimal request (the entry's model, nothing of the agent's)."""
+    assert req.get("model") == MODEL and "previous_response_id" not in req, req
+    assert hdrs.get("user-agent") == "tbmm-probe", hdrs
+    if "input" in req:
+        return 200, responses_text("OK", (5, 1))
+    return 200, text_reply("OK", (5, 1))
 
 
 def refuse(status: int) -> Any:
@@ -90,8 +105,16 @@ def _sweep(
 def test_rejection_of_the_agents_request_is_its_own_failure(
     status: int, tmp_path: Path, backend: SandboxBackend
 ) -> None:
-    with ScriptedChatServer([refuse(status)], models=[MODEL]) as server:
+    with ScriptedChatServer([refuse(status), probe_ok], models=[MODEL]) as server:
         r = _sweep(server, tmp_path, backend)
+    assert server.errors == []
+    # the probe: the key (model list), the entry's model, then the same endpoint, its own body
+    assert server.paths == ["/v1/responses", "/v1/responses"]
+    assert server.requests[1] == {
+        "model": MODEL,
+        "input": "Reply with OK.",
+        "max_output_tokens": 16,
+    }
     assert (r["status"], r["error"], r["exit_reason"]) == ("ok", None, AGENT_REJECTED), r
     want = f"{AGENT_REJECTED}: POST /v1/responses answered HTTP {status}: "
     assert r["detail"].startswith(want), r["detail"]
@@ -106,7 +129,6 @@ def test_rejection_of_the_agents_request_is_its_own_failure(
     assert_valid_atif([r["_blob"] / "trajectory.json"])
     steps = json.loads((r["_blob"] / "trajectory.json").read_text())["steps"]
     assert any("the harness probed the model endpoint" in str(x.get("message")) for x in steps)
-    # the harness's own probe asked for the key (model list) and the entry's model
     assert server.get_paths[-2:] == ["/v1/models", f"/v1/models/{MODEL}"]
     row = L.row_from_record(r, task_suites={r["task"]: "CUMCM"})
     assert row.status != L.INFRA and row.o_eval == 0  # a score (the stand-in's: no status)
@@ -141,6 +163,24 @@ def test_rejection_with_a_failing_probe_is_infrastructure(
     assert r["o_eval"] is None and (r["task"], r["seed"]) not in r["_done"]  # rerun by --resume
     row = L.row_from_record(r, task_suites={r["task"]: "CUMCM"})
     assert row.status == L.INFRA
+
+
+@needs_sandbox
+def test_an_endpoint_that_refuses_the_harness_own_request_is_infrastructure(
+    tmp_path: Path, backend: SandboxBackend
+) -> None:
+    """The key and the model are known (GETs pass) but the endpoint does not serve the model
+    (a Responses-only model on chat completions, say): the harness's own minimal request is
+    refused as the agent's was, so nothing says the agent caused it."""
+    not_served = refuse(404)
+    with ScriptedChatServer([refuse(404), not_served], models=[MODEL]) as server:
+        r = _sweep(server, tmp_path, backend, check=False)
+    assert r["status"] == "error" and server.paths == ["/v1/responses", "/v1/responses"], r
+    assert (
+        "harness probe: endpoint_rejected: the harness's own request (model 'fake-model')"
+        in r["error"]
+    )
+    assert "was refused too: HTTP 404" in r["error"]
 
 
 @needs_sandbox
@@ -201,7 +241,7 @@ def test_llm_agent_rejection_is_classified_the_same_way(
     got = {}
     for models in ([MODEL], ["other"]):
         db = tmp_path / f"{models[0]}.sqlite"
-        with ScriptedChatServer([refuse(404)], models=models) as server:
+        with ScriptedChatServer([refuse(404), probe_ok], models=models) as server:
             agent = LLMAgent(base_url=server.base_url, max_retries=0)
             run_sweep(
                 agent, MODEL, [task], 1, backend, 1, db, False,
@@ -262,8 +302,9 @@ class _Probed:
         self.finding = finding
         self.asked: list[str | None] = []
 
-    def probe(self, model: str | None) -> str | None:
+    def probe(self, model: str | None, paths: tuple[str, ...] = ()) -> str | None:
         self.asked.append(model)
+        self.paths = paths
         if isinstance(self.finding, Exception):
             raise self.finding
         return self.finding
@@ -273,10 +314,11 @@ def test_classify_rejection(tmp_path: Path) -> None:
     traj = Trajectory(tmp_path / "t.jsonl")
     rejected = "endpoint_rejected: POST /v1/chat/completions answered HTTP 404"
     a = _Probed(None)
-    out = classify_rejection(a, "m", AgentOutcome("completed", "", 3, infra=rejected), traj)
+    outcome = AgentOutcome("completed", "", 3, infra=rejected, rejected_paths=("/v1/x",))
+    out = classify_rejection(a, "m", outcome, traj)
     assert (out.exit_reason, out.infra, out.turns) == (AGENT_REJECTED, None, 3)
     assert out.detail.startswith(f"{AGENT_REJECTED}: {rejected.split(': ', 1)[1]}")
-    assert a.asked == ["m"]
+    assert a.asked == ["m"] and a.paths == ("/v1/x",)
     for agent, found in (
         (_Probed("endpoint_unreachable: gone"), "endpoint_unreachable: gone"),
         (_Probed(RuntimeError("boom")), "harness_fault: the probe raised RuntimeError: boom"),
@@ -403,3 +445,32 @@ def test_a_verifier_that_raises_is_no_verdict_not_a_zero(
     assert r["error"] == "no_verdict: verifier_fault: RuntimeError: lean toolchain vanished"
     assert "lean toolchain vanished" in json.loads(r["verdict"])["error"]  # the traceback
     assert L.row_from_record(r, task_suites={task.slug: "CUMCM"}).status == L.INFRA
+
+
+def test_check_request_sends_the_smallest_request_of_each_api() -> None:
+    def answer(status: int) -> Any:
+        return lambda req, hdrs: (status, {"error": {"message": f"scripted {status}"}})
+
+    with ScriptedChatServer([answer(200), answer(400), answer(404), answer(503)]) as s:
+        up = Upstream(s.base_url.removesuffix("/v1"), "k", auth="x-api-key", provider="anthropic")
+        assert check_request(up, "claude-x", "/v1/messages") is None
+        assert s.requests[0] == {
+            "model": "claude-x",
+            "max_tokens": 16,
+            "messages": [{"role": "user", "content": "Reply with OK."}],
+        }
+        assert s.headers[0]["x-api-key"] == "k" and s.paths == ["/v1/messages"]
+        assert check_request(up, "claude-x", "/v1/messages?beta=true") is None  # 400: served
+        assert s.paths[-1] == "/v1/messages"  # the agent's query string is not replayed
+        assert "was refused too: HTTP 404: " in str(check_request(up, "claude-x", "/v1/messages"))
+        assert str(check_request(up, "claude-x", "/v1/messages")).startswith("endpoint_overloaded")
+        # nothing is sent without a model, or to a path that is no model endpoint
+        assert check_request(up, None, "/v1/messages") is None
+        assert check_request(up, "claude-x", "/v1/files") is None
+        assert check_request(up, "claude-x", "/v1/chat/completions") is None  # not Anthropic's
+        assert len(s.requests) == 4
+    with ScriptedChatServer([answer(200)]) as s:
+        chat = Upstream(s.base_url, "k")
+        assert check_request(chat, MODEL, "/v1/chat/completions") is None
+        assert s.requests[0]["max_completion_tokens"] == 16
+        assert s.headers[0]["authorization"] == "Bearer k"
