@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import shlex
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from harness import cli_agents
 from harness.backends import Session
 from harness.errors import InfraError
-from harness.preflight import check_endpoint
+from harness.preflight import check_endpoint, probe_endpoint
 from harness.proxy import FORWARDER_NAME, SANDBOX_DIR, SOCKET_NAME, ModelProxy, Upstream
 from harness.sandbox import ABORT, Bind
 from harness.trajectory import Trajectory
@@ -97,21 +97,27 @@ class AgentContext:
 @dataclass
 class AgentOutcome:
     """How the agent stopped. exit_reason: completed | timeout | error | max_turns |
-    model_error | no_artifact_source | harness_error. `infra` = "<kind>: <detail>" when the
-    infrastructure failed (harness.errors): the trial is then `error`, not a score."""
+    model_error | no_artifact_source | harness_error | agent_request_rejected (set by the
+    runner: an upstream rejection its own probe did not confirm). `infra` = "<kind>:
+    <detail>" when the infrastructure failed (harness.errors): the trial is then `error`,
+    not a score."""
 
     exit_reason: str
     detail: str = ""
     turns: int = 0
     infra: str | None = None
+    rejected_paths: tuple[str, ...] = ()  # upstream paths that answered 401/403/404
 
 
 class Agent(Protocol):
     """An agent. Optional attributes the runner reads: `uses_model` (False: costs $0),
     `cost_known` (False: the cost was paid elsewhere, unknown here),
-    `version` and `atif_name` (for the trajectory), `preflight(open_session) -> [problems]`
-    (checks before the sweep; `open_session(extra_binds, env)` opens a sandbox like a
-    trial's)."""
+    `version` and `atif_name` (for the trajectory), `check_config(tasks, seeds) ->
+    [problems]` (configuration refused before anything is opened or stored),
+    `preflight(open_session, model) -> [problems]` (checks before the sweep;
+    `open_session(extra_binds, env)` opens a sandbox like a trial's), `probe(model) ->
+    problem | None` (the harness's own request to the model endpoint, made before an upstream
+    rejection of the agent's request is called an infrastructure error)."""
 
     name: str
 
@@ -164,8 +170,9 @@ class ReplayAgent:
     name = "replay"
     cost_known = False  # the artifacts were produced elsewhere: what they cost is unknown here
 
-    def __init__(self, source_dir: Path) -> None:
+    def __init__(self, source_dir: Path, *, allow_missing: bool = False) -> None:
         self.source_dir = Path(source_dir)
+        self.allow_missing = allow_missing  # which trials may lack a source, not how they run
 
     def settings(self) -> dict[str, Any]:
         return {"source": str(self.source_dir.resolve())}
@@ -178,6 +185,47 @@ class ReplayAgent:
             if cand.is_file():
                 return cand
         return None
+
+    def check_config(self, tasks: Sequence[TaskLike], seeds: Sequence[int]) -> list[str]:
+        """The folder exists and is readable, and holds a readable artifact for every
+        selected (task, seed) (with `allow_missing`, for at least one of them: the others
+        are scored as missing artifacts). A configuration mistake is refused before any
+        trial, never stored as a row of zeros."""
+        d = self.source_dir
+        if not d.exists():
+            return [f"--replay-dir {d}: no such folder"]
+        if not d.is_dir():
+            return [f"--replay-dir {d}: not a folder"]
+        try:
+            next(os.scandir(d), None)
+        except OSError as exc:
+            return [f"--replay-dir {d}: unreadable ({exc.strerror})"]
+        problems: list[str] = []
+        absent: list[str] = []
+        found = 0
+        for task in tasks:
+            for seed in seeds:
+                path = self.find(task.slug, seed)
+                if path is None:
+                    absent.append(f"{task.slug} seed {seed}")
+                    continue
+                found += 1
+                try:
+                    with open(path, "rb") as fh:
+                        fh.read(1)
+                except OSError as exc:
+                    problems.append(f"{path}: unreadable ({exc.strerror})")
+        if absent and (not self.allow_missing or not found):
+            shown = ", ".join(absent[:10]) + (
+                f" (+{len(absent) - 10} more)" if len(absent) > 10 else ""
+            )
+            problems.append(
+                f"--replay-dir {d} has no artifact (<slug>/<seed>/<slug>_result.json or "
+                f"<slug>_result.json) for {len(absent)} of {len(absent) + found} selected "
+                f"trial(s): {shown}"
+                + ("" if self.allow_missing else "; --replay-allow-missing scores those as missing")
+            )
+        return problems
 
     def run(self, ctx: AgentContext) -> AgentOutcome:
         path = self.find(ctx.task.slug, ctx.seed)
@@ -404,12 +452,22 @@ class CommandAgent:
             Bind(install, str(install)),
         ), f'PATH={shlex.quote(str(bin_dir))}:"$PATH"; export PATH\n'
 
-    def preflight(self, open_session: Opener) -> list[str]:
-        """The endpoint answers and the program runs inside a sandbox like the trials'."""
+    def probe(self, model: str | None, paths: Sequence[str] = ()) -> str | None:
+        """The harness's own requests to the endpoint (key and the entry's model, then a
+        minimal request to each path the agent was refused on): None if they pass. Strict:
+        a probe that does not get through vouches for nothing."""
+        upstream = self.upstream()
+        if upstream is None:
+            return "no model endpoint to probe"
+        return probe_endpoint(upstream, model, paths)
+
+    def preflight(self, open_session: Opener, model: str | None = None) -> list[str]:
+        """The endpoint answers (and knows the model) and the program runs inside a sandbox
+        like the trials'."""
         problems: list[str] = []
         upstream = self.upstream()
         if upstream is not None:
-            why = check_endpoint(upstream)
+            why = check_endpoint(upstream, model=model)
             if why:
                 problems.append(why)
         program = self.template.argv[0]
@@ -466,9 +524,17 @@ class CommandAgent:
         with proxy:
             outcome = self._run(ctx, proxy)
         if proxy.failures and outcome.infra is None:
-            first = proxy.failures[0]
+            # an unreachable or overloaded endpoint outranks a rejection (which the runner
+            # checks with its own probe before it calls it infrastructure)
+            worst = [f for f in proxy.failures if f.kind != "endpoint_rejected"]
+            first = (worst or proxy.failures)[0]
             more = f" (+{len(proxy.failures) - 1} more)" if len(proxy.failures) > 1 else ""
             outcome.infra = first.cause + more
+            outcome.rejected_paths = tuple(
+                dict.fromkeys(
+                    f.path for f in proxy.failures if f.kind == "endpoint_rejected" and f.path
+                )
+            )
         return outcome
 
     def _run(self, ctx: AgentContext, proxy: ModelProxy | None) -> AgentOutcome:

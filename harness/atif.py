@@ -333,6 +333,14 @@ def build(
                     },
                     llm_call_count=0,
                 )
+        elif kind == "endpoint_probe":
+            b.add(
+                "system",
+                f"the harness probed the model endpoint after an upstream rejection "
+                f"({_cap(str(ev.get('rejected') or ''), 2000)}): "
+                f"{_cap(str(ev.get('finding') or ''), 2000)}",
+                t,
+            )
         elif kind in ("model_error", "harness_error", "infra_error"):
             b.add(
                 "system",

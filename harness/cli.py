@@ -1,28 +1,39 @@
 """`tbmm run`: mount with `app.command("run")(run_command)` or `app.add_typer(run_app, name="run")`.
 
 Exit codes of `tbmm run`: 0 every planned trial ran (whatever its score); 2 bad usage,
-refused configuration (isolation, incomplete task) or an unusable results store; 3 the
-pre-flight check failed (model endpoint unreachable or rejecting the key, agent program
-missing in the sandbox): no trial ran; 4 some trials ended with an infrastructure `error`
-(stored with their cause, not scored; `--resume` runs them again).
+refused configuration (isolation, incomplete task, a replay folder missing or without the
+artifacts, a model the model table does not know and no --price-in/--price-out, an unusable
+path or results store), before any trial and with nothing stored; 3 the pre-flight check
+failed (model endpoint unreachable, rejecting the key or not knowing the model, agent
+program missing in the sandbox): no trial ran; 4 some trials ended `error` (an
+infrastructure failure or a verification with no verdict: stored with their cause, not
+scored; `--resume` runs them again).
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from harness.agents import TEMPLATES, Agent, CommandAgent, OracleAgent, ReplayAgent
 from harness.backends import Backend, choose_backend
-from harness.errors import PreflightError
+from harness.errors import ConfigError, PreflightError
 from harness.isolation import missing, table
 from harness.llm_agent import LLMAgent
-from harness.model_table import ModelTableError, declares_vision, resolve_pricing
-from harness.runner import DEFAULT_ARTIFACT_MAX_BYTES, SweepSummary, run_sweep, trial_limits
+from harness.model_table import TABLE, ModelTableError, declares_vision, lookup, resolve_pricing
+from harness.runner import (
+    DEFAULT_ARTIFACT_MAX_BYTES,
+    SweepSummary,
+    check_config,
+    run_sweep,
+    trial_limits,
+)
 from harness.usage import Pricing
 
 AGENTS = ("oracle", "replay", "llm", "command", *TEMPLATES)
@@ -43,6 +54,7 @@ def build_agent(
     vision: bool = False,
     retries: int = 6,
     agent_provider: str = "openai",
+    replay_allow_missing: bool = False,
 ) -> Agent:
     """The agent behind an `--agent` name (see AGENTS). Prices are not the agent's: the
     runner costs every agent's tokens with the sweep's pricing."""
@@ -51,7 +63,7 @@ def build_agent(
     if name == "replay":
         if replay_dir is None:
             raise typer.BadParameter("--agent replay needs --replay-dir")
-        return ReplayAgent(replay_dir)
+        return ReplayAgent(replay_dir, allow_missing=replay_allow_missing)
     if name == "llm":
         return LLMAgent(
             base_url=base_url,
@@ -70,6 +82,51 @@ def build_agent(
     if name in TEMPLATES:
         return CommandAgent(name, max_retries=retries)
     raise typer.BadParameter(f"unknown agent {name!r}; one of {', '.join(AGENTS)}")
+
+
+MODEL_AGENTS = ("llm", *TEMPLATES)  # agents that cannot run without --model
+
+
+def model_problems(
+    the_agent: Agent, agent: str, model: str | None, price_in: float | None, price_out: float | None
+) -> list[str]:
+    """An agent that calls a model needs one the model table knows, or explicit prices: a
+    typo would otherwise run a whole sweep at an unknown cost against a model that may not
+    exist (the pre-flight then asks the endpoint too)."""
+    if agent in MODEL_AGENTS and not model:
+        return [f"--agent {agent} needs --model"]
+    upstream = getattr(the_agent, "upstream", None)  # a command agent behind the proxy
+    if agent not in MODEL_AGENTS and not (callable(upstream) and upstream() is not None):
+        return []
+    if model and lookup(model) is None and (price_in is None or price_out is None):
+        user = os.environ.get("TBMM_MODELS")
+        return [
+            f"--model {model!r} is not in the model table ({TABLE}"
+            + (f", $TBMM_MODELS={user}" if user else "")
+            + "): check the name, add a row, or price it with --price-in and --price-out"
+        ]
+    return []
+
+
+def path_problems(db: Path, tasks_root: Path | None) -> list[str]:
+    """The results store can be created or opened for writing; a given tasks root exists."""
+    problems = []
+    if tasks_root is not None and not tasks_root.is_dir():
+        problems.append(f"--tasks-root {tasks_root}: no such folder")
+    if db.exists():
+        if not db.is_file():
+            problems.append(f"--db {db}: not a regular file")
+        elif not os.access(db, os.R_OK | os.W_OK):
+            problems.append(f"--db {db}: not readable and writable")
+        return problems
+    parent = db.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        problems.append(f"--db {db}: {parent} is not a folder")
+    elif not os.access(parent, os.W_OK | os.X_OK):
+        problems.append(f"--db {db}: cannot create it under {parent} (not writable)")
+    return problems
 
 
 def select_tasks(
@@ -114,7 +171,12 @@ def select_tasks(
 
 def run_command(
     agent: str = typer.Option(..., "--agent", help=f"one of: {', '.join(AGENTS)}"),
-    model: str | None = typer.Option(None, "--model", help="model name (llm / CLI agents)"),
+    model: str | None = typer.Option(
+        None,
+        "--model",
+        help="model name (llm / CLI agents): a row of the model table, or priced with "
+        "--price-in and --price-out",
+    ),
     tasks: str = typer.Option("all", "--tasks", help="all | SLUG[,SLUG...]"),
     seeds: int = typer.Option(1, "--seeds", min=1, help="seeds 0..N-1 per task"),
     backend: str = typer.Option(
@@ -138,7 +200,16 @@ def run_command(
         None, "--timeout", help="override the task's agent timeout (s)"
     ),
     replay_dir: Path | None = typer.Option(
-        None, "--replay-dir", help="artifacts for --agent replay"
+        None,
+        "--replay-dir",
+        help="artifacts for --agent replay: <slug>/<seed>/<slug>_result.json or "
+        "<slug>_result.json; refused (exit 2) when missing or lacking a selected trial's",
+    ),
+    replay_allow_missing: bool = typer.Option(
+        False,
+        "--replay-allow-missing",
+        help="--agent replay: score a selected (task, seed) the folder has no artifact for as "
+        "a missing artifact instead of refusing (at least one must be there)",
     ),
     agent_cmd: str | None = typer.Option(
         None, "--agent-cmd", help="shell command for --agent command"
@@ -193,8 +264,10 @@ def run_command(
 
     Tasks with a missing official attachment ("incomplete") are skipped by `--tasks all`
     and refused by name unless --allow-incomplete. Exit codes: 0 all trials ran, 2 usage
-    or configuration refused, 3 pre-flight failed (nothing ran), 4 some trials ended with
-    an infrastructure error (stored, not scored; rerun them with --resume)."""
+    or configuration refused (replay folder missing or without the artifacts, model not in
+    the model table and not priced, unusable path: nothing stored), 3 pre-flight failed
+    (nothing ran), 4 some trials ended with an infrastructure error or no verdict (stored,
+    not scored; rerun them with --resume)."""
     console = Console(stderr=True)
     if backend == "harbor":
         _run_harbor(agent, model, tasks, seeds, harbor_env, harbor_dataset, concurrency, db,
@@ -229,7 +302,17 @@ def run_command(
         vision=use_vision,
         retries=retries,
         agent_provider=agent_provider,
+        replay_allow_missing=replay_allow_missing,
     )
+    problems = model_problems(the_agent, agent, model, price_in, price_out)
+    problems += path_problems(db, tasks_root)
+    # limits that would turn every trial into the agent's failure (a timeout, a rejected file)
+    if timeout is not None and not timeout > 0:
+        problems.append(f"--timeout {timeout:g}: must be above 0 seconds")
+    if artifact_max_bytes < 1:
+        problems.append(f"--artifact-max-bytes {artifact_max_bytes}: must be at least 1")
+    if problems:
+        _refuse(console, problems)
     if agent == "llm":
         console.print(
             f"figures as images: {'on' if use_vision else 'off'} "
@@ -237,14 +320,15 @@ def run_command(
             highlight=False,
         )
     try:
-        chosen, why = choose_backend(backend)
-        console.print(why)
         selected = select_tasks(
             tasks,
             tasks_root,
             allow_incomplete=allow_incomplete,
             note=lambda msg: console.print(f"[yellow]note:[/yellow] {msg}", highlight=False),
         )
+        check_config(the_agent, selected, list(range(seeds)))
+        chosen, why = choose_backend(backend)
+        console.print(why)
         check_isolation(chosen, selected, timeout, allow_weaker_isolation, console)
         summary = _sweep(
             the_agent,
@@ -261,6 +345,8 @@ def run_command(
             pricing,
             name,
         )
+    except ConfigError as exc:
+        _refuse(console, exc.problems)
     except PreflightError as exc:
         console.print("[red]pre-flight check failed, no trial ran:[/red]", highlight=False)
         for problem in exc.problems:
@@ -279,11 +365,20 @@ def run_command(
     if summary.errored:
         causes = sorted({r.error or "" for r in summary.records if r.status == "error"})
         console.print(
-            f"[red]{summary.errored} trial(s) ended with an infrastructure error[/red] (not "
-            f"scored; rerun with --resume): " + "; ".join(c[:200] for c in causes[:5]),
+            f"[red]{summary.errored} trial(s) ended with an infrastructure error or no verdict"
+            f"[/red] (not scored; rerun with --resume): "
+            + escape("; ".join(c[:200] for c in causes[:5])),  # causes quote the upstream
             highlight=False,
         )
         raise typer.Exit(EXIT_TRIAL_ERRORS)
+
+
+def _refuse(console: Console, problems: list[str]) -> None:
+    """Configuration refused: each problem, exit 2; no trial ran, nothing was stored."""
+    console.print("[red]configuration refused, no trial ran:[/red]", highlight=False)
+    for problem in problems:
+        console.print(f"  - {problem}", highlight=False, markup=False, soft_wrap=True)
+    raise typer.Exit(EXIT_USAGE)
 
 
 def _run_harbor(

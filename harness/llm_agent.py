@@ -19,14 +19,16 @@ import os
 import re
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.agents import AgentContext, AgentOutcome, Opener
 from harness.errors import RETRIED_STATUS, status_kind
-from harness.preflight import check_endpoint
+from harness.preflight import check_endpoint, probe_endpoint
 from harness.proxy import Upstream
 from harness.sandbox import DATA, RESULTS, WORK
 from harness.usage import ResponseUsage
@@ -228,11 +230,22 @@ class LLMAgent:
             out["vision"] = True
         return out
 
-    def preflight(self, open_session: Opener) -> list[str]:
-        """The model endpoint answers (and does not reject the key) before any trial."""
-        up = Upstream(self.base_url, os.environ.get(self.api_key_env), "bearer", "openai")
-        why = check_endpoint(up)
+    def _chat_path(self) -> str:
+        """The upstream path the loop posts to (what the probe asks again)."""
+        return urllib.parse.urlsplit(self.base_url).path.rstrip("/") + "/chat/completions"
+
+    def _upstream(self) -> Upstream:
+        return Upstream(self.base_url, os.environ.get(self.api_key_env), "bearer", "openai")
+
+    def preflight(self, open_session: Opener, model: str | None = None) -> list[str]:
+        """The model endpoint answers (does not reject the key, knows the model) before any
+        trial."""
+        why = check_endpoint(self._upstream(), model=model)
         return [why] if why else []
+
+    def probe(self, model: str | None, paths: Sequence[str] = ()) -> str | None:
+        """The harness's own requests to the endpoint, before a rejection is infrastructure."""
+        return probe_endpoint(self._upstream(), model, paths)
 
     def run(self, ctx: AgentContext) -> AgentOutcome:
         client = ChatClient(self.base_url, os.environ.get(self.api_key_env), self.max_retries)
@@ -275,6 +288,7 @@ class LLMAgent:
                     str(exc)[:500],
                     turn - 1,
                     infra=f"{exc.infra}: {str(exc)[:300]}" if exc.infra else None,
+                    rejected_paths=(self._chat_path(),) if exc.infra == "endpoint_rejected" else (),
                 )
             usage = ResponseUsage()
             usage.absorb_doc({"usage": resp.get("usage") or {}})

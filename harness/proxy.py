@@ -10,7 +10,8 @@ trajectory (parsed by harness.exchanges: only the new part of each request, the 
 turn, the usage and its cost), and add up tokens and cost from the provider's usage fields.
 A request that still fails after the retries (unreachable, 429/5xx) or that the provider
 rejects as unauthorised / unknown (401/403/404) is recorded in `failures`: the trial is then
-an infrastructure `error`, not a score (harness.errors).
+an infrastructure `error`, not a score, except a rejection the runner's own probe of the
+endpoint does not confirm, which is the agent's failure (harness.errors).
 
 The proxy is an attack surface of the host, so it relays only what agents need: the
 endpoints in `ENDPOINTS` (method + path, per provider), request bodies with a
@@ -325,14 +326,15 @@ class ModelProxy:
                 continue
             break
         kind = status_kind(resp.status)
+        failure = None
         if kind is not None:
-            self.failures.append(
-                InfraError(
-                    kind,
-                    f"{handler.command} {target} answered HTTP {resp.status}"
-                    + (f" after {attempt} retries" if attempt else ""),
-                )
+            failure = InfraError(
+                kind,
+                f"{handler.command} {target} answered HTTP {resp.status}"
+                + (f" after {attempt} retries" if attempt else ""),
+                path=target,
             )
+            self.failures.append(failure)
         usage = ResponseUsage()
         copy = bytearray()
         cut = False
@@ -359,6 +361,8 @@ class ModelProxy:
         finally:
             conn.close()
         usage.absorb_body(bytes(copy))
+        if failure is not None and copy:  # the upstream's own words, for the stored cause
+            failure.detail += ": " + _clip(bytes(copy[:300]), 300).replace("\n", " ")
         cost = self.totals.add(usage) if resp.status < 400 else None
         if self.trajectory is not None:
             self._log(

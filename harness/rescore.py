@@ -9,7 +9,9 @@ trial's files (`verdict-previous-<n>.json`), written before the row changes; eac
 one transaction, so an interrupted rescore leaves every trial either as it was or rescored.
 
 Infrastructure `error` trials have no verdict and are left alone (`tbmm run --resume`
-runs them again). A trial whose task is no longer in the suite is listed and kept.
+runs them again). A trial whose task is no longer in the suite is listed and kept, and so is
+the stored verdict of a trial whose new verification reaches none (exit code 3): listed as
+failed. What is scored is what the run scored (`runner.scored_bytes`).
 """
 
 from __future__ import annotations
@@ -21,7 +23,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness.runner import Verifier, _verdict_fields, default_verifier, verify_each
+from harness.runner import (
+    Verifier,
+    _verdict_fields,
+    default_verifier,
+    no_verdict_cause,
+    scored_bytes,
+    verify_each,
+)
 from harness.store import STATUS_OK, Store
 
 
@@ -102,7 +111,7 @@ def rescore(
             chunk = todo[i : i + CHUNK]
             say(f"verifying {i + 1}-{i + len(chunk)} of {len(todo)}")
             items = [
-                (t, row["artifact"] if row["artifact_status"] == "ok" else None)
+                (t, scored_bytes(row["exit_reason"], row["artifact_status"], row["artifact"]))
                 for row, t, _ in chunk
             ]
             for (row, _, where), report in zip(chunk, verify_each(items, verifier), strict=True):
@@ -110,6 +119,10 @@ def rescore(
                     summary.failed.append(f"{where}: {type(report).__name__}: {report}")
                     continue
                 fields = _verdict_fields(report)
+                no_verdict = no_verdict_cause(fields["verdict"])
+                if no_verdict is not None:  # no verdict is no replacement: the old one stays
+                    summary.failed.append(f"{where}: {no_verdict[:300]}")
+                    continue
                 blob = store.runs_dir / str(row["blob_dir"])
                 _keep_previous(blob, row.get("verdict"))
                 store.replace_verdict(int(row["id"]), fields)

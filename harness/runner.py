@@ -1,10 +1,16 @@
 """Trials and sweeps: run an agent on (task, seed) pairs, collect, verify, store.
 
-Before the first trial, `run_sweep` runs the agent's pre-flight checks (its model endpoint
-answers; its program runs inside a sandbox like the trials'): a failure stops the sweep
-with `PreflightError` and nothing is stored. During the sweep, an infrastructure failure
+Before anything is opened or stored, `run_sweep` refuses a configuration the agent cannot
+run (`ConfigError`: a replay folder without the artifacts, say). Before the first trial it
+runs the agent's pre-flight checks (its model endpoint answers and knows the model; its
+program runs inside a sandbox like the trials'): a failure stops the sweep with
+`PreflightError` and nothing is stored. During the sweep, an infrastructure failure
 (harness.errors) ends the trial with status `error` and its cause: it is stored, never
-verified or scored, and run again by the next `--resume`.
+scored, and run again by the next `--resume`. An upstream rejection of the agent's request
+is infrastructure only if the harness's own probe of the endpoint fails too; otherwise it is
+the agent's failure (`agent_request_rejected`, scored as a missing artifact). A verification
+that reaches no verdict (exit code 3, or the verifier raised) is an `error` too
+(`no_verdict`), never a 0.
 """
 
 from __future__ import annotations
@@ -40,7 +46,7 @@ from rich.progress import (
 from harness.agents import Agent, AgentContext, AgentOutcome, TaskLike
 from harness.atif import write_trajectory
 from harness.backends import Backend, Session
-from harness.errors import InfraError, PreflightError
+from harness.errors import AGENT_REJECTED, ConfigError, InfraError, PreflightError
 from harness.sandbox import ABORT, Bind, Limits, kill_all_sandboxes, reap_stale
 from harness.store import (
     EVENTS_FILE,
@@ -145,6 +151,53 @@ def read_artifact(
         os.close(fd)
 
 
+def scored_bytes(exit_reason: str | None, artifact_status: str, data: bytes | None) -> bytes | None:
+    """What the verifier scores of a stored trial: its artifact, unless the file was
+    rejected (missing, too large, not a regular file) or the trial ended with the agent's
+    model request rejected (`agent_request_rejected`: scored as missing whatever it wrote,
+    so a rejection can never be worth more than an answer)."""
+    if artifact_status != "ok" or exit_reason == AGENT_REJECTED:
+        return None
+    return data
+
+
+def no_verdict_cause(doc: dict[str, Any]) -> str | None:
+    """`no_verdict: <status>: <error>` for a report that reached no verdict (exit code 3:
+    budget exceeded, Lean disagreement), else None."""
+    if doc.get("exit_code") != 3:
+        return None
+    why = str(doc.get("error") or "; ".join(map(str, doc.get("failing") or [])))
+    return f"no_verdict: {doc.get('status', 'unknown')}: {why}"[:1000]
+
+
+def classify_rejection(
+    agent: Any, model: str | None, outcome: AgentOutcome, traj: Trajectory
+) -> AgentOutcome:
+    """An `endpoint_rejected` outcome checked with the harness's own probe (`agent.probe`):
+    probe passes -> the agent's failure (`agent_request_rejected: <rejection>`, no longer
+    infrastructure); probe fails (or the agent has none) -> `error`, with what it found."""
+    assert outcome.infra is not None
+    probe = getattr(agent, "probe", None)
+    try:
+        finding = (
+            probe(model, outcome.rejected_paths)
+            if probe is not None
+            else "the agent has no endpoint probe"
+        )
+    except Exception as exc:  # noqa: BLE001 - a probe that crashed vouches for nothing
+        finding = f"harness_fault: the probe raised {type(exc).__name__}: {exc}"
+    traj.add("endpoint_probe", rejected=outcome.infra, finding=finding or "passed")
+    if finding:
+        outcome.infra = f"{outcome.infra}; harness probe: {finding}"[:1000]
+        return outcome
+    rejected = outcome.infra.split(":", 1)[1].strip()
+    return AgentOutcome(
+        AGENT_REJECTED,
+        f"{AGENT_REJECTED}: {rejected} (the harness's own probe of the endpoint passed)"[:1000],
+        outcome.turns,
+    )
+
+
 def _verdict_fields(verdict: Any) -> dict[str, Any]:
     doc = verdict.model_dump(mode="json") if hasattr(verdict, "model_dump") else dict(verdict)
     o_eval = doc.get("o_eval")
@@ -227,6 +280,8 @@ def run_trial(
             fh.write("\n[tbmm harness error]\n" + tb)
         last = tb.strip().splitlines()[-1][:500]
         outcome = AgentOutcome("harness_error", last, infra=f"harness_fault: {last}")
+    if outcome.infra is not None and outcome.infra.startswith("endpoint_rejected:"):
+        outcome = classify_rejection(agent, entry.model, outcome, traj)
     agent_s = time.monotonic() - a0
     results_dir = ctx.results_dir or trial_dir / "results"
     try:
@@ -236,18 +291,26 @@ def run_trial(
     finally:
         ctx.close()
     detail = "; ".join(x for x in (outcome.detail, reason) if x)
-    status = STATUS_ERROR if outcome.infra else STATUS_OK
+    cause = outcome.infra
     fields: dict[str, Any] = {}
     v0 = time.monotonic()
     # An infrastructure error is not a score: its artifact (if any) is kept, not verified.
-    # Otherwise data None = missing or rejected: the verifier scores it as missing.
-    if verifier is not None and status == STATUS_OK:
+    # Otherwise None (missing, rejected file, rejected model request) is scored as missing.
+    if verifier is not None and cause is None:
         try:
-            fields = _verdict_fields(verifier(task, data))
-        except Exception:
+            fields = _verdict_fields(
+                verifier(task, scored_bytes(outcome.exit_reason, art_status, data))
+            )
+        except Exception as exc:  # our fault (a Lean toolchain missing, a bug): no verdict
             tb = traceback.format_exc()
             fields = {"verdict": {"error": tb}}
             detail = "; ".join(x for x in (detail, "verification raised") if x)
+            cause = f"no_verdict: verifier_fault: {type(exc).__name__}: {exc}"[:1000]
+        else:
+            cause = no_verdict_cause(fields.get("verdict") or {})
+        if cause is not None:  # no verdict is not a 0: kept for diagnosis, never a score
+            fields.update(o_eval=None, o_eval_exact=None)
+    status = STATUS_ERROR if cause else STATUS_OK
     verify_s = time.monotonic() - v0
     if data is not None:
         (blobs / Path(task.output_path).name).write_bytes(data)
@@ -259,7 +322,7 @@ def run_trial(
         artifact=art_status,
         detail=detail,
         status=status,
-        **({"error": outcome.infra} if outcome.infra else {}),
+        **({"error": cause} if cause else {}),
     )
     traj.close()
     trajectory = _write_atif(agent, entry, task, seed, started, blobs, backend)
@@ -292,7 +355,7 @@ def run_trial(
         requests=totals.requests,
         cost_usd=_trial_cost(agent, totals),
         status=status,
-        error=outcome.infra,
+        error=cause,
         trajectory=trajectory,
         **fields,
     )
@@ -401,15 +464,26 @@ class SweepSummary:
     retried: int = 0  # stored `error` trials this sweep ran again
 
 
+def check_config(agent: Agent, tasks: Sequence[TaskLike], seeds: Sequence[int]) -> None:
+    """ConfigError (nothing opened, nothing stored) when the agent's `check_config` finds
+    problems with the selected (task, seed) pairs; agents without the check pass."""
+    check = getattr(agent, "check_config", None)
+    problems = list(check(tasks, seeds)) if check is not None else []
+    if problems:
+        raise ConfigError(problems)
+
+
 def preflight(
     agent: Agent,
     backend: Backend,
     tasks: Sequence[TaskLike],
     store: Store,
     timeout: float | None = None,
+    model: str | None = None,
 ) -> list[str]:
-    """The agent's own pre-flight checks (endpoint reachable, program runnable in a sandbox
-    like the trials'); problems as one line each. Agents without checks pass."""
+    """The agent's own pre-flight checks (endpoint reachable and knowing `model`, program
+    runnable in a sandbox like the trials'); problems as one line each. Agents without
+    checks pass."""
     check = getattr(agent, "preflight", None)
     if check is None or not tasks:
         return []
@@ -424,7 +498,7 @@ def preflight(
         return s
 
     try:
-        return list(check(opener))
+        return list(check(opener, model))
     except InfraError as exc:
         return [exc.cause]
     finally:
@@ -467,6 +541,7 @@ def run_sweep(
     """Run every (task, seed) of this entry; with `resume`, only combos not yet stored and
     those stored as infrastructure `error` (which are replaced).
 
+    A configuration the agent refuses raises `ConfigError` before the store is opened.
     Without `resume`, an entry that already has trials in the DB is an error (no silent
     overwrite, no duplicates). Each trial commits on its own, so a killed sweep loses at
     most the trials that were running. With `check`, the agent's pre-flight checks run
@@ -475,6 +550,7 @@ def run_sweep(
     """
     console = console or Console(stderr=True)
     seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
+    check_config(agent, tasks, seed_list)  # before the lock file, the store, any sandbox
     settings = dict(agent.settings())
     if timeout is not None:
         settings["timeout"] = timeout
@@ -501,7 +577,7 @@ def run_sweep(
             todo = [(t, s) for t, s in combos if (t.slug, s) not in done]
             retried = sum(1 for t, s in todo if (t.slug, s) in errored)
             if check and todo:
-                problems = preflight(agent, backend, [t for t, _ in todo], store, timeout)
+                problems = preflight(agent, backend, [t for t, _ in todo], store, timeout, model)
                 if problems:
                     raise PreflightError(problems)
             store.ensure_entry(entry.entry_id, entry.agent, entry.model, entry.settings, name)

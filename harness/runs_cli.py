@@ -10,6 +10,7 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from harness import cli_agents
 from harness.atif import write_trajectory
@@ -60,6 +61,44 @@ def _entry(store: Store, spec: str) -> str:
     raise typer.Exit(2)
 
 
+def outcome_counts(trials: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per entry: trials without a score (`errors`, by cause kind, as the leaderboard counts
+    them: infrastructure errors and verifications with no verdict), the agent's own failures
+    (scored; by exit reason, or artifact status), and `partial` (unresolved errors)."""
+    from tbmm.leaderboard import INFRA, row_from_record
+
+    causes: dict[str, int] = {}
+    failures: dict[str, int] = {}
+    for t in trials:
+        try:
+            row = row_from_record(t, task_suites={})
+        except (ValueError, KeyError):  # an unreadable stored verdict: no score either
+            causes["unreadable_verdict"] = causes.get("unreadable_verdict", 0) + 1
+            continue
+        if row.status == INFRA:
+            kind = str(row.report.get("infra_error", "")).split(":", 1)[0].strip() or "unknown"
+            causes[kind] = causes.get(kind, 0) + 1
+        elif t.get("exit_reason") != "completed" or t.get("artifact_status") != "ok":
+            key = (
+                str(t.get("exit_reason"))
+                if t.get("exit_reason") != "completed"
+                else f"artifact {t.get('artifact_status')}"
+            )
+            failures[key] = failures.get(key, 0) + 1
+    errors = sum(causes.values())
+    return {
+        "errors": errors,
+        "error_causes": dict(sorted(causes.items(), key=lambda kv: -kv[1])),
+        "agent_failures": sum(failures.values()),
+        "agent_failure_reasons": dict(sorted(failures.items(), key=lambda kv: -kv[1])),
+        "partial": errors > 0,
+    }
+
+
+def _kinds(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} ×{n}" if n > 1 else k for k, n in counts.items())
+
+
 def _when(ts: float | None) -> str:
     return "" if ts is None else datetime.fromtimestamp(ts, UTC).strftime("%Y-%m-%d %H:%M")
 
@@ -70,9 +109,12 @@ def _cost(x: float | None) -> str:
 
 @runs_app.command("list")
 def runs_list(db: DbOpt = Path("runs/tbmm.sqlite"), as_json: JsonOpt = False) -> None:
-    """Every entry: id, display name, trials, infrastructure errors, cost, created."""
+    """Every entry: id, display name, trials, trials without a score (errors; `partial`
+    while any is unresolved), cost, created."""
     store = _store(db)
     entries = store.entries()
+    for e in entries:
+        e.update(outcome_counts(store.trials(e["entry_id"])))
     store.close()
     if as_json:
         print(json.dumps(entries, indent=1))
@@ -90,7 +132,7 @@ def runs_list(db: DbOpt = Path("runs/tbmm.sqlite"), as_json: JsonOpt = False) ->
             e["entry_id"],
             e["name"] or "",
             str(e["trials"]),
-            str(e["errors"]),
+            f"{e['errors']} (partial)" if e["partial"] else str(e["errors"]),
             _cost(e["cost_usd"]),
             _when(e["created_at"]),
         ]
@@ -105,7 +147,8 @@ def runs_show(
     db: DbOpt = Path("runs/tbmm.sqlite"),
     as_json: JsonOpt = False,
 ) -> None:
-    """One entry: settings, then every trial (status, cause, score, cost, trajectory)."""
+    """One entry: settings, its errors and agent failures counted by cause (an entry with
+    unresolved errors is partial), then every trial (status, cause, score, cost)."""
     store = _store(db)
     eid = _entry(store, entry)
     meta = next(e for e in store.entries() if e["entry_id"] == eid)
@@ -131,8 +174,9 @@ def runs_show(
         "blob_dir",
         "trajectory",
     )
+    counts = outcome_counts(trials)
     if as_json:
-        doc = {**meta, "trials": [{k: t.get(k) for k in keep} for t in trials]}
+        doc = {**meta, **counts, "trials": [{k: t.get(k) for k in keep} for t in trials]}
         print(json.dumps(doc, indent=1, default=str))
         return
     out.print(
@@ -145,6 +189,24 @@ def runs_show(
     out.print(
         "settings: " + json.dumps(meta["settings"], sort_keys=True), highlight=False, soft_wrap=True
     )
+    if counts["errors"]:
+        out.print(
+            f"[red]partial:[/red] {counts['errors']} trial(s) without a score "
+            f"({escape(_kinds(counts['error_causes']))}), left out of the means; the leaderboard ranks "
+            f"the entry after complete ones until `tbmm run ... --resume` runs them again",
+            highlight=False,
+            soft_wrap=True,
+        )
+    else:
+        out.print("complete: no trial without a score", highlight=False)
+    if counts["agent_failures"]:
+        out.print(
+            f"agent failures (scored): {counts['agent_failures']} "
+            f"({_kinds(counts['agent_failure_reasons'])})",
+            highlight=False,
+            markup=False,
+            soft_wrap=True,
+        )
     cols = [
         Col("task", "id"),
         Col("seed", "num"),

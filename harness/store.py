@@ -6,10 +6,11 @@ transaction. A process killed at any moment leaves either a committed trial (row
 or nothing that counts: an orphan blob dir without a row is replaced when the trial reruns.
 
 A trial's `status` is `ok` (the agent ran; its artifact, good or bad, was verified) or
-`error` (the infrastructure failed: endpoint unreachable, proxy failure, binary missing,
-sandbox start failure, harness fault; `error` says which). An `error` trial is not a
-score: it is never verified, the leaderboard leaves it out of its means (with a count),
-and the next `--resume` replaces it. Stores written before these columns existed are
+`error` (the infrastructure failed: endpoint unreachable or failing the harness's probe,
+proxy failure, binary missing, sandbox start failure, harness fault; or the verification
+reached no verdict; `error` says which). An `error` trial is not a score: it is never
+scored, the leaderboard leaves it out of its means (with a count, the entry marked
+partial), and the next `--resume` replaces it. Stores written before these columns existed are
 migrated in place when opened (ALTER TABLE ADD COLUMN; old rows are `ok`).
 """
 

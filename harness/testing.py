@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import threading
+import urllib.parse
 from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -193,12 +194,30 @@ class ScriptedChatServer:
     agent sent back (e.g. that a tool result contains real command output). The body is a
     chat.completion for `/chat/completions` and a response object for `/responses`; a
     request with `"stream": true` gets it as SSE (see `responses_events`, `chat_chunks`).
-    GET answers 404 (the pre-flight check only needs an HTTP answer). `paths` records the
-    path of every POST.
+    GET answers 404 (the pre-flight check only needs an HTTP answer) unless `models` is
+    given: then GET `.../models` lists them and GET `.../models/<id>` answers 200 for a listed
+    id, else 404 (what the harness's endpoint probe asks; `model_lookup=False`: always 404,
+    a server that lists its models but has no lookup route). `get_status` makes every GET
+    answer that status instead; `drop_gets_after` N drops every GET after the first N
+    without an answer (the endpoint went away). `paths` records the path of every POST,
+    `get_paths` of every GET.
     """
 
-    def __init__(self, script: list[dict[str, Any] | Responder]) -> None:
+    def __init__(
+        self,
+        script: list[dict[str, Any] | Responder],
+        *,
+        models: list[str] | None = None,
+        get_status: int | None = None,
+        drop_gets_after: int | None = None,
+        model_lookup: bool = True,
+    ) -> None:
         self.script = list(script)
+        self.models = models
+        self.get_status = get_status
+        self.drop_gets_after = drop_gets_after
+        self.model_lookup = model_lookup
+        self.get_paths: list[str] = []
         self.requests: list[dict[str, Any]] = []
         self.headers: list[dict[str, str]] = []
         self.paths: list[str] = []
@@ -212,8 +231,23 @@ class ScriptedChatServer:
 
             def do_GET(self) -> None:
                 outer.gets += 1
-                data = b'{"error": {"message": "no model list here"}}'
-                self.send_response(404)
+                outer.get_paths.append(self.path)
+                if outer.drop_gets_after is not None and outer.gets > outer.drop_gets_after:
+                    self.close_connection = True
+                    self.connection.close()
+                    return
+                status, data = 404, b'{"error": {"message": "no model list here"}}'
+                path = self.path.split("?", 1)[0].rstrip("/")
+                if outer.get_status is not None:
+                    status, data = outer.get_status, b'{"error": {"message": "scripted"}}'
+                elif outer.models is not None and path.endswith("/models"):
+                    listed = [{"id": m, "object": "model"} for m in outer.models]
+                    status, data = 200, json.dumps({"object": "list", "data": listed}).encode()
+                elif outer.models is not None and "/models/" in path:
+                    name = urllib.parse.unquote(path.rsplit("/models/", 1)[1])
+                    if outer.model_lookup and name in outer.models:
+                        status, data = 200, json.dumps({"id": name, "object": "model"}).encode()
+                self.send_response(status)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()

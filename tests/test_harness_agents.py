@@ -143,6 +143,9 @@ def test_llm_agent_model_error_is_recorded(tmp_path: Path, backend: SandboxBacke
         )
     (r,) = Store(db).trials()
     assert r["exit_reason"] == "model_error" and "401" in r["detail"]
+    # the server has no model list: the harness's own probe confirms nothing, so the 401
+    # stays an infrastructure error (tests/test_harness_blame.py: a confirming probe)
+    assert r["status"] == "error" and "harness probe: endpoint_rejected" in r["error"]
 
 
 CLI_SCRIPT = """\

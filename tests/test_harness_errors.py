@@ -101,6 +101,7 @@ def test_unreachable_endpoint_is_an_error_not_a_zero_and_resume_retries_it(
     app = _app([task], monkeypatch)
     db = tmp_path / "r.sqlite"
     base = ["run", "--agent", "llm", "--model", "m", "--backend", "sandbox", "--db", str(db)]
+    base += ["--price-in", "1", "--price-out", "2"]  # "m" is in no model table
     res = CliRunner().invoke(app, [*base, "--base-url", dead.base_url, "--retries", "1"])
     assert res.exit_code == cli.EXIT_TRIAL_ERRORS, res.output
     assert dead.posts == 2  # the request and its one retry
@@ -113,7 +114,7 @@ def test_unreachable_endpoint_is_an_error_not_a_zero_and_resume_retries_it(
     lb = L.compute([row], baseline=None, tasks=[task.slug], task_suites={task.slug: "CUMCM"})
     (x,) = lb.entries
     assert x.errors == 1 and x.o_eval.mean is None  # not a 0: no score at all
-    assert any("infrastructure error" in n for n in lb.notes)
+    assert x.partial and any("is partial" in n and "endpoint_unreachable" in n for n in lb.notes)
     blob = runs_dir_for(db) / r["blob_dir"]
     assert_valid_atif([blob / "trajectory.json"])
 
@@ -185,6 +186,10 @@ def test_preflight_refuses_an_unreachable_endpoint(
             "llm",
             "--model",
             "m",
+            "--price-in",
+            "1",
+            "--price-out",
+            "2",
             "--backend",
             "sandbox",
             "--db",

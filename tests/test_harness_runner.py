@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from harness.agents import CommandAgent, OracleAgent, ReplayAgent
+from harness.errors import ConfigError
 from harness.runner import Entry, run_sweep
 from harness.sandbox import SandboxBackend, bwrap_path
 from harness.store import Store, runs_dir_for
@@ -106,8 +107,11 @@ def test_replay_layouts_and_missing(tmp_path: Path, backend: SandboxBackend) -> 
     )
     (src / f"{tasks[1].slug}_result.json").write_text("not json")
     db = tmp_path / "r.sqlite"
+    with pytest.raises(ConfigError, match=f"{tasks[2].slug} seed 0, {tasks[2].slug} seed 1"):
+        run_sweep(ReplayAgent(src), None, tasks, 2, backend, 2, db, False, progress=False)
+    assert not db.exists()  # refused before the store
     run_sweep(
-        ReplayAgent(src),
+        ReplayAgent(src, allow_missing=True),
         None,
         tasks,
         2,

@@ -515,3 +515,49 @@ def test_verdicts_reached_against_older_task_data_are_flagged(tmp_path) -> None:
     assert note.startswith("A: stored verdicts of 1 task(s)") and t.slug in note
     legacy = L.TrialRow(task=t.slug, report={"exit_code": 0}, **base)  # stored before digests
     assert stale_notes([legacy], [t])
+
+
+# ---------------------------------------------------------------------------- no score, partial
+
+
+def _no_verdict_row(entry: str, task: str, status: str) -> TrialRow:
+    """A stored verification report that reached no verdict (exit code 3)."""
+    report = {"status": status, "exit_code": 3, "error": "budget 1 s", "o_eval_exact": "0"}
+    return trial_row(
+        entry=entry, agent=entry, model="m", task=task, suite=SUITES[task], seed=0,
+        report=report, cost_usd=0.25, literature_split=task in SPLIT,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("status", sorted(L.NO_VERDICT))
+def test_no_verdict_is_not_a_zero_and_selective_failure_cannot_raise_a_rank(status: str) -> None:
+    """P scores 1 where it has a verdict and none on c2; Q scores 1/2 everywhere. Counting
+    the missing verdict as 0 (what an unknown status did) or leaving it out unmarked (what
+    an infrastructure error did) would either punish P for our budget or let P, failing
+    selectively, outrank Q. P is partial: out of the means, after Q, off the front."""
+    nv = _no_verdict_row("P", "c2", status)
+    assert nv.status == L.INFRA and nv.report["infra_error"] == f"no_verdict: {status}: budget 1 s"
+    rows = [row("P", "c1", 0, "scored", 1), nv, row("P", "m1", 0, "scored", 1)]
+    rows += [row("Q", t, 0, "scored", F(1, 2)) for t in ("c1", "c2", "m1")]
+    lb = board(rows, baseline=None)
+    p, q = by(lb, "P"), by(lb, "Q")
+    assert p.o_eval.mean == 1 and q.o_eval.mean == F(1, 2)  # c2 left out of P's mean
+    assert (p.errors, p.error_causes, p.partial, q.partial) == (1, ("no_verdict",), True, False)
+    assert p.o_eval_floor is not None and p.o_eval_floor.mean == F(2, 3)
+    assert [x.entry for x in lb.entries] == ["Q", "P"]  # complete entries first
+    assert not p.pareto and q.pareto
+    assert p.per_task["c2"].marks == "e1" and p.per_task["c2"].mean is None
+    note = next(n for n in lb.notes if n.startswith("P is partial"))
+    assert "no_verdict" in note and "66.67 ± n/a %" in note and "--resume" in note
+    assert L.main_rows(lb)[1][1] == "P (partial)" and L.main_rows(lb)[0][1] == "Q"
+    recs = {r["entry"]: r for r in csv.DictReader(io.StringIO(L.to_csv(lb)))}
+    assert (recs["P"]["partial"], recs["Q"]["partial"], recs["P"]["errors"]) == ("yes", "no", "1")
+    j = {e["entry"]: e for e in L.to_json(lb)["entries"]}
+    assert j["P"]["partial"] and j["P"]["o_eval_floor"]["mean_exact"] == "2/3"
+    assert j["Q"]["o_eval_floor"] is None
+    # a verdict is a verdict: exit code 0/1/2 statuses keep their meaning
+    scored = trial_row(
+        entry="S", agent="S", model=None, task="c1", suite="CUMCM", seed=0,
+        report={"status": "scored", "o_eval_exact": "1/2"}, cost_usd=None, literature_split=False,
+    )  # fmt: skip
+    assert (scored.status, scored.o_eval) == ("scored", F(1, 2))

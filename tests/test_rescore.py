@@ -165,3 +165,42 @@ def test_default_verifier_rescores_in_one_lean_batch(
         want.lean,
     )
     assert got["lean"] not in (None, "skipped")
+
+
+def test_rescore_never_scores_a_rejected_request_nor_replaces_with_no_verdict(
+    tmp_path: Path,
+) -> None:
+    """A trial that ended `agent_request_rejected` is verified as missing (its stored artifact,
+    the right answer here, is not scored); a verification that reaches no verdict (exit
+    code 3) keeps the stored verdict and is listed as not rescored."""
+    src = find_task(SLUG)
+    root = tmp_path / "suite"
+    shutil.copytree(src.dir, root / src.suite / SLUG)
+    t = load_task(root / src.suite / SLUG)
+    db = tmp_path / "r.sqlite"
+    store = Store(db)
+    good = t.anchor_artifact_bytes()
+    fields = _verdict_fields(python_verifier(t, None))
+    rec = trial_record(
+        task=t.slug, suite=t.suite, seed=0, exit_reason="agent_request_rejected",
+        artifact_status="ok", artifact=good, artifact_size=len(good), **fields,
+    )  # fmt: skip
+    store.commit(rec, store.scratch_dir())
+    store.close()
+    seen: list[bytes | None] = []
+
+    def recording(task: Task, data: bytes | None):  # noqa: ANN202
+        seen.append(data)
+        return python_verifier(task, data)
+
+    s = rescore(db, tasks_root=root, verifier=recording, everything=True)
+    assert seen == [None] and len(s.rescored) == 1 and s.rescored[0][-1] == "0"
+
+    def no_verdict(task: Task, data: bytes | None) -> dict:
+        return {"exit_code": 3, "status": "budget_exceeded", "error": "over budget"}
+
+    before = _rows(db)[0]["verdict"]
+    s = rescore(db, tasks_root=root, verifier=no_verdict, everything=True)
+    assert s.rescored == [] and len(s.failed) == 1
+    assert "no_verdict: budget_exceeded: over budget" in s.failed[0]
+    assert _rows(db)[0]["verdict"] == before

@@ -21,12 +21,19 @@ trial*):
 * **Cost**: per seed, the sum of the cost of the seed's trials (all tasks); mean over
   seeds. n/a when any trial's cost is unknown.
 * **Gate-zeroed cells**: the number of ``gate_failed`` trials (all tasks, all seeds).
-* **Errors**: the number of trials that ended with an infrastructure error (status
-  ``infra_error``: endpoint unreachable, proxy failure, binary missing, sandbox start
-  failure; see harness.errors). They are not scores: every mean above leaves them out (a
-  seed's O-Eval is the mean over its headline tasks *without* an error; a seed whose
-  headline trials all errored drops out of the entry's seed statistics), and the count is
-  shown beside the means. `tbmm run --resume` replaces them.
+* **Errors**: the number of trials without a score (status ``infra_error``): an
+  infrastructure error (endpoint unreachable or failing the harness's own probe, proxy
+  failure, binary missing, sandbox start failure; see harness.errors) or a verification
+  that reached no verdict (a report with status ``budget_exceeded`` or
+  ``lean_disagreement``, exit code 3: cause ``no_verdict``). They are not scores: every
+  mean above leaves them out (a seed's O-Eval is the mean over its headline tasks
+  *without* an error; a seed whose headline trials all errored drops out of the entry's
+  seed statistics), and the count and causes are shown beside the means. `tbmm run
+  --resume` replaces them.
+* **Partial**: an entry with unresolved errors. Since leaving a trial out can only help a
+  mean when the trial would have scored low, a partial entry ranks after every complete
+  entry, stays off the Pareto front, and its note gives its O-Eval with the errors counted
+  0 (the floor), so selective failure cannot raise a rank.
 * **Per-suite O-Eval**: as O-Eval, restricted to the headline tasks of one suite.
 * **Per-task O-Eval**: mean over seeds of the task O-Eval (missing = 0), every task
   including the literature-split ones.
@@ -54,6 +61,8 @@ from tbmm.exact import fraction_to_text
 from tbmm.rules import multi_bo_cell
 
 STATUSES = ("scored", "gate_failed", "missing_artifact", "unreadable", "error", "infra_error")
+# VerifyReport statuses of a verification that reached no verdict (exit code 3): not a score
+NO_VERDICT = frozenset({"budget_exceeded", "lean_disagreement"})
 READABLE = frozenset({"scored", "gate_failed"})
 INFRA = "infra_error"  # an infrastructure failure: not a score, left out of every mean
 NO_TRIAL = "no_trial"  # a (task, seed) of an entry with no row at all
@@ -72,8 +81,9 @@ COLUMN_HELP: dict[str, str] = {
     "Multi-BO": "eq. (2) against the baseline entry (1.000 = on par), mean ± sample std over seeds",
     "Robust BO": "Robust BO-Eval, mean over headline tasks, mean over seeds",
     "Gate-zeroed": "trials zeroed by the feasibility gate (all tasks, all seeds)",
-    "Errors": "trials that ended with an infrastructure error (not scores: left out of every "
-    "mean; `tbmm run --resume` runs them again)",
+    "Errors": "trials without a score: infrastructure errors and verifications with no verdict "
+    "(left out of every mean; the entry is marked partial and ranks after complete entries "
+    "until `tbmm run --resume` runs them again)",
 }
 
 
@@ -116,7 +126,9 @@ def trial_row(
 
     With no report the status is ``error`` when `error` says why (agent crash, verifier
     crash), else ``missing_artifact``. A report without a ``status`` (the harness stores
-    ``{"error": traceback}`` when the verifier raised) is an ``error`` too. Exact values
+    ``{"error": traceback}`` when the verifier raised) is an ``error`` too. A report that
+    reached no verdict (status in NO_VERDICT) is ``infra_error`` with cause ``no_verdict``:
+    not a 0, left out of the means like an infrastructure error. Exact values
     come from the report's ``*_exact`` strings, never from its rounded floats. `harness`
     (exit reason, artifact status, detail, tokens, ...) is kept under ``report["harness"]``
     for the HTML drill-down.
@@ -126,6 +138,9 @@ def trial_row(
         rep["error"] = error
     if harness:
         rep["harness"] = dict(harness)
+    if infra_error is None and report is not None and report.get("status") in NO_VERDICT:
+        why = report.get("error") or "; ".join(map(str, report.get("failing") or []))
+        infra_error = f"no_verdict: {report.get('status')}: {why}"[:1000]
     if infra_error is not None:  # the infrastructure failed: never a score, whatever else
         rep = {"infra_error": infra_error, **({"harness": dict(harness)} if harness else {})}
         status = INFRA
@@ -362,6 +377,12 @@ class EntryRow:
     errors: int = 0  # trials that ended with an infrastructure error (left out of the means)
     error_causes: tuple[str, ...] = ()  # their causes' kinds, most frequent first
     label: str = ""  # display name (--name), else the entry id; unique in a leaderboard
+    o_eval_floor: Stat | None = None  # O-Eval with the error trials counted 0 (when partial)
+
+    @property
+    def partial(self) -> bool:
+        """Unresolved errors: ranked after complete entries, off the Pareto front."""
+        return self.errors > 0
 
     @property
     def shown(self) -> str:
@@ -525,6 +546,7 @@ def compute(
         first = next(iter(b.values()))
         errs = [r for r in b.values() if _errored(r)]
         o_seed, mb_seed, rb_seed, art_seed, cost_seed = {}, {}, {}, {}, {}
+        floor_seed: dict[int, Fraction] = {}
         suite_seed: dict[str, dict[int, Fraction]] = {}
         unknown_cost = 0
         for s in seeds:
@@ -536,6 +558,8 @@ def compute(
                     f"(counted O-Eval 0, Multi-BO −1): {', '.join(absent)}."
                 )
             counted = [t for t in headline if not _errored(trial[t])]
+            if headline:  # the floor: every headline task, an error counted 0
+                floor_seed[s] = _mean([_o(trial[t]) for t in headline])
             if counted:
                 o_seed[s] = _mean([_o(trial[t]) for t in counted])
                 rb_seed[s] = _mean(
@@ -593,25 +617,29 @@ def compute(
                 per_task=per_task,
                 errors=len(errs),
                 error_causes=_causes(errs),
+                o_eval_floor=Stat.of(floor_seed) if errs else None,
             )
         )
         if unknown_cost:
             notes.append(f"{e}: cost unknown for {unknown_cost} trial(s), so its cost is n/a.")
         if errs:
+            floor = entries[-1].o_eval_floor
             notes.append(
-                f"{e}: {len(errs)} trial(s) ended with an infrastructure error "
-                f"({', '.join(_causes(errs))}); they are not scores and are left out of "
-                f"its means. Rerun them with `tbmm run ... --resume`."
+                f"{e} is partial: {len(errs)} trial(s) ended without a score "
+                f"({', '.join(_causes(errs))}); they are left out of its means, so it ranks "
+                f"after every complete entry and is off the Pareto front (with them counted "
+                f"0 its O-Eval is {fmt_stat(floor, 100, 2)} %). Rerun them with "
+                f"`tbmm run ... --resume`."
             )
 
-    front = set(pareto_front([(x.entry, x.cost, x.o_eval.mean) for x in entries]))
+    front = set(pareto_front([(x.entry, x.cost, x.o_eval.mean) for x in entries if not x.partial]))
     labels = _labels([x.entry for x in entries], names or {})
     entries = [replace(x, pareto=x.entry in front, label=labels[x.entry]) for x in entries]
 
-    def key(x: EntryRow) -> tuple[Fraction, Fraction, str]:
+    def key(x: EntryRow) -> tuple[bool, Fraction, Fraction, str]:
         o = x.o_eval.mean if x.o_eval.mean is not None else Fraction(-1)
         m = x.multi_bo.mean if x.multi_bo is not None and x.multi_bo.mean is not None else ZERO
-        return (-o, -m, x.entry)
+        return (x.partial, -o, -m, x.entry)
 
     entries.sort(key=key)
     if len({x.seeds for x in entries}) > 1:
@@ -630,7 +658,7 @@ def compute(
 
 
 def _causes(errs: Sequence[TrialRow]) -> tuple[str, ...]:
-    """Kinds of the infrastructure errors ("endpoint_unreachable", ...), most frequent first."""
+    """Kinds of the errors ("endpoint_unreachable", "no_verdict", ...), most frequent first."""
     counts: dict[str, int] = {}
     for r in errs:
         kind = str(r.report.get("infra_error", "")).split(":", 1)[0].strip() or "unknown"
@@ -688,7 +716,7 @@ def main_rows(lb: Leaderboard, *, stacked: bool = False) -> list[list[str]]:
         out.append(
             [
                 str(i),
-                x.shown,
+                f"{x.shown} (partial)" if x.partial else x.shown,
                 str(len(x.seeds)),
                 f"{fmt_count(art) if art is not None else 'n/a'}/{n}",
                 fmt_cost(x.cost),
@@ -755,8 +783,8 @@ def task_rows(lb: Leaderboard, *, stacked: bool = False) -> list[list[str]]:
 TASK_MARKS_NOTE = (
     "Per-task cells: mean O-Eval (%) over seeds; [gN] N seed(s) zeroed by the gate, "
     "[mN] N seed(s) without a readable artifact (counted 0), [nN] N seed(s) never run "
-    "(no trial stored: counted 0), [eN] N seed(s) that ended "
-    "with an infrastructure error (left out of the mean; 'err' when every seed did)."
+    "(no trial stored: counted 0), [eN] N seed(s) that ended without a score "
+    "(infrastructure error or no verdict: left out of the mean; 'err' when every seed did)."
 )
 
 
@@ -815,7 +843,8 @@ def to_table(lb: Leaderboard, width: int = 80) -> RenderableType:
             main_rows(lb, stacked=stacked),
             title=f"TB-MathModel leaderboard ({len(lb.tasks)} tasks)",
             caption="O-Eval %, Multi-BO: mean ± sample std over seeds; "
-            "Gate-0: gate-zeroed trials; Errors: infrastructure errors (left out of means)",
+            "Gate-0: gate-zeroed trials; Errors: trials without a score (left out of means; "
+            "the entry is partial and ranks after complete ones)",
             width=width,
         ),
         Text("\n".join(f"• {n}" for n in all_notes(lb)), style="dim"),
@@ -908,6 +937,7 @@ def to_csv(lb: Leaderboard) -> str:
             "robust_bo",
             "gate_zeroed",
             "errors",
+            "partial",
             "missing_trials",
             "pareto",
         ]
@@ -935,6 +965,7 @@ def to_csv(lb: Leaderboard) -> str:
                 fmt_fixed(x.robust_bo.mean, 3),
                 x.gate_zeroed,
                 x.errors,
+                "yes" if x.partial else "no",
                 x.missing_trials,
                 "yes" if x.pareto else "no",
             ]
@@ -975,6 +1006,8 @@ def to_json(lb: Leaderboard) -> dict[str, Any]:
                 "gate_zeroed": x.gate_zeroed,
                 "errors": x.errors,
                 "error_causes": list(x.error_causes),
+                "partial": x.partial,
+                "o_eval_floor": None if x.o_eval_floor is None else x.o_eval_floor.to_json(100, 2),
                 "missing_trials": x.missing_trials,
                 "pareto": x.pareto,
                 "suites": {s: st.to_json(100, 2) for s, st in x.suites.items()},

@@ -372,7 +372,13 @@ def _trial_html(x: L.EntryRow, seed: int, row: TrialRow | None, base: Path | Non
         )
     rep = row.report or {}
     if row.status == L.INFRA:
-        facts = [("status", "infrastructure error: not a score, left out of every mean")]
+        facts = [
+            (
+                "status",
+                "no score (an infrastructure error, or a verification with no verdict): left "
+                "out of every mean; the entry is partial until it is rerun",
+            )
+        ]
         facts.append(("cause", rep.get("infra_error")))
         facts += [
             (f"harness {k}", v)
