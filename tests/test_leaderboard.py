@@ -443,7 +443,9 @@ def test_row_from_store_record(suite: list[Task]) -> None:
     r = L.row_from_record({**rec, "verdict": None, "exit_reason": "timeout"}, **kw)
     assert r.status == "error" and "never verified (exit reason timeout)" in r.report["error"]
     r = L.row_from_record({**rec, "verdict": {"error": "Traceback: boom"}}, **kw)
-    assert r.status == "error" and r.report["error"] == "Traceback: boom"
+    # the verifier raised: no verdict (left out of the means), never the agent's 0
+    assert r.status == L.INFRA
+    assert r.report["infra_error"] == "no_verdict: verifier_fault: Traceback: boom"
 
 
 def test_incomplete_task_left_out_of_headline_with_a_note() -> None:

@@ -125,8 +125,8 @@ def trial_row(
     """A `TrialRow` from a `VerifyReport` JSON (`model_dump()`); None = verification never ran.
 
     With no report the status is ``error`` when `error` says why (agent crash, verifier
-    crash), else ``missing_artifact``. A report without a ``status`` (the harness stores
-    ``{"error": traceback}`` when the verifier raised) is an ``error`` too. A report that
+    crash), else ``missing_artifact``. A report without a ``status`` (``{"error": traceback}``:
+    the verifier raised) and a report that
     reached no verdict (status in NO_VERDICT) is ``infra_error`` with cause ``no_verdict``:
     not a 0, left out of the means like an infrastructure error. Exact values
     come from the report's ``*_exact`` strings, never from its rounded floats. `harness`
@@ -141,6 +141,11 @@ def trial_row(
     if infra_error is None and report is not None and report.get("status") in NO_VERDICT:
         why = report.get("error") or "; ".join(map(str, report.get("failing") or []))
         infra_error = f"no_verdict: {report.get('status')}: {why}"[:1000]
+    if infra_error is None and report is not None and "status" not in report:
+        # a verifier that raised (stored as {"error": traceback}, e.g. by an older harness
+        # or a Harbor ingest): the verification failed, not the agent; never a 0
+        why = str(report.get("error") or "no status in the stored verdict")
+        infra_error = f"no_verdict: verifier_fault: {why}"[:1000]
     if infra_error is not None:  # the infrastructure failed: never a score, whatever else
         rep = {"infra_error": infra_error, **({"harness": dict(harness)} if harness else {})}
         status = INFRA
