@@ -21,7 +21,7 @@ from harness.preflight import check_endpoint
 from harness.proxy import FORWARDER_NAME, SANDBOX_DIR, SOCKET_NAME, ModelProxy, Upstream
 from harness.sandbox import ABORT, Bind
 from harness.trajectory import Trajectory
-from harness.usage import UsageTotals
+from harness.usage import TrialCaps, UsageTotals
 
 
 class TaskLike(Protocol):
@@ -97,7 +97,7 @@ class AgentContext:
 @dataclass
 class AgentOutcome:
     """How the agent stopped. exit_reason: completed | timeout | error | max_turns |
-    model_error | no_artifact_source | harness_error. `infra` = "<kind>: <detail>" when the
+    model_error | budget_exceeded | no_artifact_source | harness_error. `infra` = "<kind>: <detail>" when the
     infrastructure failed (harness.errors): the trial is then `error`, not a score."""
 
     exit_reason: str
@@ -261,6 +261,14 @@ TEMPLATES: dict[str, CommandTemplate] = {
         env=(
             ("ANTHROPIC_BASE_URL", "{base_url}"),
             ("ANTHROPIC_API_KEY", "tbmm-proxy"),
+            # every model claude-code may pick by itself (background "small fast" calls,
+            # subagents, aliases) is the entry's model: the proxy refuses any other
+            ("ANTHROPIC_MODEL", "{model}"),
+            ("ANTHROPIC_SMALL_FAST_MODEL", "{model}"),
+            ("ANTHROPIC_DEFAULT_HAIKU_MODEL", "{model}"),
+            ("ANTHROPIC_DEFAULT_SONNET_MODEL", "{model}"),
+            ("ANTHROPIC_DEFAULT_OPUS_MODEL", "{model}"),
+            ("CLAUDE_CODE_SUBAGENT_MODEL", "{model}"),
             ("DISABLE_TELEMETRY", "1"),
             ("DISABLE_AUTOUPDATER", "1"),
             ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
@@ -328,7 +336,9 @@ class CommandAgent:
         label: str | None = None,
         max_retries: int = 6,
         backoff_s: float = 1.0,
+        caps: TrialCaps | None = None,
     ) -> None:
+        self.caps = caps or TrialCaps()
         if isinstance(template, str):
             if template not in TEMPLATES:
                 raise ValueError(f"unknown command template {template!r}: {sorted(TEMPLATES)}")
@@ -372,6 +382,8 @@ class CommandAgent:
         out: dict[str, Any] = {"harness": self.label, "argv": list(self.template.argv)}
         if self.package is not None:
             out["package"] = self.package.spec
+        if self.caps.settings():  # only when set: entries run without caps keep their id
+            out["caps"] = self.caps.settings()
         return out
 
     def upstream(self) -> Upstream | None:
@@ -460,11 +472,20 @@ class CommandAgent:
                 totals=ctx.totals,
                 max_retries=self.max_retries,
                 backoff_s=self.backoff_s,
+                model=ctx.model,
+                caps=self.caps,
             )
         except OSError as exc:
             raise InfraError("proxy_failure", f"the model proxy could not start: {exc}") from exc
         with proxy:
             outcome = self._run(ctx, proxy)
+        if proxy.stopped is not None:
+            # The agent asked for more than its budget: its run was ended, its own failure.
+            outcome = AgentOutcome("budget_exceeded", proxy.stopped, outcome.turns, outcome.infra)
+        if proxy.refused_models:
+            n = len(proxy.refused_models)
+            note = f"{n} request(s) refused by the model pin, first: {proxy.refused_models[0]}"
+            outcome.detail = "; ".join(x for x in (outcome.detail, note[:500]) if x)
         if proxy.failures and outcome.infra is None:
             first = proxy.failures[0]
             more = f" (+{len(proxy.failures) - 1} more)" if len(proxy.failures) > 1 else ""
@@ -499,6 +520,9 @@ class CommandAgent:
         ctx.trajectory.add("start", argv=argv, env=env, version=self.version)
         extra = binds + ((Bind(proxy.dir, SANDBOX_DIR, grant=True),) if proxy is not None else ())
         session = ctx.open(extra)
+        if proxy is not None:
+            stop = getattr(session, "stop", None)  # ends the run when the budget is spent
+            proxy.on_stop = stop
         res = session.exec(
             full,
             timeout=max(ctx.remaining(), 1.0),

@@ -17,6 +17,14 @@ endpoints in `ENDPOINTS` (method + path, per provider), request bodies with a
 Content-Length of at most `max_request_bytes` (checked before reading; a body that arrives
 slower than `read_timeout` is dropped), responses cut at `max_response_bytes`, and at most
 `max_connections` connections at a time (each costs a host thread).
+
+The proxy also pins what the entry is (`pin_body`, `ModelProxy._headers`): a request body
+must be one JSON object whose `model` is the entry's `--model`, else it is refused (400)
+without reaching the provider; the body is re-serialised from what was checked, so the
+provider parses exactly that; only the headers in `FORWARD_HEADERS` (and query parameters in
+`QUERY_PARAMS`) pass, the auth header being the harness's own key. Per-trial caps
+(`harness.usage.TrialCaps`) on requests, tokens and cost end the trial of an agent that
+asks for more than its budget (`on_stop`), recorded as its own failure (`stopped`).
 """
 
 from __future__ import annotations
@@ -24,12 +32,14 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
+import math
 import shutil
 import socketserver
 import tempfile
 import threading
 import time
 import urllib.parse
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
@@ -38,7 +48,7 @@ from typing import Any
 from harness.errors import InfraError, status_kind
 from harness.exchanges import RequestLog, api_of, request_items, response_turn
 from harness.trajectory import Trajectory
-from harness.usage import ResponseUsage, UsageTotals
+from harness.usage import ResponseUsage, TrialCaps, UsageTotals
 
 SANDBOX_DIR = "/run/tbmm"
 SOCKET_NAME = "model.sock"
@@ -60,6 +70,22 @@ MAX_CONNECTIONS = 32
 READ_TIMEOUT_S = 60.0
 _HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "host"}
 _HOP |= {"proxy-authorization", "proxy-connection", "content-length", "accept-encoding"}
+
+# Request headers an agent may send upstream, per provider (lower case): what the three API
+# styles need to be understood (content negotiation, API version and beta features), nothing
+# that picks an account, project, organisation or region to bill (OpenAI-Organization,
+# OpenAI-Project), carries credentials (Authorization, x-api-key: the harness sets its own)
+# or identifies the sandbox (SDK telemetry, cookies). Content-Type is always set by the proxy
+# (the body it sends is JSON it serialised itself).
+FORWARD_HEADERS: dict[str, frozenset[str]] = {
+    "openai": frozenset({"accept", "user-agent", "openai-beta"}),
+    "anthropic": frozenset({"accept", "user-agent", "anthropic-version", "anthropic-beta"}),
+}
+# Query parameters passed on (claude-code asks /v1/messages?beta=true); others are dropped.
+QUERY_PARAMS: dict[str, frozenset[str]] = {
+    "openai": frozenset(),
+    "anthropic": frozenset({"beta"}),
+}
 
 FORWARDER_SOURCE = '''\
 """tbmm in-sandbox forwarder: 127.0.0.1:PORT -> unix socket (stdlib only)."""
@@ -112,6 +138,64 @@ while True:
 '''
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise ValueError(f"duplicate key {key[:100]!r}")
+        out[key] = value
+    return out
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:40]} is out of range")
+    return value
+
+
+def pin_body(body: bytes, model: str | None) -> tuple[bytes, dict[str, Any]] | str:
+    """The body to send upstream and its parsed object, or why the request is refused.
+
+    A mismatching `model` is refused rather than rewritten to the entry's model. Rewriting
+    would send a request the agent did not write (parameters meant for another model then
+    fail upstream for reasons nobody asked for) and would hide that the agent tried; a
+    refusal costs nothing upstream, is recorded in the trajectory, and the agent may go on
+    with the entry's model. The CLI templates are configured to call only `--model` (side
+    and "small" models included), so a refusal means the agent itself chose another model:
+    its own failure, never an infrastructure error. An entry without a model pins nothing,
+    so every request is refused.
+
+    Parser differentials cannot smuggle another model past the check: the body must be UTF-8
+    JSON with one object at the top, no duplicate key at any depth, no NaN/Infinity and no
+    out-of-range number, and what goes upstream is that object serialised again (ASCII)."""
+    if model is None:
+        return "this entry names no model (--model): the proxy pins every request to it"
+    try:
+        doc = json.loads(
+            body.decode("utf-8"),
+            object_pairs_hook=_unique_keys,
+            parse_constant=_no_constant,
+            parse_float=_finite,
+        )
+    except (ValueError, RecursionError) as exc:
+        return f"the request body is not a JSON document this proxy accepts: {str(exc)[:200]}"
+    if not isinstance(doc, dict):
+        return "the request body must be a JSON object"
+    asked = doc.get("model")
+    if asked != model:
+        shown = json.dumps(asked)[:200] if "model" in doc else "no model"
+        return f"this entry's model is {model!r}; the request asked for {shown}"
+    try:
+        return json.dumps(doc, ensure_ascii=True).encode(), doc
+    except (ValueError, RecursionError) as exc:  # nesting deep enough to exhaust the stack
+        return f"the request body cannot be serialised again: {str(exc)[:200]}"
+
+
 @dataclass(frozen=True)
 class Upstream:
     """Where the real provider is and how to authenticate to it."""
@@ -139,11 +223,16 @@ class Upstream:
         return self.parts.path.rstrip("/")
 
     def target(self, path: str) -> str:
-        """Request path upstream: keep it if it already carries the base path."""
+        """Request path upstream: keep it if it already carries the base path; only the
+        query parameters of `QUERY_PARAMS` stay."""
+        bare, _, query = path.partition("?")
+        keep = QUERY_PARAMS.get(self.provider, frozenset())
+        pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
+        query = urllib.parse.urlencode([(k, v) for k, v in pairs if k in keep])
         prefix = self.prefix
-        if prefix and not (path == prefix or path.startswith(prefix + "/")):
-            return prefix + path
-        return path
+        if prefix and not (bare == prefix or bare.startswith(prefix + "/")):
+            bare = prefix + bare
+        return bare + (f"?{query}" if query else "")
 
 
 class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
@@ -197,7 +286,7 @@ class _Handler(BaseHTTPRequestHandler):
         px = self.server.proxy
         body = self._body(px)
         if body is not None:
-            px.relay(self, body)
+            px.admit(self, body)
 
     def _body(self, px: ModelProxy) -> bytes | None:
         """The request body, or None after answering an error: checks come before reading."""
@@ -247,8 +336,18 @@ class ModelProxy:
         max_response_bytes: int = MAX_RESPONSE_BYTES,
         max_connections: int = MAX_CONNECTIONS,
         read_timeout: float = READ_TIMEOUT_S,
+        model: str | None = None,
+        caps: TrialCaps | None = None,
+        on_stop: Callable[[], None] | None = None,
     ) -> None:
         self.upstream = upstream
+        self.model = model  # the entry's --model: every request must name it (pin_body)
+        self.caps = caps or TrialCaps()
+        self.on_stop = on_stop  # ends the agent's run once its budget is spent
+        self.stopped: str | None = None  # why the budget ended the trial, if it did
+        self.refused_models: list[str] = []  # why requests were refused by the model pin
+        self.sent = 0  # requests admitted upstream (a retry is the same request)
+        self._admit_lock = threading.Lock()
         self.trajectory = trajectory
         self.totals = totals or UsageTotals()
         self.max_retries = max_retries
@@ -286,10 +385,10 @@ class ModelProxy:
         return cls(parts.hostname or "localhost", parts.port, timeout=self.timeout_s)
 
     def _headers(self, incoming: Any) -> dict[str, str]:
-        out = {k: v for k, v in incoming.items() if k.lower() not in _HOP}
-        for key in list(out):
-            if key.lower() in ("authorization", "x-api-key"):
-                del out[key]
+        """Only `FORWARD_HEADERS` of what the agent sent, then our own key and encoding."""
+        allowed = FORWARD_HEADERS.get(self.upstream.provider, frozenset())
+        out = {k: v for k, v in incoming.items() if k.lower() in allowed}
+        out["Content-Type"] = "application/json"
         if self.upstream.api_key:
             if self.upstream.auth == "x-api-key":
                 out["x-api-key"] = self.upstream.api_key
@@ -298,7 +397,34 @@ class ModelProxy:
         out["Accept-Encoding"] = "identity"  # so usage fields can be read
         return out
 
-    def relay(self, handler: BaseHTTPRequestHandler, body: bytes) -> None:
+    def admit(self, handler: BaseHTTPRequestHandler, body: bytes) -> None:
+        """Pin the model, spend the budget, then relay; or refuse without going upstream."""
+        pinned = pin_body(body, self.model)
+        if isinstance(pinned, str):
+            with self._admit_lock:
+                self.refused_models.append(pinned)
+            self.refuse(handler, 400, pinned, kind="model_pin")
+            return
+        with self._admit_lock:
+            why = self.stopped or self.caps.spent(self.totals, self.sent)
+            if why is None:
+                self.sent += 1
+            first = why is not None and self.stopped is None
+            if first:
+                self.stopped = why
+        if why is not None:
+            self.refuse(handler, 403, f"the trial's model budget is spent: {why}", kind="budget")
+            if first:
+                if self.trajectory is not None:
+                    self.trajectory.add("budget_exceeded", cause=why)
+                if self.on_stop is not None:
+                    self.on_stop()
+            return
+        self.relay(handler, pinned[0], pinned[1])
+
+    def relay(
+        self, handler: BaseHTTPRequestHandler, body: bytes, doc: dict[str, Any] | None = None
+    ) -> None:
         start = time.monotonic()
         target = self.upstream.target(handler.path)
         headers = self._headers(handler.headers)
@@ -362,8 +488,9 @@ class ModelProxy:
         cost = self.totals.add(usage) if resp.status < 400 else None
         if self.trajectory is not None:
             self._log(
-                handler, body, bytes(copy), target, resp.status, attempt, start, usage, cost, cut
-            )
+                handler, body, bytes(copy), target, resp.status, attempt, start, usage, cost, cut,
+                doc,
+            )  # fmt: skip
 
     def _log(
         self,
@@ -377,6 +504,7 @@ class ModelProxy:
         usage: ResponseUsage,
         cost: float | None,
         cut: bool,
+        doc: dict[str, Any] | None = None,
     ) -> None:
         """One `http` event: the new request items, the model's turn, usage, clipped raw."""
         assert self.trajectory is not None
@@ -385,8 +513,8 @@ class ModelProxy:
         items = None
         if api is not None:
             try:
-                items = request_items(api, json.loads(body))
-            except ValueError:
+                items = request_items(api, doc if doc is not None else json.loads(body))
+            except (ValueError, RecursionError):
                 items = None
         with self._log_lock:  # one delta chain per proxy: log lines in the order computed
             if items is not None:
@@ -414,8 +542,11 @@ class ModelProxy:
                 **({"cut": f"response over {self.max_response_bytes} bytes"} if cut else {}),
             )
 
-    def refuse(self, handler: BaseHTTPRequestHandler, status: int, why: str) -> None:
-        """Answer an error without contacting the provider, and record it."""
+    def refuse(
+        self, handler: BaseHTTPRequestHandler, status: int, why: str, kind: str = "request"
+    ) -> None:
+        """Answer an error without contacting the provider, and record it (`kind`: what
+        refused it: request, model_pin, budget)."""
         msg = json.dumps({"error": {"message": why, "type": "tbmm_proxy"}}).encode()
         try:
             handler.send_response(status)
@@ -432,6 +563,7 @@ class ModelProxy:
                 path=(handler.path or "")[:500],
                 status=status,
                 error=why,
+                refused_by=kind,
             )
 
     def _delay(self, attempt: int, retry_after: str | None) -> float:

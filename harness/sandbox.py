@@ -265,8 +265,10 @@ def run_killable(
     capture_limit: int = MiB,
     env: Mapping[str, str] | None = None,
     cgroup: TrialCgroup | None = None,
+    group: _Group | None = None,
 ) -> ExecResult:
-    """Run `cmd` in its own session; at `timeout` kill everything it started.
+    """Run `cmd` in its own session; at `timeout` kill everything it started (and at once
+    when `group` is stopped, see `SandboxSession.stop`).
 
     With a cgroup, the supervisor keeps the command inside it and the kill empties the
     cgroup (every descendant, whatever its session or state). Without one: SIGKILL of the
@@ -296,7 +298,10 @@ def run_killable(
             live = _Live(proc, cgroup)
             with _LIVE_LOCK:
                 _LIVE.add(live)
-                if ABORT.is_set():  # the sweep is aborting: it may have swept _LIVE already
+                if group is not None:
+                    group.live.add(live)
+                # the sweep is aborting, or the trial stopped: they may have swept already
+                if ABORT.is_set() or (group is not None and group.stopped):
                     live.kill()
             feeder = None
             if stdin is not None:
@@ -312,6 +317,8 @@ def run_killable(
             finally:
                 with _LIVE_LOCK:
                     _LIVE.discard(live)
+                    if group is not None:
+                        group.live.discard(live)
             if feeder is not None:
                 feeder.join(timeout=5)
         duration = time.monotonic() - start
@@ -340,6 +347,14 @@ class _Live:
             self.cgroup.kill()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
+
+
+@dataclass(eq=False)
+class _Group:
+    """The commands of one session, so that the session can end them all (`stop`)."""
+
+    live: set[_Live] = field(default_factory=set)
+    stopped: bool = False
 
 
 _SETPRIV = shutil.which("setpriv")
@@ -437,6 +452,7 @@ class SandboxSession:
     fs: TrialFS | None = None
     _closed: bool = False
     _count: int = 0
+    _group: _Group = field(default_factory=_Group)
 
     @property
     def results_dir(self) -> Path:
@@ -486,6 +502,7 @@ class SandboxSession:
                 stderr_path=stderr_path,
                 capture_limit=capture_limit,
                 cgroup=self.cgroup,
+                group=self._group,
             )
         # Output is written on the trial's own disk (so the storage cap bounds it, not the
         # host's disk); the caller's files get at most OUTPUT_KEEP bytes of it, head and tail.
@@ -500,6 +517,7 @@ class SandboxSession:
                 stderr_path=err_tmp,
                 capture_limit=capture_limit,
                 cgroup=self.cgroup,
+                group=self._group,
             )
             for tmp, dest in ((out_tmp, stdout_path), (err_tmp, stderr_path)):
                 if dest is not None:
@@ -508,6 +526,14 @@ class SandboxSession:
             for tmp in (out_tmp, err_tmp):
                 tmp.unlink(missing_ok=True)
         return res
+
+    def stop(self) -> None:
+        """Kill every command of this session now, and any started later (the agent's model
+        budget is spent: its run ends here). Callable from any thread."""
+        with _LIVE_LOCK:
+            self._group.stopped = True
+            for live in self._group.live:
+                live.kill()
 
     def write_file(self, dest: str, data: bytes, *, timeout: float = 60.0) -> ExecResult:
         """Write bytes at a sandbox path from inside (the agent's own permissions apply)."""
