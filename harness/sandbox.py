@@ -274,7 +274,9 @@ def run_killable(
     cgroup (every descendant, whatever its session or state). Without one: SIGKILL of the
     process group, the pid namespace takes the rest, and `setpriv --pdeathsig` kills the
     sandbox if this process dies. Output goes to files, so a chatty command cannot exhaust
-    our memory.
+    our memory. `cmd` runs with `env`, by default an EMPTY environment: bwrap is the
+    sandbox's pid 1 and its environment is readable inside (/proc/1/environ), so it gets
+    nothing of the host (the command itself gets bwrap's --clearenv/--setenv environment).
     """
     tmp = Path(tempfile.mkdtemp(prefix="tbmm-exec-"))
     if cgroup is not None:
@@ -293,7 +295,7 @@ def run_killable(
                 stdout=fo,
                 stderr=fe,
                 start_new_session=True,
-                env=dict(env) if env is not None else {"PATH": os.environ.get("PATH", "")},
+                env=dict(env) if env is not None else {},
             )
             live = _Live(proc, cgroup)
             with _LIVE_LOCK:
@@ -474,6 +476,7 @@ class SandboxSession:
             full_env,
             wall_sec=wall_sec,
             address_space=limit_memory,
+            bwrap=bwrap_path() or "bwrap",
         )
         return [*setpriv_argv(self.ids), *cmd] if self.ids is not None else cmd
 
