@@ -18,7 +18,14 @@ from harness import cli_agents
 from harness.backends import Session
 from harness.errors import InfraError
 from harness.preflight import check_endpoint
-from harness.proxy import FORWARDER_NAME, SANDBOX_DIR, SOCKET_NAME, ModelProxy, Upstream
+from harness.proxy import (
+    FORWARDER_MAX_CONNECTIONS,
+    FORWARDER_NAME,
+    SANDBOX_DIR,
+    SOCKET_NAME,
+    ModelProxy,
+    Upstream,
+)
 from harness.sandbox import ABORT, Bind
 from harness.trajectory import Trajectory
 from harness.usage import TrialCaps, UsageTotals
@@ -300,7 +307,7 @@ FORWARD_PORT = 18080
 FORWARDER_FAILED = 125  # exit code of the launcher when the in-sandbox forwarder never started
 FORWARDER_MARK = "tbmm: the model forwarder did not start"
 _LAUNCH = (
-    f"python3 {SANDBOX_DIR}/{FORWARDER_NAME} {FORWARD_PORT} {SANDBOX_DIR}/{SOCKET_NAME} /tmp/.tbmm-fwd-ready >/tmp/.tbmm-fwd.log 2>&1 &\n"
+    f"python3 {SANDBOX_DIR}/{FORWARDER_NAME} {FORWARD_PORT} {SANDBOX_DIR}/{SOCKET_NAME} /tmp/.tbmm-fwd-ready {FORWARDER_MAX_CONNECTIONS} >/tmp/.tbmm-fwd.log 2>&1 &\n"
     "i=0; while [ ! -e /tmp/.tbmm-fwd-ready ] && [ $i -lt 400 ]; do i=$((i+1)); sleep 0.05; done\n"
     f'if [ ! -e /tmp/.tbmm-fwd-ready ]; then echo "{FORWARDER_MARK}:" >&2; '
     f"cat /tmp/.tbmm-fwd.log >&2; exit {FORWARDER_FAILED}; fi\n"

@@ -87,54 +87,155 @@ QUERY_PARAMS: dict[str, frozenset[str]] = {
     "anthropic": frozenset({"beta"}),
 }
 
+FORWARDER_MAX_CONNECTIONS = 64  # at a time; more wait in the listen backlog
 FORWARDER_SOURCE = '''\
-"""tbmm in-sandbox forwarder: 127.0.0.1:PORT -> unix socket (stdlib only)."""
+"""tbmm in-sandbox forwarder: 127.0.0.1:PORT -> unix socket (stdlib only).
+
+One thread, one selector loop: no thread per connection, so nothing to fail when the
+sandbox's pids or memory run out (a thread per connection died with ~24 connections held
+under a 1 GiB limit). At most MAX connections at a time (more wait in the backlog), each
+with two bounded buffers; a failure (accept, connect, memory) drops that connection only.
+"""
+import errno
+import selectors
 import socket
 import sys
-import threading
+import time
 
 port, sock_path, ready = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+MAX = int(sys.argv[4]) if len(sys.argv) > 4 else 64
+CHUNK = 65536
+sel = selectors.DefaultSelector()
 
 
-def pump(src, dst):
+class Pipe:
+    """One direction of a connection: bytes read from src wait in buf for dst."""
+
+    def __init__(self, src, dst):
+        self.src, self.dst, self.buf, self.eof, self.shut = src, dst, b"", False, False
+
+
+class Conn:
+    def __init__(self, client, up):
+        self.socks = (client, up)
+        self.pipes = (Pipe(client, up), Pipe(up, client))
+        self.closed = False
+
+    def interest(self, sock):
+        ev = 0
+        for p in self.pipes:
+            if p.src is sock and not p.eof and len(p.buf) < CHUNK:
+                ev |= selectors.EVENT_READ
+            if p.dst is sock and p.buf:
+                ev |= selectors.EVENT_WRITE
+        return ev
+
+    def update(self):
+        if all(p.eof and not p.buf for p in self.pipes):
+            return self.close()
+        for s in self.socks:
+            ev = self.interest(s)
+            key = sel.get_map().get(s.fileno())
+            if ev and key is None:
+                sel.register(s, ev, self)
+            elif ev and key.events != ev:
+                sel.modify(s, ev, self)
+            elif not ev and key is not None:
+                sel.unregister(s)
+
+    def step(self, sock, mask):
+        # Each direction fails on its own: the proxy may answer (say 503) and close before
+        # reading the request; that answer still reaches the client.
+        for p in self.pipes:
+            if mask & selectors.EVENT_READ and p.src is sock and not p.eof:
+                try:
+                    data = sock.recv(CHUNK - len(p.buf))
+                except (BlockingIOError, InterruptedError):
+                    data = None
+                except OSError:
+                    data = b""
+                if data == b"":
+                    p.eof = True
+                elif data:
+                    p.buf += data
+            if mask & selectors.EVENT_WRITE and p.dst is sock and p.buf:
+                try:
+                    p.buf = p.buf[sock.send(p.buf):]
+                except (BlockingIOError, InterruptedError):
+                    pass
+                except OSError:
+                    p.buf, p.eof = b"", True
+            if p.eof and not p.buf and not p.shut:
+                p.shut = True
+                try:
+                    p.dst.shutdown(socket.SHUT_WR)
+                except OSError:
+                    pass
+        self.update()
+
+    def close(self):
+        if self.closed:
+            return
+        self.closed = True
+        for s in self.socks:
+            if sel.get_map().get(s.fileno()) is not None:
+                sel.unregister(s)
+            s.close()
+        live.discard(self)
+
+
+def accept():
+    client, _ = srv.accept()
     try:
-        while True:
-            data = src.recv(65536)
-            if not data:
-                break
-            dst.sendall(data)
-    except OSError:
-        pass
-    finally:
-        try:
-            dst.shutdown(socket.SHUT_WR)
-        except OSError:
-            pass
-
-
-def handle(conn):
-    up = socket.socket(socket.AF_UNIX)
+        up = socket.socket(socket.AF_UNIX)
+    except BaseException:
+        client.close()
+        raise
     try:
-        up.connect(sock_path)
-    except OSError:
-        conn.close()
-        return
-    back = threading.Thread(target=pump, args=(up, conn), daemon=True)
-    back.start()
-    pump(conn, up)
-    back.join()
-    conn.close()
-    up.close()
+        up.connect(sock_path)  # blocking: on a full backlog it waits, where a timeout fails
+        up.setblocking(False)
+        client.setblocking(False)
+    except BaseException:
+        up.close()
+        client.close()
+        raise
+    conn = Conn(client, up)
+    live.add(conn)
+    conn.update()
 
 
 srv = socket.socket()
 srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 srv.bind(("127.0.0.1", port))
-srv.listen(64)
+srv.listen(128)
+srv.setblocking(False)
+live = set()
+listening = False
+paused_until = 0.0
 open(ready, "w").close()
 while True:
-    c, _ = srv.accept()
-    threading.Thread(target=handle, args=(c,), daemon=True).start()
+    try:
+        want = len(live) < MAX and time.monotonic() >= paused_until
+        if want != listening:
+            (sel.register(srv, selectors.EVENT_READ, None) if want else sel.unregister(srv))
+            listening = want
+        for key, mask in sel.select(timeout=0.5):
+            if key.data is None:
+                try:
+                    accept()
+                except (BlockingIOError, InterruptedError):
+                    pass
+                except (OSError, MemoryError) as exc:
+                    # out of descriptors or memory, or the proxy refused: let others finish
+                    if getattr(exc, "errno", None) in (errno.EMFILE, errno.ENFILE, None):
+                        paused_until = time.monotonic() + 0.2
+            else:
+                try:
+                    key.data.step(key.fileobj, mask)
+                except Exception:
+                    key.data.close()
+    except MemoryError:
+        time.sleep(0.05)
 '''
 
 
@@ -240,6 +341,7 @@ class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer
     connection is answered 503 and closed before any thread is started for it."""
 
     daemon_threads = True
+    request_queue_size = 128  # a burst of connections waits to be accepted (or answered 503)
     proxy: ModelProxy
 
     def process_request(self, request: Any, client_address: Any) -> None:

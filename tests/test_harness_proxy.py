@@ -468,3 +468,83 @@ def test_the_llm_agent_keeps_the_same_caps(tmp_path: Path) -> None:
     (r,) = Store(db).trials()
     assert (r["exit_reason"], r["requests"], len(server.requests)) == ("budget_exceeded", 2, 2)
     assert "token cap reached: 4 tokens used, cap 4" in r["detail"]
+
+
+HOLDER = """\
+python3 {fwd} 18080 {sock} /tmp/.ready {cap} >/tmp/fwd.log 2>&1 &
+i=0; while [ ! -e /tmp/.ready ] && [ $i -lt 400 ]; do i=$((i+1)); sleep 0.05; done
+python3 - <<'EOF'
+import socket, time, urllib.error, urllib.request
+
+def ask():
+    # the proxy may still be freeing the slots of connections just closed: a 503 (busy) is
+    # asked again, a bounded number of times
+    for _ in range(50):
+        req = urllib.request.Request(
+            "http://127.0.0.1:18080/v1/chat/completions", data=b'{{"model": "m"}}',
+            headers={{"Content-Type": "application/json"}})
+        try:
+            return str(urllib.request.urlopen(req, timeout=30).status)
+        except urllib.error.HTTPError as exc:
+            if exc.code != 503:
+                return str(exc.code)
+        except OSError as exc:
+            return "down:" + type(exc).__name__
+        time.sleep(0.1)
+    return "busy"
+
+for hold in ({few}, {many}):
+    held = [socket.create_connection(("127.0.0.1", 18080), timeout=10) for _ in range(hold)]
+    print("held", hold, "ask", ask() if hold == {few} else "-", flush=True)
+    for s in held:
+        s.close()
+    print("released", hold, "ask", ask(), flush=True)
+EOF
+"""
+
+
+@pytest.mark.skipif(not bwrap_path(), reason="bubblewrap not installed")
+def test_forwarder_survives_held_connections_under_small_limits(
+    upstream: Any, tmp_path: Path
+) -> None:
+    """The in-sandbox forwarder under a pids limit of 64 and 512 MiB: 30 held connections
+    (a thread each way per connection used to exhaust the pids limit and kill it, cutting
+    the agent off for the rest of its trial), then 100 (over its own cap of 64: the rest
+    wait in the backlog). It keeps answering throughout and after."""
+    from harness.proxy import FORWARDER_MAX_CONNECTIONS, FORWARDER_NAME, SANDBOX_DIR
+    from harness.sandbox import Bind, Limits
+
+    few, many = 30, 100
+    assert many > FORWARDER_MAX_CONNECTIONS
+    need_pids = 64
+    task = make_fake_task(tmp_path / "tasks")
+    backend = SandboxBackend("bwrap", ensure_agent_venv())
+    if "pids" not in backend.features.cgroup:
+        print("SKIP reason: no usable pids cgroup controller")
+        pytest.skip("no usable pids cgroup controller")
+    up = Upstream(upstream.base_url, "k")
+    with ModelProxy(up, model="m", read_timeout=5.0) as px:
+        session = backend.open(
+            data_dir=task.data_dir,
+            trial_dir=tmp_path / "trial",
+            limits=Limits(wall_sec=120, pids=need_pids, memory_mb=512, storage_mb=256),
+            extra=(Bind(px.dir, SANDBOX_DIR, grant=True),),
+        )
+        try:
+            script = HOLDER.format(
+                fwd=f"{SANDBOX_DIR}/{FORWARDER_NAME}",
+                sock=f"{SANDBOX_DIR}/{SOCKET_NAME}",
+                cap=FORWARDER_MAX_CONNECTIONS,
+                few=few,
+                many=many,
+            )
+            res = session.exec(["/bin/sh", "-c", script], timeout=120)
+        finally:
+            session.close()
+    out = res.stdout.decode()
+    print(out, res.stderr.decode()[-2000:])
+    assert res.exit_code == 0, res.stderr
+    assert out.split() == [
+        *("held", str(few), "ask", "200", "released", str(few), "ask", "200"),
+        *("held", str(many), "ask", "-", "released", str(many), "ask", "200"),
+    ]
