@@ -233,6 +233,8 @@ CODEX_PROVIDER = (
     "model_providers.tbmm.request_max_retries=0",  # the proxy retries
     "-c",
     "model_providers.tbmm.stream_max_retries=0",
+    "-c",
+    'web_search="disabled"',  # else a provider-side (live, with its sandbox bypassed) search
 )
 
 TEMPLATES: dict[str, CommandTemplate] = {
@@ -489,9 +491,9 @@ class CommandAgent:
         if proxy.stopped is not None:
             # The agent asked for more than its budget: its run was ended, its own failure.
             outcome = AgentOutcome("budget_exceeded", proxy.stopped, outcome.turns, outcome.infra)
-        if proxy.refused_models:
-            n = len(proxy.refused_models)
-            note = f"{n} request(s) refused by the model pin, first: {proxy.refused_models[0]}"
+        if proxy.refusals:
+            n = len(proxy.refusals)
+            note = f"{n} request(s) refused by the proxy's pin, first: {proxy.refusals[0]}"
             outcome.detail = "; ".join(x for x in (outcome.detail, note[:500]) if x)
         if proxy.failures and outcome.infra is None:
             first = proxy.failures[0]

@@ -21,8 +21,9 @@ slower than `read_timeout` is dropped), responses cut at `max_response_bytes`, a
 The proxy also pins what the entry is (`pin_body`, `ModelProxy._headers`): a request body
 must be one JSON object whose `model` is the entry's `--model`, else it is refused (400)
 without reaching the provider; the body is re-serialised from what was checked, so the
-provider parses exactly that; only the headers in `FORWARD_HEADERS` (and query parameters in
-`QUERY_PARAMS`) pass, the auth header being the harness's own key. Per-trial caps
+provider parses exactly that; a tool the provider would run itself (web search, MCP, code
+execution: `hosted_tool`) is refused likewise; only the headers in `FORWARD_HEADERS` (and
+query parameters in `QUERY_PARAMS`) pass, the auth header being the harness's own key. Per-trial caps
 (`harness.usage.TrialCaps`) on requests, tokens and cost end the trial of an agent that
 asks for more than its budget (`on_stop`), recorded as its own failure (`stopped`).
 """
@@ -297,6 +298,67 @@ def pin_body(body: bytes, model: str | None) -> tuple[bytes, dict[str, Any]] | s
         return f"the request body cannot be serialised again: {str(exc)[:200]}"
 
 
+# Tools an agent may declare, per API style: those its own program runs (in the sandbox).
+# A tool the provider runs itself reaches the network (web search, web fetch, remote MCP
+# servers), runs code on the provider's machines, or calls another model (image
+# generation): the sandbox has no network, so neither has the model. (type names, prefixes
+# of versioned type names); an Anthropic tool without a type is a client tool.
+CLIENT_TOOLS: dict[str, tuple[frozenset[str], tuple[str, ...]]] = {
+    "chat": (frozenset({"function", "custom"}), ()),
+    "responses": (
+        frozenset({"function", "custom", "local_shell", "shell", "apply_patch", "namespace"}),
+        (),
+    ),
+    "anthropic": (frozenset({"custom"}), ("bash_", "text_editor_", "computer_", "memory_")),
+}
+# Request fields that switch on provider-side network or execution without a tool entry.
+HOSTED_FIELDS: dict[str, tuple[str, ...]] = {
+    "chat": ("web_search_options",),
+    "responses": (),
+    "anthropic": ("mcp_servers", "container"),
+}
+
+
+def hosted_tool(api: str | None, doc: dict[str, Any]) -> str | None:
+    """Why the request is refused for asking the provider to run a tool, or None.
+
+    Only tools the agent's program executes pass (`CLIENT_TOOLS`, a Responses `namespace`
+    when every tool in it does); any other type, a malformed tool list, or a field of
+    `HOSTED_FIELDS` is refused. codex declares a `web_search` tool unless told not to
+    (the template does; with its sandbox bypassed it would be a live search)."""
+    if api not in CLIENT_TOOLS:
+        return None
+    for name in HOSTED_FIELDS[api]:
+        if name in doc:
+            return f"{name!r} asks the provider to reach the network or run code for the agent"
+    return _tools_refusal(api, doc.get("tools", []), 0)
+
+
+def _tools_refusal(api: str, tools: Any, depth: int) -> str | None:
+    if not isinstance(tools, list) or depth > 4:
+        return "'tools' must be a list of tool objects"
+    names, prefixes = CLIENT_TOOLS[api]
+    for tool in tools:
+        if not isinstance(tool, dict):
+            return "'tools' must be a list of tool objects"
+        kind = tool.get("type", "custom" if api == "anthropic" else None)
+        if not isinstance(kind, str):
+            return "a tool without a type"
+        if kind == "namespace":
+            if "namespace" in names:
+                why = _tools_refusal(api, tool.get("tools", []), depth + 1)
+                if why is None:
+                    continue
+                return why
+        elif kind in names or kind.startswith(prefixes):
+            continue
+        return (
+            f"tool type {kind[:80]!r} runs on the provider's side (network or code "
+            "outside the sandbox): only tools the agent runs itself are relayed"
+        )
+    return None
+
+
 @dataclass(frozen=True)
 class Upstream:
     """Where the real provider is and how to authenticate to it."""
@@ -447,7 +509,7 @@ class ModelProxy:
         self.caps = caps or TrialCaps()
         self.on_stop = on_stop  # ends the agent's run once its budget is spent
         self.stopped: str | None = None  # why the budget ended the trial, if it did
-        self.refused_models: list[str] = []  # why requests were refused by the model pin
+        self.refusals: list[str] = []  # why requests were refused (model pin, hosted tools)
         self.sent = 0  # requests admitted upstream (a retry is the same request)
         self._admit_lock = threading.Lock()
         self.trajectory = trajectory
@@ -502,10 +564,15 @@ class ModelProxy:
     def admit(self, handler: BaseHTTPRequestHandler, body: bytes) -> None:
         """Pin the model, spend the budget, then relay; or refuse without going upstream."""
         pinned = pin_body(body, self.model)
+        kind = "model_pin"
+        if not isinstance(pinned, str):
+            why_tool = hosted_tool(api_of(self.upstream.target(handler.path)), pinned[1])
+            if why_tool is not None:
+                pinned, kind = why_tool, "hosted_tool"
         if isinstance(pinned, str):
             with self._admit_lock:
-                self.refused_models.append(pinned)
-            self.refuse(handler, 400, pinned, kind="model_pin")
+                self.refusals.append(pinned)
+            self.refuse(handler, 400, pinned, kind=kind)
             return
         with self._admit_lock:
             why = self.stopped or self.caps.spent(self.totals, self.sent)

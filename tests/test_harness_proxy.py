@@ -258,7 +258,7 @@ def test_a_request_for_another_model_never_reaches_the_upstream(
     # only the one well-formed request went upstream, naming the entry's model
     assert [r.get("model") for r in upstream.requests] == ["m"]
     assert upstream.requests == [make("m")]
-    assert len(px.refused_models) == len(bodies)
+    assert len(px.refusals) == len(bodies)
     events = read_trajectory(tmp_path / "t.jsonl")
     pins = [e for e in events if e["type"] == "http_refused" and e["refused_by"] == "model_pin"]
     assert len(pins) == len(bodies)
@@ -548,3 +548,72 @@ def test_forwarder_survives_held_connections_under_small_limits(
         *("held", str(few), "ask", "200", "released", str(few), "ask", "200"),
         *("held", str(many), "ask", "-", "released", str(many), "ask", "200"),
     ]
+
+
+FN_TOOL = {
+    "chat": {"type": "function", "function": {"name": "run", "parameters": {}}},
+    "responses": {"type": "function", "name": "run", "parameters": {}},
+    "messages": {"name": "run", "input_schema": {"type": "object"}},
+}
+HOSTED = {
+    "chat": [{"tools": [{"type": "web_search"}]}, {"web_search_options": {}}],
+    "responses": [
+        {"tools": [{"type": "web_search"}]},
+        {"tools": [{"type": "web_search_preview"}]},
+        {"tools": [{"type": "mcp", "server_url": "https://example.org/mcp"}]},
+        {"tools": [{"type": "code_interpreter", "container": {"type": "auto"}}]},
+        {"tools": [{"type": "image_generation", "model": "gpt-image-1"}]},
+        {"tools": [{"type": "file_search", "vector_store_ids": ["vs_1"]}]},
+        {"tools": [{"type": "namespace", "name": "n", "tools": [{"type": "web_search"}]}]},
+        {"tools": [{"name": "untyped"}]},
+        {"tools": "web_search"},
+    ],
+    "messages": [
+        {"tools": [{"type": "web_search_20250305", "name": "web_search"}]},
+        {"tools": [{"type": "web_fetch_20250910", "name": "web_fetch"}]},
+        {"tools": [{"type": "code_execution_20250825", "name": "code_execution"}]},
+        {"mcp_servers": [{"type": "url", "url": "https://example.org/mcp", "name": "m"}]},
+        {"container": "container_1"},
+        {"tools": [7]},
+    ],
+}
+CLIENT = {
+    "chat": [[FN_TOOL["chat"], {"type": "custom", "name": "patch"}]],
+    "responses": [
+        [FN_TOOL["responses"], {"type": "custom", "name": "apply_patch"}],
+        [{"type": "namespace", "name": "agents", "tools": [FN_TOOL["responses"]]}],
+        [{"type": "local_shell"}],
+    ],
+    "messages": [
+        [FN_TOOL["messages"], {"type": "custom", "name": "c", "input_schema": {}}],
+        [{"type": "bash_20250124", "name": "bash"}, {"type": "text_editor_20250728", "name": "e"}],
+    ],
+}
+
+
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_tools_the_provider_would_run_never_reach_it(style: str, tmp_path: Path) -> None:
+    """A web search, web fetch, remote MCP server or code container run by the provider is
+    network access the sandbox does not have: refused; tools the agent runs pass."""
+    provider, path, make = STYLES[style]
+    replies = [text_reply(f"r{i}", (1, 1)) for i in range(10)]
+    traj = Trajectory(tmp_path / "t.jsonl")
+    with ScriptedChatServer(replies) as server:  # type: ignore[arg-type]
+        with ModelProxy(upstream_for(server, provider), trajectory=traj, model="m") as px:
+            bad = [
+                status(send(px, request("POST", path, json.dumps({**make("m"), **extra}).encode())))
+                for extra in HOSTED[style]
+            ]
+            good = [
+                status(
+                    send(px, request("POST", path, json.dumps({**make("m"), "tools": t}).encode()))
+                )
+                for t in CLIENT[style]
+            ]
+        traj.close()
+        sent = server.requests
+    assert bad == [400] * len(HOSTED[style])
+    assert good == [200] * len(CLIENT[style])
+    assert [r["tools"] for r in sent] == CLIENT[style]  # only the client tools went upstream
+    refused = [e for e in read_trajectory(tmp_path / "t.jsonl") if e["type"] == "http_refused"]
+    assert [e["refused_by"] for e in refused] == ["hosted_tool"] * len(HOSTED[style])
