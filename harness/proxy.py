@@ -22,10 +22,11 @@ The proxy also pins what the entry is (`pin_body`, `ModelProxy._headers`): a req
 must be one JSON object whose `model` is the entry's `--model`, else it is refused (400)
 without reaching the provider; the body is re-serialised from what was checked, so the
 provider parses exactly that; a tool the provider would run itself (web search, MCP, code
-execution: `hosted_tool`) is refused likewise; only the headers in `FORWARD_HEADERS` (and
-query parameters in `QUERY_PARAMS`) pass, the auth header being the harness's own key. Per-trial caps
-(`harness.usage.TrialCaps`) on requests, tokens and cost end the trial of an agent that
-asks for more than its budget (`on_stop`), recorded as its own failure (`stopped`).
+execution) or a service tier billed apart (`unpinned_feature`) is refused likewise; only
+the headers in `FORWARD_HEADERS` (and query parameters in `QUERY_PARAMS`) pass, the auth
+header being the harness's own key. Per-trial caps (`harness.usage.TrialCaps`) on
+requests, tokens and cost end the trial of an agent that asks for more than its budget
+(`on_stop`), recorded as its own failure (`stopped`).
 """
 
 from __future__ import annotations
@@ -81,6 +82,17 @@ _HOP |= {"proxy-authorization", "proxy-connection", "content-length", "accept-en
 FORWARD_HEADERS: dict[str, frozenset[str]] = {
     "openai": frozenset({"accept", "user-agent", "openai-beta"}),
     "anthropic": frozenset({"accept", "user-agent", "anthropic-version", "anthropic-beta"}),
+}
+# Anthropic beta features dropped from `anthropic-beta`: priced apart from the model's row
+# (the 1M-token context is billed at a premium above 200k tokens: the recorded cost would
+# be wrong).
+PRICED_BETAS = ("context-1m",)
+# Service tiers priced as the model table prices the model (others, e.g. OpenAI's
+# "priority" or "flex", are billed at other rates and are refused).
+SERVICE_TIERS: dict[str, frozenset[str | None]] = {
+    "chat": frozenset({None, "auto", "default"}),
+    "responses": frozenset({None, "auto", "default"}),
+    "anthropic": frozenset({None, "auto", "standard_only"}),
 }
 # Query parameters passed on (claude-code asks /v1/messages?beta=true); others are dropped.
 QUERY_PARAMS: dict[str, frozenset[str]] = {
@@ -319,8 +331,9 @@ HOSTED_FIELDS: dict[str, tuple[str, ...]] = {
 }
 
 
-def hosted_tool(api: str | None, doc: dict[str, Any]) -> str | None:
-    """Why the request is refused for asking the provider to run a tool, or None.
+def unpinned_feature(api: str | None, doc: dict[str, Any]) -> str | None:
+    """Why the request is refused for asking the provider to run a tool or to bill at
+    another rate (a `service_tier` outside `SERVICE_TIERS`), or None.
 
     Only tools the agent's program executes pass (`CLIENT_TOOLS`, a Responses `namespace`
     when every tool in it does); any other type, a malformed tool list, or a field of
@@ -328,6 +341,9 @@ def hosted_tool(api: str | None, doc: dict[str, Any]) -> str | None:
     (the template does; with its sandbox bypassed it would be a live search)."""
     if api not in CLIENT_TOOLS:
         return None
+    tier = doc.get("service_tier")
+    if tier not in SERVICE_TIERS[api]:
+        return f"service tier {json.dumps(tier)[:60]} is billed apart from the model's prices"
     for name in HOSTED_FIELDS[api]:
         if name in doc:
             return f"{name!r} asks the provider to reach the network or run code for the agent"
@@ -552,6 +568,13 @@ class ModelProxy:
         """Only `FORWARD_HEADERS` of what the agent sent, then our own key and encoding."""
         allowed = FORWARD_HEADERS.get(self.upstream.provider, frozenset())
         out = {k: v for k, v in incoming.items() if k.lower() in allowed}
+        for key in [k for k in out if k.lower() == "anthropic-beta"]:
+            kept = [b.strip() for b in out[key].split(",") if b.strip()]
+            kept = [b for b in kept if not b.lower().startswith(PRICED_BETAS)]
+            if kept:
+                out[key] = ",".join(kept)
+            else:
+                del out[key]
         out["Content-Type"] = "application/json"
         if self.upstream.api_key:
             if self.upstream.auth == "x-api-key":
@@ -566,9 +589,9 @@ class ModelProxy:
         pinned = pin_body(body, self.model)
         kind = "model_pin"
         if not isinstance(pinned, str):
-            why_tool = hosted_tool(api_of(self.upstream.target(handler.path)), pinned[1])
-            if why_tool is not None:
-                pinned, kind = why_tool, "hosted_tool"
+            why_feature = unpinned_feature(api_of(self.upstream.target(handler.path)), pinned[1])
+            if why_feature is not None:
+                pinned, kind = why_feature, "feature_pin"
         if isinstance(pinned, str):
             with self._admit_lock:
                 self.refusals.append(pinned)

@@ -290,7 +290,10 @@ def test_only_allowed_headers_and_query_reach_the_upstream(style: str, upstream:
     provider, path, make = STYLES[style]
     needed = {
         "openai": {"OpenAI-Beta": "responses=experimental"},
-        "anthropic": {"anthropic-version": "2023-06-01", "anthropic-beta": "x-2025-01-01"},
+        "anthropic": {
+            "anthropic-version": "2023-06-01",
+            "anthropic-beta": "x-2025-01-01, context-1m-2025-08-07,y-1",
+        },
     }[provider]
     wrong_style = {"openai": {"anthropic-version": "2023-06-01"}, "anthropic": {"OpenAI-Beta": "a"}}
     headers = {
@@ -314,6 +317,8 @@ def test_only_allowed_headers_and_query_reach_the_upstream(style: str, upstream:
         assert got["x-api-key"] == "real-key" and "authorization" not in got
     else:
         assert got["authorization"] == "Bearer real-key" and "x-api-key" not in got
+    if provider == "anthropic":  # the 1M context is billed at a premium: dropped
+        needed["anthropic-beta"] = "x-2025-01-01,y-1"
     for name, value in {**needed, "Accept": "text/event-stream", "User-Agent": "cli/1.0"}.items():
         assert got[name.lower()] == value
     assert got["content-type"] == "application/json"  # the body we send is JSON we wrote
@@ -556,7 +561,11 @@ FN_TOOL = {
     "messages": {"name": "run", "input_schema": {"type": "object"}},
 }
 HOSTED = {
-    "chat": [{"tools": [{"type": "web_search"}]}, {"web_search_options": {}}],
+    "chat": [
+        {"tools": [{"type": "web_search"}]},
+        {"web_search_options": {}},
+        {"service_tier": "priority"},
+    ],
     "responses": [
         {"tools": [{"type": "web_search"}]},
         {"tools": [{"type": "web_search_preview"}]},
@@ -567,6 +576,7 @@ HOSTED = {
         {"tools": [{"type": "namespace", "name": "n", "tools": [{"type": "web_search"}]}]},
         {"tools": [{"name": "untyped"}]},
         {"tools": "web_search"},
+        {"service_tier": "flex"},
     ],
     "messages": [
         {"tools": [{"type": "web_search_20250305", "name": "web_search"}]},
@@ -575,6 +585,7 @@ HOSTED = {
         {"mcp_servers": [{"type": "url", "url": "https://example.org/mcp", "name": "m"}]},
         {"container": "container_1"},
         {"tools": [7]},
+        {"service_tier": "priority"},
     ],
 }
 CLIENT = {
@@ -616,4 +627,4 @@ def test_tools_the_provider_would_run_never_reach_it(style: str, tmp_path: Path)
     assert good == [200] * len(CLIENT[style])
     assert [r["tools"] for r in sent] == CLIENT[style]  # only the client tools went upstream
     refused = [e for e in read_trajectory(tmp_path / "t.jsonl") if e["type"] == "http_refused"]
-    assert [e["refused_by"] for e in refused] == ["hosted_tool"] * len(HOSTED[style])
+    assert [e["refused_by"] for e in refused] == ["feature_pin"] * len(HOSTED[style])
