@@ -333,7 +333,7 @@ def build(
                     },
                     llm_call_count=0,
                 )
-        elif kind in ("model_error", "harness_error", "infra_error"):
+        elif kind in ("model_error", "harness_error", "infra_error", "budget_exceeded"):
             b.add(
                 "system",
                 f"{kind}: {_cap(str(ev.get('error') or ev.get('traceback') or ev.get('cause') or ''), 8000)}",

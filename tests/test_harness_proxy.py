@@ -28,6 +28,7 @@ from harness.testing import (
 from harness.trajectory import Trajectory, read_trajectory
 from harness.usage import Pricing, TrialCaps, UsageTotals
 from harness.venv import ensure_agent_venv
+from tests.atif_check import assert_valid_atif
 
 M = b'{"model": "m"}'  # the smallest body the pinned proxy relays (entry model "m")
 
@@ -425,6 +426,11 @@ def test_a_runaway_cli_is_stopped_at_its_request_cap(upstream: Any, tmp_path: Pa
     (cmd,) = [e for e in events if e["type"] == "command"]
     assert cmd["timed_out"] is False  # ended by the cap, not by the clock
     assert [e["type"] for e in events].count("budget_exceeded") == 1
+    assert r["trajectory"] == "trajectory.json"  # the ATIF file was written, and says why
+    doc = json.loads((runs_dir_for(db) / r["blob_dir"] / "trajectory.json").read_text())
+    said = [s["message"] for s in doc["steps"] if s["source"] == "system"]
+    assert any(m.startswith("budget_exceeded: request cap reached") for m in said), said
+    assert_valid_atif([runs_dir_for(db) / r["blob_dir"] / "trajectory.json"])
 
 
 def test_cli_refuses_unpinned_or_unpriced_budgets_before_any_trial(tmp_path: Path) -> None:
