@@ -18,10 +18,17 @@ from harness import cli_agents
 from harness.backends import Session
 from harness.errors import InfraError
 from harness.preflight import check_endpoint, probe_endpoint
-from harness.proxy import FORWARDER_NAME, SANDBOX_DIR, SOCKET_NAME, ModelProxy, Upstream
+from harness.proxy import (
+    FORWARDER_MAX_CONNECTIONS,
+    FORWARDER_NAME,
+    SANDBOX_DIR,
+    SOCKET_NAME,
+    ModelProxy,
+    Upstream,
+)
 from harness.sandbox import ABORT, Bind
 from harness.trajectory import Trajectory
-from harness.usage import UsageTotals
+from harness.usage import TrialCaps, UsageTotals
 
 
 class TaskLike(Protocol):
@@ -97,7 +104,7 @@ class AgentContext:
 @dataclass
 class AgentOutcome:
     """How the agent stopped. exit_reason: completed | timeout | error | max_turns |
-    model_error | no_artifact_source | harness_error | agent_request_rejected (set by the
+    model_error | budget_exceeded (a per-trial cap of the proxy) | no_artifact_source | harness_error | agent_request_rejected (set by the
     runner: an upstream rejection its own probe did not confirm). `infra` = "<kind>:
     <detail>" when the infrastructure failed (harness.errors): the trial is then `error`,
     not a score."""
@@ -274,6 +281,8 @@ CODEX_PROVIDER = (
     "model_providers.tbmm.request_max_retries=0",  # the proxy retries
     "-c",
     "model_providers.tbmm.stream_max_retries=0",
+    "-c",
+    'web_search="disabled"',  # else a provider-side (live, with its sandbox bypassed) search
 )
 
 TEMPLATES: dict[str, CommandTemplate] = {
@@ -309,6 +318,14 @@ TEMPLATES: dict[str, CommandTemplate] = {
         env=(
             ("ANTHROPIC_BASE_URL", "{base_url}"),
             ("ANTHROPIC_API_KEY", "tbmm-proxy"),
+            # every model claude-code may pick by itself (background "small fast" calls,
+            # subagents, aliases) is the entry's model: the proxy refuses any other
+            ("ANTHROPIC_MODEL", "{model}"),
+            ("ANTHROPIC_SMALL_FAST_MODEL", "{model}"),
+            ("ANTHROPIC_DEFAULT_HAIKU_MODEL", "{model}"),
+            ("ANTHROPIC_DEFAULT_SONNET_MODEL", "{model}"),
+            ("ANTHROPIC_DEFAULT_OPUS_MODEL", "{model}"),
+            ("CLAUDE_CODE_SUBAGENT_MODEL", "{model}"),
             ("DISABLE_TELEMETRY", "1"),
             ("DISABLE_AUTOUPDATER", "1"),
             ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
@@ -340,7 +357,7 @@ FORWARD_PORT = 18080
 FORWARDER_FAILED = 125  # exit code of the launcher when the in-sandbox forwarder never started
 FORWARDER_MARK = "tbmm: the model forwarder did not start"
 _LAUNCH = (
-    f"python3 {SANDBOX_DIR}/{FORWARDER_NAME} {FORWARD_PORT} {SANDBOX_DIR}/{SOCKET_NAME} /tmp/.tbmm-fwd-ready >/tmp/.tbmm-fwd.log 2>&1 &\n"
+    f"python3 {SANDBOX_DIR}/{FORWARDER_NAME} {FORWARD_PORT} {SANDBOX_DIR}/{SOCKET_NAME} /tmp/.tbmm-fwd-ready {FORWARDER_MAX_CONNECTIONS} >/tmp/.tbmm-fwd.log 2>&1 &\n"
     "i=0; while [ ! -e /tmp/.tbmm-fwd-ready ] && [ $i -lt 400 ]; do i=$((i+1)); sleep 0.05; done\n"
     f'if [ ! -e /tmp/.tbmm-fwd-ready ]; then echo "{FORWARDER_MARK}:" >&2; '
     f"cat /tmp/.tbmm-fwd.log >&2; exit {FORWARDER_FAILED}; fi\n"
@@ -376,7 +393,9 @@ class CommandAgent:
         label: str | None = None,
         max_retries: int = 6,
         backoff_s: float = 1.0,
+        caps: TrialCaps | None = None,
     ) -> None:
+        self.caps = caps or TrialCaps()
         if isinstance(template, str):
             if template not in TEMPLATES:
                 raise ValueError(f"unknown command template {template!r}: {sorted(TEMPLATES)}")
@@ -420,6 +439,8 @@ class CommandAgent:
         out: dict[str, Any] = {"harness": self.label, "argv": list(self.template.argv)}
         if self.package is not None:
             out["package"] = self.package.spec
+        if self.caps.settings():  # only when set: entries run without caps keep their id
+            out["caps"] = self.caps.settings()
         return out
 
     def upstream(self) -> Upstream | None:
@@ -518,11 +539,20 @@ class CommandAgent:
                 totals=ctx.totals,
                 max_retries=self.max_retries,
                 backoff_s=self.backoff_s,
+                model=ctx.model,
+                caps=self.caps,
             )
         except OSError as exc:
             raise InfraError("proxy_failure", f"the model proxy could not start: {exc}") from exc
         with proxy:
             outcome = self._run(ctx, proxy)
+        if proxy.stopped is not None:
+            # The agent asked for more than its budget: its run was ended, its own failure.
+            outcome = AgentOutcome("budget_exceeded", proxy.stopped, outcome.turns, outcome.infra)
+        if proxy.refusals:
+            n = len(proxy.refusals)
+            note = f"{n} request(s) refused by the proxy's pin, first: {proxy.refusals[0]}"
+            outcome.detail = "; ".join(x for x in (outcome.detail, note[:500]) if x)
         if proxy.failures and outcome.infra is None:
             # an unreachable or overloaded endpoint outranks a rejection (which the runner
             # checks with its own probe before it calls it infrastructure)
@@ -565,6 +595,9 @@ class CommandAgent:
         ctx.trajectory.add("start", argv=argv, env=env, version=self.version)
         extra = binds + ((Bind(proxy.dir, SANDBOX_DIR, grant=True),) if proxy is not None else ())
         session = ctx.open(extra)
+        if proxy is not None:
+            stop = getattr(session, "stop", None)  # ends the run when the budget is spent
+            proxy.on_stop = stop
         res = session.exec(
             full,
             timeout=max(ctx.remaining(), 1.0),

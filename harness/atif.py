@@ -341,7 +341,7 @@ def build(
                 f"{_cap(str(ev.get('finding') or ''), 2000)}",
                 t,
             )
-        elif kind in ("model_error", "harness_error", "infra_error"):
+        elif kind in ("model_error", "harness_error", "infra_error", "budget_exceeded"):
             b.add(
                 "system",
                 f"{kind}: {_cap(str(ev.get('error') or ev.get('traceback') or ev.get('cause') or ''), 8000)}",

@@ -34,7 +34,7 @@ from harness.runner import (
     run_sweep,
     trial_limits,
 )
-from harness.usage import Pricing
+from harness.usage import Pricing, TrialCaps
 
 AGENTS = ("oracle", "replay", "llm", "command", *TEMPLATES)
 EXIT_USAGE = 2
@@ -55,6 +55,7 @@ def build_agent(
     retries: int = 6,
     agent_provider: str = "openai",
     replay_allow_missing: bool = False,
+    caps: TrialCaps | None = None,
 ) -> Agent:
     """The agent behind an `--agent` name (see AGENTS). Prices are not the agent's: the
     runner costs every agent's tokens with the sweep's pricing."""
@@ -72,15 +73,18 @@ def build_agent(
             temperature=temperature,
             vision=vision,
             max_retries=retries,
+            caps=caps,
         )
     if name == "command":
         if not agent_cmd:
             raise typer.BadParameter("--agent command needs --agent-cmd 'shell command'")
         if agent_provider not in ("openai", "anthropic", "none"):
             raise typer.BadParameter("--agent-provider: openai, anthropic or none")
-        return CommandAgent.from_shell(agent_cmd, provider=agent_provider, max_retries=retries)
+        return CommandAgent.from_shell(
+            agent_cmd, provider=agent_provider, max_retries=retries, caps=caps
+        )
     if name in TEMPLATES:
-        return CommandAgent(name, max_retries=retries)
+        return CommandAgent(name, max_retries=retries, caps=caps)
     raise typer.BadParameter(f"unknown agent {name!r}; one of {', '.join(AGENTS)}")
 
 
@@ -252,6 +256,24 @@ def run_command(
         help="send the statement's figures as images (llm agent); default: on when the "
         "model's row in the model table declares vision",
     ),
+    max_requests: int | None = typer.Option(
+        None,
+        "--max-requests",
+        min=1,
+        help="per-trial cap on model requests: the first request beyond it ends the trial "
+        "(budget_exceeded, the agent's own failure); default no cap",
+    ),
+    max_tokens: int | None = typer.Option(
+        None,
+        "--max-tokens",
+        min=1,
+        help="per-trial cap on tokens (prompt, cached included, + output); as --max-requests",
+    ),
+    max_cost: float | None = typer.Option(
+        None,
+        "--max-cost",
+        help="per-trial cap on cost in USD (needs prices); as --max-requests",
+    ),
     artifact_max_bytes: int = typer.Option(DEFAULT_ARTIFACT_MAX_BYTES, "--artifact-max-bytes"),
     tasks_root: Path | None = typer.Option(None, "--tasks-root"),
     allow_incomplete: bool = typer.Option(
@@ -285,6 +307,15 @@ def run_command(
     except ModelTableError as exc:
         console.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(EXIT_USAGE) from exc
+    try:
+        caps = TrialCaps(max_requests, max_tokens, max_cost)
+    except ValueError as exc:
+        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        raise typer.Exit(EXIT_USAGE) from exc
+    refusal = model_refusal(agent, model, agent_provider, caps, pricing)
+    if refusal:
+        console.print(f"[red]error:[/red] {refusal}", highlight=False)
+        raise typer.Exit(EXIT_USAGE)
     if pricing is None and (price_in is not None or price_out is not None):
         console.print(
             "[yellow]note:[/yellow] no model-table row for this model: give both --price-in "
@@ -303,6 +334,7 @@ def run_command(
         retries=retries,
         agent_provider=agent_provider,
         replay_allow_missing=replay_allow_missing,
+        caps=caps,
     )
     problems = model_problems(the_agent, agent, model, price_in, price_out)
     problems += path_problems(db, tasks_root)
@@ -428,6 +460,26 @@ def _run_harbor(
     _print_leaderboard(db, tasks_root)
     if code != 0 or summary.errors:
         raise typer.Exit(1)
+
+
+def model_refusal(
+    agent: str,
+    model: str | None,
+    provider: str,
+    caps: TrialCaps,
+    pricing: Pricing | None,
+) -> str | None:
+    """Why the model settings are refused before any trial, or None. An agent whose traffic
+    goes through the proxy needs --model (the proxy pins every request to it); a cost cap
+    needs prices (an unpriced response would never count against it)."""
+    proxied = agent in TEMPLATES or (agent == "command" and provider != "none")
+    if (proxied or agent == "llm") and not model:
+        return f"--agent {agent} needs --model: every model request is pinned to it"
+    if caps.cost_usd is not None and pricing is None:
+        return (
+            "--max-cost needs prices: a model-table row for --model, or --price-in and --price-out"
+        )
+    return None
 
 
 def check_isolation(

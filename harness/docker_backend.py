@@ -194,6 +194,12 @@ class DockerSession:
             timeout=timeout,
         )
 
+    def stop(self) -> None:
+        """End every command of the trial now (its model budget is spent): the container
+        is killed; the results folder is a bind mount and stays for collection."""
+        with contextlib.suppress(Exception):
+            self.container.kill()
+
     def close(self) -> None:
         with contextlib.suppress(Exception):
             self.container.remove(force=True)

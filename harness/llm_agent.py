@@ -31,7 +31,7 @@ from harness.errors import RETRIED_STATUS, status_kind
 from harness.preflight import check_endpoint, probe_endpoint
 from harness.proxy import Upstream
 from harness.sandbox import DATA, RESULTS, WORK
-from harness.usage import ResponseUsage
+from harness.usage import ResponseUsage, TrialCaps
 
 TOOL_OUTPUT_CAP = 12_000
 DEFAULT_COMMAND_TIMEOUT = 600
@@ -211,7 +211,9 @@ class LLMAgent:
         command_timeout: int = DEFAULT_COMMAND_TIMEOUT,
         max_retries: int = 6,
         vision: bool = False,
+        caps: TrialCaps | None = None,
     ) -> None:
+        self.caps = caps or TrialCaps()
         self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
         self.api_key_env = api_key_env
         self.max_turns = max_turns
@@ -228,6 +230,8 @@ class LLMAgent:
         }
         if self.vision:  # only when on: entries run before the option keep their id
             out["vision"] = True
+        if self.caps.settings():  # likewise
+            out["caps"] = self.caps.settings()
         return out
 
     def _chat_path(self) -> str:
@@ -270,6 +274,10 @@ class LLMAgent:
         for turn in range(1, self.max_turns + 1):
             if ctx.remaining() <= 0:
                 return AgentOutcome("timeout", "agent time limit reached", turn - 1)
+            spent = self.caps.spent(ctx.totals, turn - 1)
+            if spent is not None:
+                ctx.trajectory.add("budget_exceeded", cause=spent)
+                return AgentOutcome("budget_exceeded", spent, turn - 1)
             payload: dict[str, Any] = {
                 "model": ctx.model,
                 "messages": messages,

@@ -8,7 +8,11 @@ What the agent gets (root harness; see harness/README.md for the table):
   /dev. No /sys, nothing of the project, /work, anchors, panels, gates or tests;
 * a dedicated host uid/gid (setpriv), uid 1000 inside a user namespace in which nested user
   namespaces are disabled; every capability dropped (bounding set included), no_new_privs;
-* own pid, network (loopback only), ipc, uts and cgroup namespaces, a clean environment;
+* own pid, network (loopback only), ipc, uts and cgroup namespaces, a clean environment
+  (pid 1, bwrap itself, gets an empty one);
+* a seccomp filter (`harness.seccomp`, x86_64) answering EPERM to io_uring, bpf, perf
+  events, userfaultfd, keyrings, ptrace and process_vm_*, the mount family, kexec and module
+  loading, and killing a process that calls through another ABI;
 * a per-trial cgroup (`harness.cgroups`): pids, memory (the whole tree, tmpfs included) and
   CPU quota, plus per-process rlimits (address space, CPU time, file size, no core dumps);
 * a supervisor (`harness.supervise`) that kills the cgroup at the timeout, when the command
@@ -34,7 +38,7 @@ from dataclasses import dataclass, field, replace
 from functools import cache
 from pathlib import Path
 
-from harness import cgroups, trialfs
+from harness import cgroups, seccomp, trialfs
 from harness.cgroups import CgroupLimits, TrialCgroup
 from harness.isolation import Isolation
 from harness.trialfs import INSIDE_UID, AgentIds, TrialFS
@@ -179,12 +183,14 @@ def bwrap_argv(
     wall_sec: float | None = None,
     address_space: bool = True,
     bwrap: str = "bwrap",
+    seccomp_fd: int | None = None,
 ) -> list[str]:
     """The bubblewrap command line (pure: tests inspect it). It runs as the agent's uid.
 
     --unshare-user maps the caller (the dedicated agent uid) to uid 1000 and leaves the
     sandbox no capability; --disable-userns forbids nested user namespaces (the kernel
-    surface they open). Every other namespace is unshared too.
+    surface they open). Every other namespace is unshared too. `seccomp_fd`: a descriptor
+    holding the filter of `harness.seccomp`, loaded by bwrap before the command runs.
     """
     cmd = [bwrap, "--unshare-all", "--unshare-user", "--disable-userns"]
     cmd += ["--uid", str(INSIDE_UID), "--gid", str(INSIDE_UID), "--hostname", trialfs.HOSTNAME]
@@ -201,6 +207,8 @@ def bwrap_argv(
     cmd += ["--remount-ro", "/", "--chdir", WORK]
     for key, value in env.items():
         cmd += ["--setenv", key, value]
+    if seccomp_fd is not None:
+        cmd += ["--seccomp", str(seccomp_fd)]
     return [*cmd, "--", *limits.prlimit_argv(wall_sec, address_space), *argv]
 
 
@@ -265,14 +273,19 @@ def run_killable(
     capture_limit: int = MiB,
     env: Mapping[str, str] | None = None,
     cgroup: TrialCgroup | None = None,
+    group: _Group | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> ExecResult:
-    """Run `cmd` in its own session; at `timeout` kill everything it started.
+    """Run `cmd` in its own session; at `timeout` kill everything it started (and at once
+    when `group` is stopped, see `SandboxSession.stop`).
 
     With a cgroup, the supervisor keeps the command inside it and the kill empties the
     cgroup (every descendant, whatever its session or state). Without one: SIGKILL of the
     process group, the pid namespace takes the rest, and `setpriv --pdeathsig` kills the
     sandbox if this process dies. Output goes to files, so a chatty command cannot exhaust
-    our memory.
+    our memory. `cmd` runs with `env`, by default an EMPTY environment: bwrap is the
+    sandbox's pid 1 and its environment is readable inside (/proc/1/environ), so it gets
+    nothing of the host (the command itself gets bwrap's --clearenv/--setenv environment).
     """
     tmp = Path(tempfile.mkdtemp(prefix="tbmm-exec-"))
     if cgroup is not None:
@@ -291,12 +304,16 @@ def run_killable(
                 stdout=fo,
                 stderr=fe,
                 start_new_session=True,
-                env=dict(env) if env is not None else {"PATH": os.environ.get("PATH", "")},
+                pass_fds=tuple(pass_fds),
+                env=dict(env) if env is not None else {},
             )
             live = _Live(proc, cgroup)
             with _LIVE_LOCK:
                 _LIVE.add(live)
-                if ABORT.is_set():  # the sweep is aborting: it may have swept _LIVE already
+                if group is not None:
+                    group.live.add(live)
+                # the sweep is aborting, or the trial stopped: they may have swept already
+                if ABORT.is_set() or (group is not None and group.stopped):
                     live.kill()
             feeder = None
             if stdin is not None:
@@ -312,6 +329,8 @@ def run_killable(
             finally:
                 with _LIVE_LOCK:
                     _LIVE.discard(live)
+                    if group is not None:
+                        group.live.discard(live)
             if feeder is not None:
                 feeder.join(timeout=5)
         duration = time.monotonic() - start
@@ -340,6 +359,14 @@ class _Live:
             self.cgroup.kill()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.proc.pid, signal.SIGKILL)
+
+
+@dataclass(eq=False)
+class _Group:
+    """The commands of one session, so that the session can end them all (`stop`)."""
+
+    live: set[_Live] = field(default_factory=set)
+    stopped: bool = False
 
 
 _SETPRIV = shutil.which("setpriv")
@@ -437,6 +464,8 @@ class SandboxSession:
     fs: TrialFS | None = None
     _closed: bool = False
     _count: int = 0
+    _group: _Group = field(default_factory=_Group)
+    seccomp: bool = True  # load harness.seccomp's filter (where the machine has one)
 
     @property
     def results_dir(self) -> Path:
@@ -449,6 +478,7 @@ class SandboxSession:
         wall_sec: float,
         env: Mapping[str, str] | None = None,
         limit_memory: bool = True,
+        seccomp_fd: int | None = None,
     ) -> list[str]:
         full_env = sandbox_env(self.layout, self.limits, {**self.env, **(env or {})})
         cmd = bwrap_argv(
@@ -458,6 +488,8 @@ class SandboxSession:
             full_env,
             wall_sec=wall_sec,
             address_space=limit_memory,
+            bwrap=bwrap_path() or "bwrap",
+            seccomp_fd=seccomp_fd,
         )
         return [*setpriv_argv(self.ids), *cmd] if self.ids is not None else cmd
 
@@ -476,7 +508,35 @@ class SandboxSession:
         """Run one command inside a fresh sandbox, killed (with all descendants) at `timeout`."""
         if self._closed:
             raise RuntimeError("the sandbox session is closed")
-        cmd = self.command_line(argv, wall_sec=timeout, env=env, limit_memory=limit_memory)
+        prog = seccomp.program() if self.seccomp else None
+        if prog is None:
+            return self._exec(argv, timeout, stdin, env, stdout_path, stderr_path,
+                              capture_limit, limit_memory, None)  # fmt: skip
+        fd = os.memfd_create("tbmm-seccomp")  # close-on-exec here; passed to bwrap only
+        try:
+            os.write(fd, prog)
+            os.lseek(fd, 0, os.SEEK_SET)
+            return self._exec(argv, timeout, stdin, env, stdout_path, stderr_path,
+                              capture_limit, limit_memory, fd)  # fmt: skip
+        finally:
+            os.close(fd)
+
+    def _exec(
+        self,
+        argv: Sequence[str],
+        timeout: float,
+        stdin: bytes | None,
+        env: Mapping[str, str] | None,
+        stdout_path: Path | None,
+        stderr_path: Path | None,
+        capture_limit: int,
+        limit_memory: bool,
+        seccomp_fd: int | None,
+    ) -> ExecResult:
+        cmd = self.command_line(
+            argv, wall_sec=timeout, env=env, limit_memory=limit_memory, seccomp_fd=seccomp_fd
+        )
+        fds = () if seccomp_fd is None else (seccomp_fd,)
         if self.fs is None:
             return run_killable(
                 cmd,
@@ -486,6 +546,8 @@ class SandboxSession:
                 stderr_path=stderr_path,
                 capture_limit=capture_limit,
                 cgroup=self.cgroup,
+                group=self._group,
+                pass_fds=fds,
             )
         # Output is written on the trial's own disk (so the storage cap bounds it, not the
         # host's disk); the caller's files get at most OUTPUT_KEEP bytes of it, head and tail.
@@ -500,6 +562,8 @@ class SandboxSession:
                 stderr_path=err_tmp,
                 capture_limit=capture_limit,
                 cgroup=self.cgroup,
+                group=self._group,
+                pass_fds=fds,
             )
             for tmp, dest in ((out_tmp, stdout_path), (err_tmp, stderr_path)):
                 if dest is not None:
@@ -508,6 +572,14 @@ class SandboxSession:
             for tmp in (out_tmp, err_tmp):
                 tmp.unlink(missing_ok=True)
         return res
+
+    def stop(self) -> None:
+        """Kill every command of this session now, and any started later (the agent's model
+        budget is spent: its run ends here). Callable from any thread."""
+        with _LIVE_LOCK:
+            self._group.stopped = True
+            for live in self._group.live:
+                live.kill()
 
     def write_file(self, dest: str, data: bytes, *, timeout: float = 60.0) -> ExecResult:
         """Write bytes at a sandbox path from inside (the agent's own permissions apply)."""
@@ -559,6 +631,12 @@ class SandboxBackend:
         cg = dict.fromkeys(f.cgroup, True)
         v = {c: ctrl.version for c, ctrl in cgroups.discover().items()}
         uns = "bwrap --unshare-user (uid 1000 inside), --disable-userns"
+        filt = (
+            f"; seccomp denies {len(seccomp.DENIED)} calls (io_uring, bpf, perf, ptrace, "
+            "keyrings, mount family, kexec, modules)"
+            if seccomp.program() is not None
+            else "; no seccomp filter (no table for this architecture)"
+        )
         return {
             "unprivileged": (
                 f"dedicated host uid {trialfs.AGENT_UID_BASE}+slot (setpriv); {uns}"
@@ -566,10 +644,12 @@ class SandboxBackend:
                 else (f"the invoking uid {os.getuid()}; {uns}" if f.userns and not f.root else None)
             ),
             "capabilities": (
-                "setpriv: empty bounding set, no_new_privs; bwrap keeps no capability"
+                "setpriv: empty bounding set, no_new_privs; bwrap keeps no capability" + filt
                 if priv
                 else (
-                    "bwrap keeps no capability, no_new_privs" if f.userns and not f.root else None
+                    "bwrap keeps no capability, no_new_privs" + filt
+                    if f.userns and not f.root
+                    else None
                 )
             ),
             "kernel_knobs": (

@@ -123,7 +123,9 @@ def main(argv: list[str]) -> int:
                 os.write(2, f"tbmm supervise: cannot join cgroup {f}\n".encode())
                 os._exit(125)
         try:
-            os.execvp(cmd[0], cmd)
+            # An empty environment: the sandbox's pid 1 (bwrap) must hold nothing of the
+            # host, and Python's locale coercion may have added LC_CTYPE to ours.
+            os.execve(cmd[0], cmd, {})
         except OSError as exc:
             os.write(2, f"tbmm supervise: cannot run {cmd[0]}: {exc}\n".encode())
             os._exit(127)

@@ -164,7 +164,50 @@ class UsageTotals:
         )
 
     @property
+    def known_cost_usd(self) -> float:
+        """The cost of the responses that could be costed (what a cost cap compares)."""
+        return self._known_cost
+
+    @property
     def cost_usd(self) -> float | None:
         """The trial's cost so far; None when some response could not be costed (unknown is
         never guessed). No response at all costs 0."""
         return None if self._uncosted else self._known_cost
+
+
+@dataclass(frozen=True)
+class TrialCaps:
+    """Per-trial budget of model use (None: no cap): requests sent upstream, tokens (prompt,
+    cached included, plus output, as `UsageTotals` counts them) and cost in USD (the
+    responses costed so far). A budget is spent when its counter reaches the cap; the next
+    request the agent makes is then refused and ends its trial (`exit_reason`
+    `budget_exceeded`, the agent's own failure, scored with whatever artifact it wrote).
+    Requests already in flight when the budget runs out still complete, so tokens and cost
+    can overshoot by at most the responses of the connections open at that moment."""
+
+    requests: int | None = None
+    tokens: int | None = None
+    cost_usd: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("requests", "tokens", "cost_usd"):
+            value = getattr(self, name)
+            if value is not None and not value > 0:
+                raise ValueError(f"the {name} cap must be positive, not {value!r}")
+
+    def settings(self) -> dict[str, Any]:
+        """The caps that are set (part of an entry's identity: they change its scores)."""
+        out = {"requests": self.requests, "tokens": self.tokens, "cost_usd": self.cost_usd}
+        return {k: v for k, v in out.items() if v is not None}
+
+    def spent(self, totals: UsageTotals, requests: int) -> str | None:
+        """Why no further request may go upstream (`requests` sent so far), or None."""
+        if self.requests is not None and requests >= self.requests:
+            return f"request cap reached: {requests} of {self.requests} requests sent"
+        tokens = totals.input_tokens + totals.output_tokens
+        if self.tokens is not None and tokens >= self.tokens:
+            return f"token cap reached: {tokens} tokens used, cap {self.tokens}"
+        cost = totals.known_cost_usd
+        if self.cost_usd is not None and cost >= self.cost_usd:
+            return f"cost cap reached: {cost:.6f} USD spent, cap {self.cost_usd:g} USD"
+        return None

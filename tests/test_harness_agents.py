@@ -184,7 +184,7 @@ def test_command_agent_traffic_goes_through_retry_proxy(tmp_path: Path) -> None:
             provider_env={"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "real-key"},
         )
         run_sweep(
-            agent, None, [task], 1, backend, 1, db, False, verifier=stand_in_verify, progress=False
+            agent, "m", [task], 1, backend, 1, db, False, verifier=stand_in_verify, progress=False
         )
     assert server.errors == []
     (r,) = Store(db).trials()

@@ -107,6 +107,9 @@ def test_codex_cli_writes_the_artifact_in_the_sandbox(
     print(f"codex trial: {wall:.1f} s wall for the sweep (pre-flight + trial + verify)")
     assert server.errors == []
     assert server.paths == ["/v1/responses", "/v1/responses"]
+    # no provider-side tool (codex declares a live web search unless configured not to)
+    kinds = {t.get("type") for q in server.requests for t in q.get("tools", [])}
+    assert kinds and kinds <= {"function", "namespace", "custom"}, kinds
     (r,) = Store(db).trials()
     print(
         f"codex trial: {r['duration_s']:.1f} s (agent {r['agent_s']:.1f} s, "

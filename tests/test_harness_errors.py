@@ -152,7 +152,7 @@ def test_proxy_sees_the_endpoint_die_mid_trial(
     task = make_fake_task(tmp_path / "tasks")
     script = (
         'python3 -c "import os, urllib.request as u; u.urlopen(u.Request('
-        "os.environ['OPENAI_BASE_URL'] + '/chat/completions', data=b'{}', "
+        "os.environ['OPENAI_BASE_URL'] + '/chat/completions', data=b'{\\\"model\\\": \\\"m\\\"}', "
         "headers={'Content-Type': 'application/json'}), timeout=30)\"; "
         f'echo \'{{"q1": {{"mean_load": 1}}}}\' > {task.output_path}'
     )
@@ -164,7 +164,7 @@ def test_proxy_sees_the_endpoint_die_mid_trial(
     )
     db = tmp_path / "r.sqlite"
     summary = run_sweep(
-        agent, None, [task], 1, backend, 1, db, False, verifier=stand_in_verify, progress=False
+        agent, "m", [task], 1, backend, 1, db, False, verifier=stand_in_verify, progress=False
     )
     assert summary.errored == 1 and summary.failed == 0
     (r,) = Store(db).trials()

@@ -12,9 +12,25 @@ from typing import Any
 
 import pytest
 
+from harness.agents import CommandAgent
+from harness.llm_agent import LLMAgent
 from harness.proxy import ENDPOINTS, SOCKET_NAME, ModelProxy, Upstream
-from harness.testing import ScriptedChatServer, text_reply
+from harness.runner import run_sweep
+from harness.sandbox import SandboxBackend, bwrap_path
+from harness.store import Store, runs_dir_for
+from harness.testing import (
+    ScriptedChatServer,
+    make_fake_task,
+    stand_in_verify,
+    text_reply,
+    tool_call_reply,
+)
 from harness.trajectory import Trajectory, read_trajectory
+from harness.usage import Pricing, TrialCaps, UsageTotals
+from harness.venv import ensure_agent_venv
+from tests.atif_check import assert_valid_atif
+
+M = b'{"model": "m"}'  # the smallest body the pinned proxy relays (entry model "m")
 
 
 def send(proxy: ModelProxy, raw: bytes, *, shut: bool = True, timeout: float = 10) -> bytes:
@@ -63,7 +79,7 @@ def test_endpoints_are_data_and_only_they_pass(upstream: Any, tmp_path: Path) ->
     traj = Trajectory(tmp_path / "t.jsonl")
     up = Upstream(upstream.base_url, "real-key", provider="openai")
     body = json.dumps({"model": "m", "messages": []}).encode()
-    with ModelProxy(up, trajectory=traj, max_retries=0) as px:
+    with ModelProxy(up, trajectory=traj, max_retries=0, model="m") as px:
         ok = send(px, request("POST", "/v1/chat/completions", body))
         ok_q = send(px, request("POST", "/v1/responses?stream=true", body))
         refused = [
@@ -120,7 +136,9 @@ def test_oversize_content_length_refused_before_reading(upstream: Any) -> None:
 
 def test_lying_content_length_cannot_make_it_read_more(upstream: Any) -> None:
     up = Upstream(upstream.base_url, "k")
-    with ModelProxy(up, max_request_bytes=1 << 20, read_timeout=1.0, max_retries=0) as px:
+    with ModelProxy(
+        up, max_request_bytes=1 << 20, read_timeout=1.0, max_retries=0, model="m"
+    ) as px:
         # says 1000, sends 10: the read stops at the timeout, nothing goes upstream
         short = send(
             px,
@@ -147,8 +165,8 @@ def test_response_is_cut_at_its_cap(tmp_path: Path) -> None:
     with ScriptedChatServer([big]) as server:
         traj = Trajectory(tmp_path / "t.jsonl")
         up = Upstream(server.base_url, "k")
-        with ModelProxy(up, trajectory=traj, max_response_bytes=4096) as px:
-            resp = send(px, request("POST", "/v1/chat/completions", b"{}"))
+        with ModelProxy(up, trajectory=traj, max_response_bytes=4096, model="m") as px:
+            resp = send(px, request("POST", "/v1/chat/completions", M))
         traj.close()
     head, _, body = resp.partition(b"\r\n\r\n")
     assert status(head) == 200 and len(body) == 4096
@@ -158,17 +176,461 @@ def test_response_is_cut_at_its_cap(tmp_path: Path) -> None:
 
 def test_connection_count_is_bounded(upstream: Any) -> None:
     up = Upstream(upstream.base_url, "k")
-    with ModelProxy(up, max_connections=3, read_timeout=5.0) as px:
+    with ModelProxy(up, max_connections=3, read_timeout=5.0, model="m") as px:
         idle = []
         for _ in range(3):  # hold every slot with a connection that sends nothing
             s = socket.socket(socket.AF_UNIX)
             s.connect(str(px.dir / SOCKET_NAME))
             idle.append(s)
         time.sleep(0.2)
-        busy = send(px, request("POST", "/v1/chat/completions", b"{}"))
+        busy = send(px, request("POST", "/v1/chat/completions", M))
         for s in idle:
             s.close()
         time.sleep(0.3)
-        again = send(px, request("POST", "/v1/chat/completions", b"{}"))
+        again = send(px, request("POST", "/v1/chat/completions", M))
     assert status(busy) == 503
     assert status(again) == 200
+
+
+# -- the proxy pins the entry (issue 23 item 2) -------------------------------------------
+# (provider, request path, body of a well-formed request for `model`)
+STYLES: dict[str, tuple[str, str, Any]] = {
+    "chat": (
+        "openai",
+        "/v1/chat/completions",
+        lambda model: {"model": model, "messages": [{"role": "user", "content": "hi"}]},
+    ),
+    "responses": ("openai", "/v1/responses", lambda model: {"model": model, "input": "hi"}),
+    "messages": (
+        "anthropic",
+        "/v1/messages",
+        lambda model: {
+            "model": model,
+            "max_tokens": 16,
+            "messages": [{"role": "user", "content": "hi"}],
+        },
+    ),
+}
+
+
+def upstream_for(server: Any, provider: str, key: str = "real-key") -> Upstream:
+    if provider == "anthropic":  # Anthropic's base URL carries no version
+        return Upstream(server.base_url.removesuffix("/v1"), key, "x-api-key", "anthropic")
+    return Upstream(server.base_url, key, "bearer", "openai")
+
+
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_a_request_for_another_model_never_reaches_the_upstream(
+    style: str, upstream: Any, tmp_path: Path
+) -> None:
+    provider, path, make = STYLES[style]
+    good = json.dumps(make("m")).encode()
+    other = json.dumps(make("o1-pro"))
+    bodies = {
+        "another model": other.encode(),
+        "no model": json.dumps({k: v for k, v in make("m").items() if k != "model"}).encode(),
+        "model not a string": json.dumps(make(["m"])).encode(),
+        "model in another case": json.dumps(make("M")).encode(),
+        # a duplicate key: Python keeps the last, another parser may keep the first
+        "duplicate, other last": other.replace(
+            '{"model": "o1-pro"', '{"model": "m", "model": "o1-pro"'
+        ).encode(),
+        "duplicate, other first": other.replace(
+            '{"model": "o1-pro"', '{"model": "o1-pro", "model": "m"'
+        ).encode(),
+        "duplicate nested": json.dumps(make("m")).replace('"hi"', '{"a": 1, "a": 2}').encode(),
+        "escaped key": other.replace('"model"', '"mod\\u0065l"').encode(),
+        "array at the top": json.dumps([make("m")]).encode(),
+        "NaN": json.dumps({**make("m"), "temperature": float("nan")}).encode(),
+        "huge number": good[:-1] + b', "temperature": 1e999}',
+        "byte order mark": b"\xef\xbb\xbf" + good,
+        "UTF-16": json.dumps(make("m")).encode("utf-16"),
+        "not JSON": b"model=m",
+        "deep nesting": b'{"model": "m", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+    }
+    traj = Trajectory(tmp_path / "t.jsonl")
+    with ModelProxy(upstream_for(upstream, provider), trajectory=traj, model="m") as px:
+        answers = {what: send(px, request("POST", path, body)) for what, body in bodies.items()}
+        ok = send(px, request("POST", path, good))
+    traj.close()
+    refused = {what: status(a) for what, a in answers.items()}
+    assert refused == dict.fromkeys(bodies, 400), refused
+    assert status(ok) == 200
+    # only the one well-formed request went upstream, naming the entry's model
+    assert [r.get("model") for r in upstream.requests] == ["m"]
+    assert upstream.requests == [make("m")]
+    assert len(px.refusals) == len(bodies)
+    events = read_trajectory(tmp_path / "t.jsonl")
+    pins = [e for e in events if e["type"] == "http_refused" and e["refused_by"] == "model_pin"]
+    assert len(pins) == len(bodies)
+    assert any("o1-pro" in e["error"] for e in pins)
+
+
+def test_an_entry_without_a_model_relays_nothing(upstream: Any) -> None:
+    with ModelProxy(Upstream(upstream.base_url, "k"), model=None) as px:
+        resp = send(px, request("POST", "/v1/chat/completions", M))
+    assert status(resp) == 400 and b"names no model" in resp
+    assert upstream.requests == []
+
+
+FORBIDDEN = {
+    "Authorization": "Bearer agent-key",
+    "x-api-key": "agent-key",
+    "OpenAI-Organization": "org-elsewhere",
+    "OpenAI-Project": "proj-elsewhere",
+    "Cookie": "session=1",
+    "X-Forwarded-For": "10.0.0.1",
+    "X-Stainless-Lang": "python",
+    "Proxy-Authorization": "Basic eA==",
+    "anthropic-dangerous-direct-browser-access": "true",
+}
+
+
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_only_allowed_headers_and_query_reach_the_upstream(style: str, upstream: Any) -> None:
+    provider, path, make = STYLES[style]
+    needed = {
+        "openai": {"OpenAI-Beta": "responses=experimental"},
+        "anthropic": {
+            "anthropic-version": "2023-06-01",
+            "anthropic-beta": "x-2025-01-01, context-1m-2025-08-07,y-1",
+        },
+    }[provider]
+    wrong_style = {"openai": {"anthropic-version": "2023-06-01"}, "anthropic": {"OpenAI-Beta": "a"}}
+    headers = {
+        **FORBIDDEN,
+        **needed,
+        **wrong_style[provider],
+        "Accept": "text/event-stream",
+        "User-Agent": "cli/1.0",
+        "Content-Type": "text/plain",
+    }
+    body = json.dumps(make("m")).encode()
+    with ModelProxy(upstream_for(upstream, provider), model="m") as px:
+        resp = send(px, request("POST", path + "?beta=true&model=o1-pro&project=p", body, headers))
+    assert status(resp) == 200
+    (got,) = upstream.headers
+    for name in (*FORBIDDEN, *wrong_style[provider]):
+        if name.lower() in ("authorization", "x-api-key"):
+            continue
+        assert name.lower() not in got, name
+    if provider == "anthropic":
+        assert got["x-api-key"] == "real-key" and "authorization" not in got
+    else:
+        assert got["authorization"] == "Bearer real-key" and "x-api-key" not in got
+    if provider == "anthropic":  # the 1M context is billed at a premium: dropped
+        needed["anthropic-beta"] = "x-2025-01-01,y-1"
+    for name, value in {**needed, "Accept": "text/event-stream", "User-Agent": "cli/1.0"}.items():
+        assert got[name.lower()] == value
+    assert got["content-type"] == "application/json"  # the body we send is JSON we wrote
+    (sent_path,) = upstream.paths
+    assert sent_path == path + ("?beta=true" if provider == "anthropic" else "")
+
+
+PRICING = Pricing(input=1e6, output=1e6)  # 1 USD per token: 2 USD per scripted response
+
+
+@pytest.mark.parametrize(
+    ("style", "caps"),
+    [
+        ("chat", {"requests": 3}),
+        ("responses", {"tokens": 5}),
+        ("messages", {"cost_usd": 5.0}),
+        ("chat", {"cost_usd": 5.0}),
+        ("responses", {"requests": 3}),
+        ("messages", {"tokens": 6}),
+    ],
+)
+def test_caps_end_the_trial_as_the_agents_failure(
+    style: str, caps: dict[str, Any], upstream: Any, tmp_path: Path
+) -> None:
+    """Each scripted response uses 2 tokens and costs 2 USD: every cap above is spent after
+    3 responses; the 4th request is refused, never reaches the upstream, and ends the run."""
+    provider, path, make = STYLES[style]
+    stops: list[str] = []
+    traj = Trajectory(tmp_path / "t.jsonl")
+    totals = UsageTotals(pricing=PRICING)
+    with ModelProxy(
+        upstream_for(upstream, provider),
+        trajectory=traj,
+        totals=totals,
+        model="m",
+        caps=TrialCaps(**caps),
+        on_stop=lambda: stops.append("stop"),
+    ) as px:
+        codes = [
+            status(send(px, request("POST", path, json.dumps(make("m")).encode())))
+            for _ in range(6)
+        ]
+    traj.close()
+    assert codes == [200, 200, 200, 403, 403, 403]
+    assert len(upstream.requests) == 3 and totals.requests == 3
+    assert stops == ["stop"]  # the run is ended once
+    assert px.stopped is not None and "cap reached" in px.stopped
+    (event,) = [e for e in read_trajectory(tmp_path / "t.jsonl") if e["type"] == "budget_exceeded"]
+    assert event["cause"] == px.stopped
+
+
+def test_caps_are_checked_and_part_of_the_entry() -> None:
+    for bad in ({"requests": 0}, {"tokens": -1}, {"cost_usd": 0.0}, {"cost_usd": float("nan")}):
+        with pytest.raises(ValueError, match="must be positive"):
+            TrialCaps(**bad)
+    plain = CommandAgent.from_shell("true").settings()
+    capped = CommandAgent.from_shell("true", caps=TrialCaps(requests=5)).settings()
+    assert "caps" not in plain and capped["caps"] == {"requests": 5}
+    assert LLMAgent(caps=TrialCaps(cost_usd=2.5)).settings()["caps"] == {"cost_usd": 2.5}
+    assert "caps" not in LLMAgent().settings()
+
+
+RUNAWAY_CLI = """\
+python3 - <<'EOF'
+import json, os, time, urllib.error, urllib.request
+url = os.environ["OPENAI_BASE_URL"] + "/chat/completions"
+body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "more"}]}).encode()
+n = 0
+while True:  # a runaway: asks again and again, whatever the answer
+    try:
+        urllib.request.urlopen(urllib.request.Request(url, data=body), timeout=30).read()
+        n += 1
+        print("answer", n, flush=True)
+        if n == 1:
+            json.dump({"q1": {"mean_load": 12.5}}, open(os.environ["TBMM_OUTPUT_PATH"], "w"))
+    except urllib.error.HTTPError as exc:
+        print("refused", exc.code, flush=True)
+    time.sleep(0.05)
+EOF
+"""
+
+
+@pytest.mark.skipif(not bwrap_path(), reason="bubblewrap not installed")
+def test_a_runaway_cli_is_stopped_at_its_request_cap(upstream: Any, tmp_path: Path) -> None:
+    """End to end in the sandbox: the 4th request of a capped CLI ends its run (long before
+    its timeout); the trial is the agent's failure, recorded, and what it wrote is scored."""
+    task = make_fake_task(tmp_path / "tasks", agent_timeout_sec=120.0)
+    agent = CommandAgent.from_shell(
+        RUNAWAY_CLI,
+        provider_env={"OPENAI_BASE_URL": upstream.base_url, "OPENAI_API_KEY": "k"},
+        caps=TrialCaps(requests=3),
+    )
+    db = tmp_path / "r.sqlite"
+    backend = SandboxBackend("bwrap", ensure_agent_venv())
+    run_sweep(
+        agent, "m", [task], 1, backend, 1, db, False, verifier=stand_in_verify, progress=False
+    )
+    (r,) = Store(db).trials()
+    assert r["status"] == "ok" and r["exit_reason"] == "budget_exceeded", r
+    assert "request cap reached: 3 of 3" in r["detail"]
+    assert (r["requests"], len(upstream.requests)) == (3, 3)
+    assert r["o_eval"] == 1.0  # the artifact written within the budget is scored
+    events = read_trajectory(runs_dir_for(db) / r["blob_dir"] / "events.jsonl")
+    (cmd,) = [e for e in events if e["type"] == "command"]
+    assert cmd["timed_out"] is False  # ended by the cap, not by the clock
+    assert [e["type"] for e in events].count("budget_exceeded") == 1
+    assert r["trajectory"] == "trajectory.json"  # the ATIF file was written, and says why
+    doc = json.loads((runs_dir_for(db) / r["blob_dir"] / "trajectory.json").read_text())
+    said = [s["message"] for s in doc["steps"] if s["source"] == "system"]
+    assert any(m.startswith("budget_exceeded: request cap reached") for m in said), said
+    assert_valid_atif([runs_dir_for(db) / r["blob_dir"] / "trajectory.json"])
+
+
+def test_cli_refuses_unpinned_or_unpriced_budgets_before_any_trial(tmp_path: Path) -> None:
+    """`tbmm run` of a proxied agent without --model, or with --max-cost but no prices,
+    exits 2 and stores nothing."""
+    import typer
+    from typer.testing import CliRunner
+
+    from harness import cli
+
+    app = typer.Typer()
+    app.command("run")(cli.run_command)
+    app.command("noop")(lambda: None)
+    db = tmp_path / "r.sqlite"
+    base = ["run", "--backend", "sandbox", "--db", str(db)]
+    cases = {
+        "needs --model": ["--agent", "codex"],
+        "needs --model ": ["--agent", "command", "--agent-cmd", "true"],
+        "needs --model  ": ["--agent", "llm"],
+        "--max-cost needs prices": [
+            "--agent", "codex", "--model", "tbmm-unpriced-model", "--max-cost", "1",
+        ],
+        "must be positive": ["--agent", "codex", "--model", "m", "--max-cost", "-1"],
+    }  # fmt: skip
+    for why, args in cases.items():
+        res = CliRunner().invoke(app, [*base, *args])
+        assert res.exit_code == cli.EXIT_USAGE, (args, res.output)
+        assert why.strip() in res.output.replace("\n", " "), res.output
+    assert not db.exists()
+    # without a proxy there is nothing to pin
+    assert cli.model_refusal("command", None, "none", TrialCaps(), None) is None
+    assert cli.model_refusal("oracle", None, "openai", TrialCaps(requests=1), None) is None
+
+
+@pytest.mark.skipif(not bwrap_path(), reason="bubblewrap not installed")
+def test_the_llm_agent_keeps_the_same_caps(tmp_path: Path) -> None:
+    task = make_fake_task(tmp_path / "tasks")
+    calls = [tool_call_reply(f"c{i}", "run_command", {"command": "true"}, (1, 1)) for i in range(5)]
+    db = tmp_path / "r.sqlite"
+    with ScriptedChatServer(calls) as server:  # type: ignore[arg-type]
+        agent = LLMAgent(base_url=server.base_url, max_retries=0, caps=TrialCaps(tokens=4))
+        backend = SandboxBackend("bwrap", ensure_agent_venv())
+        run_sweep(
+            agent, "m", [task], 1, backend, 1, db, False, verifier=stand_in_verify, progress=False
+        )
+    (r,) = Store(db).trials()
+    assert (r["exit_reason"], r["requests"], len(server.requests)) == ("budget_exceeded", 2, 2)
+    assert "token cap reached: 4 tokens used, cap 4" in r["detail"]
+
+
+HOLDER = """\
+python3 {fwd} 18080 {sock} /tmp/.ready {cap} >/tmp/fwd.log 2>&1 &
+i=0; while [ ! -e /tmp/.ready ] && [ $i -lt 400 ]; do i=$((i+1)); sleep 0.05; done
+python3 - <<'EOF'
+import socket, time, urllib.error, urllib.request
+
+def ask():
+    # the proxy may still be freeing the slots of connections just closed: a 503 (busy) is
+    # asked again, a bounded number of times
+    for _ in range(50):
+        req = urllib.request.Request(
+            "http://127.0.0.1:18080/v1/chat/completions", data=b'{{"model": "m"}}',
+            headers={{"Content-Type": "application/json"}})
+        try:
+            return str(urllib.request.urlopen(req, timeout=30).status)
+        except urllib.error.HTTPError as exc:
+            if exc.code != 503:
+                return str(exc.code)
+        except OSError as exc:
+            return "down:" + type(exc).__name__
+        time.sleep(0.1)
+    return "busy"
+
+for hold in ({few}, {many}):
+    held = [socket.create_connection(("127.0.0.1", 18080), timeout=10) for _ in range(hold)]
+    print("held", hold, "ask", ask() if hold == {few} else "-", flush=True)
+    for s in held:
+        s.close()
+    print("released", hold, "ask", ask(), flush=True)
+EOF
+"""
+
+
+@pytest.mark.skipif(not bwrap_path(), reason="bubblewrap not installed")
+def test_forwarder_survives_held_connections_under_small_limits(
+    upstream: Any, tmp_path: Path
+) -> None:
+    """The in-sandbox forwarder under a pids limit of 64 and 512 MiB: 30 held connections
+    (a thread each way per connection used to exhaust the pids limit and kill it, cutting
+    the agent off for the rest of its trial), then 100 (over its own cap of 64: the rest
+    wait in the backlog). It keeps answering throughout and after."""
+    from harness.proxy import FORWARDER_MAX_CONNECTIONS, FORWARDER_NAME, SANDBOX_DIR
+    from harness.sandbox import Bind, Limits
+
+    few, many = 30, 100
+    assert many > FORWARDER_MAX_CONNECTIONS
+    need_pids = 64
+    task = make_fake_task(tmp_path / "tasks")
+    backend = SandboxBackend("bwrap", ensure_agent_venv())
+    if "pids" not in backend.features.cgroup:
+        print("SKIP reason: no usable pids cgroup controller")
+        pytest.skip("no usable pids cgroup controller")
+    up = Upstream(upstream.base_url, "k")
+    with ModelProxy(up, model="m", read_timeout=5.0) as px:
+        session = backend.open(
+            data_dir=task.data_dir,
+            trial_dir=tmp_path / "trial",
+            limits=Limits(wall_sec=120, pids=need_pids, memory_mb=512, storage_mb=256),
+            extra=(Bind(px.dir, SANDBOX_DIR, grant=True),),
+        )
+        try:
+            script = HOLDER.format(
+                fwd=f"{SANDBOX_DIR}/{FORWARDER_NAME}",
+                sock=f"{SANDBOX_DIR}/{SOCKET_NAME}",
+                cap=FORWARDER_MAX_CONNECTIONS,
+                few=few,
+                many=many,
+            )
+            res = session.exec(["/bin/sh", "-c", script], timeout=120)
+        finally:
+            session.close()
+    out = res.stdout.decode()
+    print(out, res.stderr.decode()[-2000:])
+    assert res.exit_code == 0, res.stderr
+    assert out.split() == [
+        *("held", str(few), "ask", "200", "released", str(few), "ask", "200"),
+        *("held", str(many), "ask", "-", "released", str(many), "ask", "200"),
+    ]
+
+
+FN_TOOL = {
+    "chat": {"type": "function", "function": {"name": "run", "parameters": {}}},
+    "responses": {"type": "function", "name": "run", "parameters": {}},
+    "messages": {"name": "run", "input_schema": {"type": "object"}},
+}
+HOSTED = {
+    "chat": [
+        {"tools": [{"type": "web_search"}]},
+        {"web_search_options": {}},
+        {"service_tier": "priority"},
+    ],
+    "responses": [
+        {"tools": [{"type": "web_search"}]},
+        {"tools": [{"type": "web_search_preview"}]},
+        {"tools": [{"type": "mcp", "server_url": "https://example.org/mcp"}]},
+        {"tools": [{"type": "code_interpreter", "container": {"type": "auto"}}]},
+        {"tools": [{"type": "image_generation", "model": "gpt-image-1"}]},
+        {"tools": [{"type": "file_search", "vector_store_ids": ["vs_1"]}]},
+        {"tools": [{"type": "namespace", "name": "n", "tools": [{"type": "web_search"}]}]},
+        {"tools": [{"name": "untyped"}]},
+        {"tools": "web_search"},
+        {"service_tier": "flex"},
+    ],
+    "messages": [
+        {"tools": [{"type": "web_search_20250305", "name": "web_search"}]},
+        {"tools": [{"type": "web_fetch_20250910", "name": "web_fetch"}]},
+        {"tools": [{"type": "code_execution_20250825", "name": "code_execution"}]},
+        {"mcp_servers": [{"type": "url", "url": "https://example.org/mcp", "name": "m"}]},
+        {"container": "container_1"},
+        {"tools": [7]},
+        {"service_tier": "priority"},
+    ],
+}
+CLIENT = {
+    "chat": [[FN_TOOL["chat"], {"type": "custom", "name": "patch"}]],
+    "responses": [
+        [FN_TOOL["responses"], {"type": "custom", "name": "apply_patch"}],
+        [{"type": "namespace", "name": "agents", "tools": [FN_TOOL["responses"]]}],
+        [{"type": "local_shell"}],
+    ],
+    "messages": [
+        [FN_TOOL["messages"], {"type": "custom", "name": "c", "input_schema": {}}],
+        [{"type": "bash_20250124", "name": "bash"}, {"type": "text_editor_20250728", "name": "e"}],
+    ],
+}
+
+
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_tools_the_provider_would_run_never_reach_it(style: str, tmp_path: Path) -> None:
+    """A web search, web fetch, remote MCP server or code container run by the provider is
+    network access the sandbox does not have: refused; tools the agent runs pass."""
+    provider, path, make = STYLES[style]
+    replies = [text_reply(f"r{i}", (1, 1)) for i in range(10)]
+    traj = Trajectory(tmp_path / "t.jsonl")
+    with ScriptedChatServer(replies) as server:  # type: ignore[arg-type]
+        with ModelProxy(upstream_for(server, provider), trajectory=traj, model="m") as px:
+            bad = [
+                status(send(px, request("POST", path, json.dumps({**make("m"), **extra}).encode())))
+                for extra in HOSTED[style]
+            ]
+            good = [
+                status(
+                    send(px, request("POST", path, json.dumps({**make("m"), "tools": t}).encode()))
+                )
+                for t in CLIENT[style]
+            ]
+        traj.close()
+        sent = server.requests
+    assert bad == [400] * len(HOSTED[style])
+    assert good == [200] * len(CLIENT[style])
+    assert [r["tools"] for r in sent] == CLIENT[style]  # only the client tools went upstream
+    refused = [e for e in read_trajectory(tmp_path / "t.jsonl") if e["type"] == "http_refused"]
+    assert [e["refused_by"] for e in refused] == ["feature_pin"] * len(HOSTED[style])

@@ -184,6 +184,31 @@ def test_mountinfo_shows_no_project_or_runs_path(session: SandboxSession, tmp_pa
     assert {"/workdir", "/results", "/data", "/etc"} <= roots, roots
 
 
+def test_pid_1_environment_holds_nothing_of_the_host(session: SandboxSession) -> None:
+    """bwrap is the sandbox's pid 1 and its environment is readable inside: it is empty, and
+    no process in sight carries the host's PATH or the checkout's location."""
+    res = py(
+        session,
+        """
+        import json, os
+        envs = {}
+        for pid in filter(str.isdigit, os.listdir('/proc')):
+            try:
+                envs[pid] = open(f'/proc/{pid}/environ', 'rb').read().decode()
+            except OSError as e:
+                envs[pid] = f'unreadable {e}'
+        print(json.dumps(envs))
+        """,
+    )
+    assert res.exit_code == 0, res.stderr
+    envs = json.loads(res.stdout)
+    assert envs["1"] == ""  # was the host's PATH (with the checkout's .venv) and LC_CTYPE
+    text = json.dumps(envs)
+    for needle in (str(REPO), os.environ.get("PATH", ""), "/.pyenv/", "/work/"):
+        assert needle not in text, needle
+    assert any(e.startswith("PATH=") or "\0PATH=" in e for e in envs.values())  # the command's
+
+
 def test_cannot_write_outside_its_folders(session: SandboxSession) -> None:
     res = py(
         session,
