@@ -83,6 +83,9 @@ class StandInVerdict(BaseModel):
     lean: str
     exit_code: int
     reasons: list[str] = []
+    # the status a real verdict carries (a stored verdict without one reads as a verifier
+    # that raised: no verdict); "scored" unless the artifact was missing or unreadable
+    status: str = "scored"
 
 
 def stand_in_verify(task: Any, artifact: bytes | None) -> StandInVerdict:
@@ -95,12 +98,19 @@ def stand_in_verify(task: Any, artifact: bytes | None) -> StandInVerdict:
             lean="skipped",
             exit_code=2,
             reasons=["missing"],
+            status="missing_artifact",
         )
     try:
         doc = json.loads(artifact)
     except ValueError:
         return StandInVerdict(
-            o_eval=0.0, o_eval_exact="0", gate="fail", lean="skipped", exit_code=2, reasons=["json"]
+            o_eval=0.0,
+            o_eval_exact="0",
+            gate="fail",
+            lean="skipped",
+            exit_code=2,
+            reasons=["json"],
+            status="unreadable",
         )
     try:
         good = float(doc["q1"]["mean_load"]) == 12.5

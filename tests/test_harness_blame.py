@@ -131,7 +131,7 @@ def test_rejection_of_the_agents_request_is_its_own_failure(
     assert any("the harness probed the model endpoint" in str(x.get("message")) for x in steps)
     assert server.get_paths[-2:] == ["/v1/models", f"/v1/models/{MODEL}"]
     row = L.row_from_record(r, task_suites={r["task"]: "CUMCM"})
-    assert row.status != L.INFRA and row.o_eval == 0  # a score (the stand-in's: no status)
+    assert row.status != L.INFRA and row.o_eval == 0  # a score (the agent's failure)
     lb = L.compute([row], baseline=None, tasks=[r["task"]], task_suites={r["task"]: "CUMCM"})
     assert lb.entries[0].errors == 0 and not lb.entries[0].partial
     assert lb.entries[0].o_eval.mean == 0
