@@ -402,7 +402,11 @@ def runs_export(
     db: DbOpt = Path("runs/tbmm.sqlite"),
     output: Annotated[
         Path | None,
-        typer.Option("-o", "--output", help="Output file (.json, or .json.gz for gzip)."),
+        typer.Option(
+            "-o",
+            "--output",
+            help="Output file: .json, or .json.gz for gzip (default <entry>.json.gz).",
+        ),
     ] = None,
     schema: Annotated[
         bool, typer.Option("--schema", help="Print the file's JSON Schema and exit.")

@@ -180,7 +180,7 @@ def verdict_view(rep: Mapping[str, Any], task: Any) -> dict[str, Any]:
             "check": c.get("check"),
             "form": c.get("form"),
             "status": str(c.get("status")),
-            "values": [(k, v) for k, v in (c.get("values") or {}).items()],
+            "vals": [(k, v) for k, v in (c.get("values") or {}).items()],
             "message": c.get("message"),
         }
         for c in g.get("checks") or []
@@ -241,7 +241,7 @@ def verdict_view(rep: Mapping[str, Any], task: Any) -> dict[str, Any]:
             "status": replay.get("status"),
             "error": replay.get("error"),
             "notes": list(replay.get("notes") or []),
-            "values": replayed,
+            "vals": replayed,
             "by_kernel": sum(1 for r in replayed if r["by"] == "lean_kernel"),
         },
         "task_digest": rep.get("task_digest"),
@@ -305,7 +305,7 @@ class ViewerData:
             row_from_record(r, task_suites=cfg["task_suites"], split_tasks=cfg["split_tasks"])
             for r in records
         ]
-        lb = compute(rows, **cfg)
+        lb = compute(rows, baseline=None, **cfg)
         stale = stale_notes(rows, self.tasks)
         if stale:
             lb = dataclasses.replace(lb, notes=(*stale, *lb.notes))
