@@ -238,3 +238,29 @@ def test_schema_is_printable_and_versioned(tmp_path: Path) -> None:
     )
     r = runner.invoke(app, ["runs", "export", "nope", "--db", str(tmp_path / "none.sqlite")])
     assert r.exit_code == 2 and "no results store" in r.output
+
+
+def test_a_forged_verdict_is_undone_by_rescore(src: Path, tmp_path: Path) -> None:
+    """The digest detects damage, not forgery: a sender can promote a verdict and recompute
+    it. The artifact travels with it, so `tbmm runs rescore --all` verifies it again."""
+    from harness.rescore import rescore
+    from tbmm.verify import verify_artifact
+
+    doc = _doc(_export(src, ENTRY_A, tmp_path / "a.json.gz"))
+    t = next(
+        t for t in doc["trials"] if json.loads(t["verdict"] or "{}").get("status") == "gate_failed"
+    )
+    v = json.loads(t["verdict"])
+    v.update(status="scored", o_eval_exact="1", o_eval=1.0)
+    t["verdict"] = json.dumps(v)
+    dst = tmp_path / "dst.sqlite"
+    assert _import(_write(doc, tmp_path / "forged.json"), dst).exit_code == 0
+    key = (ENTRY_A, t["task"], t["seed"])
+    assert json.loads(_rows(dst)[key]["verdict"])["status"] == "scored"
+    rescore(
+        dst,
+        entry=ENTRY_A,
+        everything=True,
+        verifier=lambda task, b: verify_artifact(task, b, lean=False),
+    )
+    assert json.loads(_rows(dst)[key]["verdict"])["status"] == "gate_failed"

@@ -295,3 +295,71 @@ def test_readme_and_help_agree() -> None:
     assert "--schema" in section and "-o FILE.json.gz" in section
     assert inspect.signature(runs_export).parameters["output"].default is None
     assert "default `<entry>.json.gz`" in section
+
+
+def test_trajectory_steps_render_images_and_survive_a_malformed_file(tmp_path: Path) -> None:
+    """A hand-made ATIF with a message image the agent stored, hostile reasoning and tool
+    arguments, and a malformed step: every step is shown, escaped; the image inline."""
+    from fastapi.testclient import TestClient
+
+    from tbmm.viewer import create_app
+    from tests.conftest import trial_record
+    from tests.runs_store import png
+
+    db = tmp_path / "t.sqlite"
+    s = Store(db)
+    s.ensure_entry("a@m", "a", "m", {})
+    blob = s.scratch_dir()
+    fig = png(8, 8, lambda x, y: (255, 0, 0))
+    (blob / "plot.png").write_bytes(fig)
+    doc = {
+        "schema_version": "ATIF-v1.6",
+        "session_id": "s",
+        "agent": {"name": "a", "version": "1"},
+        "steps": [
+            {
+                "step_id": 1,
+                "source": "user",
+                "message": [
+                    {"type": "text", "text": f"look {HOSTILE}"},
+                    {
+                        "type": "image",
+                        "source": {"media_type": "image/png", "path": "/root/results/plot.png"},
+                    },
+                    {
+                        "type": "image",
+                        "source": {"media_type": "image/png", "path": "/root/data/gone.png"},
+                    },
+                ],
+            },
+            {
+                "step_id": 2,
+                "source": "agent",
+                "message": "",
+                "reasoning_content": HOSTILE_IMG,
+                "tool_calls": [
+                    {
+                        "tool_call_id": "c1",
+                        "function_name": "bash",
+                        "arguments": {"cmd": "</pre><script>x()</script>"},
+                    }
+                ],
+                "observation": {"results": [{"source_call_id": "c1", "content": HOSTILE}]},
+                "metrics": {"prompt_tokens": 7},
+            },
+            "a bare string where a step should be",
+            {"source": "system", "message": {"odd": ["shape"]}},
+        ],
+    }
+    (blob / "trajectory.json").write_text(json.dumps(doc))
+    s.commit(trial_record(entry_id="a@m", task=PD_SLUG, trajectory="trajectory.json"), blob)
+    tid = s.trials()[0]["id"]
+    s.close()
+    html = TestClient(create_app(db), base_url="http://127.0.0.1").get(f"/trial/{tid}").text
+    _inert(html)
+    assert "4 step(s)" in html
+    assert f'<img src="/trial/{tid}/file/plot.png" alt="/root/results/plot.png">' in html
+    assert "image (not stored with the trial): <code>/root/data/gone.png</code>" in html
+    assert "&lt;/pre&gt;&lt;script&gt;x()&lt;/script&gt;" in html
+    assert "a bare string where a step should be" in html and "&#34;odd&#34;" in html
+    assert "prompt_tokens 7" in html

@@ -357,6 +357,11 @@ class ViewerData:
         return (rec, files) if rec is not None else None
 
 
+def _is_image(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        return sniff_image(fh.read(16)) is not None
+
+
 def _file_views(
     trial_id: int, files: Mapping[str, Path], artifact_name: str | None
 ) -> list[dict[str, Any]]:
@@ -391,7 +396,7 @@ def create_app(db: Path, *, tasks_root: Path | None = None, hosts: Iterable[str]
     try:
         import jinja2
         from fastapi import FastAPI, HTTPException
-        from fastapi.responses import HTMLResponse, Response
+        from fastapi.responses import FileResponse, HTMLResponse, Response
         from starlette.middleware.trustedhost import TrustedHostMiddleware
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise RuntimeError("tbmm view needs the `serve` extra: pip install 'tbmm[serve]'") from exc
@@ -477,10 +482,11 @@ def create_app(db: Path, *, tasks_root: Path | None = None, hosts: Iterable[str]
         row = row_from_record(rec, task_suites={t.slug: t.manifest.suite for t in data.tasks})
         verdict_text = rec.get("verdict")
         verdict = None
-        if verdict_text and row.status != L.INFRA:
+        if verdict_text:  # also a no-verdict report (kept for diagnosis, never a score)
             try:
-                verdict = verdict_view(json.loads(verdict_text), task)
-            except (ValueError, AttributeError, TypeError):
+                doc = json.loads(verdict_text)
+                verdict = verdict_view(doc, task) if isinstance(doc, dict) else None
+            except (ValueError, AttributeError, TypeError, RecursionError):
                 verdict = None
         traj = []
         traj_error = ""
@@ -535,6 +541,7 @@ def create_app(db: Path, *, tasks_root: Path | None = None, hosts: Iterable[str]
             steps=traj,
             traj_error=traj_error,
             files=_file_views(trial_id, files, art_name),
+            images={n: f"/trial/{trial_id}/file/{n}" for n, p in files.items() if _is_image(p)},
         )
 
     @app.get("/trial/{trial_id}/file/{name}")
@@ -542,13 +549,14 @@ def create_app(db: Path, *, tasks_root: Path | None = None, hosts: Iterable[str]
         got = data.trial(trial_id)
         if got is None or name not in got[1]:  # only a file listed in the trial's folder
             raise HTTPException(404, "no such file")
-        raw = got[1][name].read_bytes()
-        media = sniff_image(raw[:16])
+        path = got[1][name]
+        with open(path, "rb") as fh:
+            media = sniff_image(fh.read(16))
         headers = {"X-Content-Type-Options": "nosniff", "Content-Security-Policy": FILE_CSP}
         if media is None:
             media = "text/plain; charset=utf-8"
-            headers["Content-Disposition"] = f"inline; filename*=UTF-8''{quote(name)}"
-        return Response(raw, media_type=media, headers=headers)
+        # streamed (an events log can be large); the name is never used as a path
+        return FileResponse(path, media_type=media, headers=headers)
 
     @app.get("/healthz")
     def healthz() -> dict[str, Any]:
