@@ -103,12 +103,12 @@ def test_scored_trial_page_shows_the_verdict(client: Any, db: Path) -> None:
         assert f"<td>{c['instance']}</td>" in html
     # every replayed value with Lean's scope
     assert verdict["replay"]["values"] and verdict["lean_scope"]
+    from tbmm.viewer import wrap_path
+
     for path, value in verdict["replay"]["values"].items():
         scope = verdict["lean_scope"][path]["by"]
-        assert (
-            f'<td><code>{path}</code></td><td class="n">{value}</td><td><span class="badge {scope}">{scope}</span>'
-            in html
-        )
+        cell = f'<td class="path"><code>{wrap_path(path)}</code></td><td class="n">{value}</td>'
+        assert f'{cell}<td><span class="badge {scope}">{scope}</span>' in html
     assert task.manifest.provenance.paper_id in html
     # the trajectory, step by step, with the hostile command and output escaped
     steps = json.loads(
@@ -363,3 +363,10 @@ def test_trajectory_steps_render_images_and_survive_a_malformed_file(tmp_path: P
     assert "&lt;/pre&gt;&lt;script&gt;x()&lt;/script&gt;" in html
     assert "a bare string where a step should be" in html and "&#34;odd&#34;" in html
     assert "prompt_tokens 7" in html
+
+
+def test_wrapped_paths_are_escaped_first() -> None:
+    from tbmm.viewer import wrap_path
+
+    assert str(wrap_path("q2.cases[0]_x")) == "q2.<wbr>cases[0]<wbr>_<wbr>x"
+    assert str(wrap_path("<script>a.b</script>")) == "&lt;script&gt;a.<wbr>b&lt;/script&gt;"

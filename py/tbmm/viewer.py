@@ -46,6 +46,16 @@ FILE_ROLES = {
 }
 
 
+def wrap_path(s: Any) -> Any:
+    """A field path that may break after its separators: escaped first, then <wbr>."""
+    from markupsafe import Markup, escape
+
+    out = str(escape("" if s is None else s))
+    for sep in (".", "_", "]"):
+        out = out.replace(sep, sep + "<wbr>")
+    return Markup(out)
+
+
 def sniff_image(head: bytes) -> str | None:
     """A raster image type from the file's first bytes (never from its name: the agent
     names its files); WebP is RIFF....WEBP."""
@@ -412,6 +422,8 @@ def create_app(db: Path, *, tasks_root: Path | None = None, hosts: Iterable[str]
         undefined=jinja2.StrictUndefined,
     )
     env.filters["q"] = lambda s: quote(str(s), safe="")
+
+    env.filters["wrap"] = wrap_path
     env.globals.update(version=tbmm.__version__, db=str(db), csp=CSP)
 
     app = FastAPI(
