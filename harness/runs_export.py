@@ -31,7 +31,7 @@ from harness.store import Store
 
 SCHEMA_VERSION = 1
 FORMAT = "tbmm-runs-export"
-MAX_FILE_BYTES = 4 * 1024**3  # decompressed; a bigger file is refused, not read into memory
+MAX_FILE_BYTES = 1024**3  # decompressed; a bigger file (or gzip bomb) is refused unread
 _SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
 
 

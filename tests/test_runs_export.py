@@ -264,3 +264,15 @@ def test_a_forged_verdict_is_undone_by_rescore(src: Path, tmp_path: Path) -> Non
         verifier=lambda task, b: verify_artifact(task, b, lean=False),
     )
     assert json.loads(_rows(dst)[key]["verdict"])["status"] == "gate_failed"
+
+
+def test_a_gzip_bomb_is_refused_unread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.runs_export as rx
+
+    monkeypatch.setattr(rx, "MAX_FILE_BYTES", 10_000)
+    f = tmp_path / "bomb.json.gz"
+    f.write_bytes(gzip.compress(b" " * 1_000_000))
+    dst = tmp_path / "dst.sqlite"
+    r = _import(f, dst)
+    assert r.exit_code == 2 and "larger than 10000 bytes decompressed" in r.text
+    _untouched(dst)

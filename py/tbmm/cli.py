@@ -653,7 +653,7 @@ def view(
     from tbmm.viewer import run
 
     try:
-        run(db, host, port, say=lambda m: err.print(m, highlight=False))
+        run(db, host, port, say=lambda m: err.print(m, highlight=False, soft_wrap=True))
     except RuntimeError as exc:
         raise _fail(str(exc)) from exc
 

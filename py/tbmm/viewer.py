@@ -25,7 +25,8 @@ from tbmm import leaderboard as L
 from tbmm.exact import fraction_to_text
 
 TEMPLATES = Path(__file__).parent / "templates" / "viewer"
-CSP = "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'; frame-ancestors 'none'"
+CSP = "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'"
+CSP_HEADER = CSP + "; frame-ancestors 'none'"  # frame-ancestors only works as a header
 FILE_CSP = "default-src 'none'; sandbox"
 PREVIEW_BYTES = 64 * 1024  # text shown inline per file; the whole file is a link away
 MAX_TRAJECTORY_BYTES = 64 * 1024 * 1024
@@ -442,7 +443,7 @@ def create_app(db: Path, *, tasks_root: Path | None = None, hosts: Iterable[str]
             body,
             status_code=status,
             headers={
-                "Content-Security-Policy": CSP,
+                "Content-Security-Policy": CSP_HEADER,
                 "X-Content-Type-Options": "nosniff",
                 "Referrer-Policy": "no-referrer",
             },
