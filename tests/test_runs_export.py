@@ -276,3 +276,51 @@ def test_a_gzip_bomb_is_refused_unread(tmp_path: Path, monkeypatch: pytest.Monke
     r = _import(f, dst)
     assert r.exit_code == 2 and "larger than 10000 bytes decompressed" in r.text
     _untouched(dst)
+
+
+def test_a_real_sandboxed_run_round_trips_and_views(tmp_path: Path) -> None:
+    """Trials written by the runner itself (oracle agent in the sandbox, real task, real
+    verifier without Lean): export -> import -> the same rows, files and leaderboard, and
+    the viewer shows the imported trial with its trajectory."""
+    from fastapi.testclient import TestClient
+
+    from harness.agents import OracleAgent
+    from harness.runner import run_sweep
+    from harness.sandbox import SandboxBackend, bwrap_path
+    from harness.venv import ensure_agent_venv
+    from tbmm.tasks import find_task
+    from tbmm.verify import verify_artifact
+    from tbmm.viewer import create_app
+    from tests.ci import absent
+
+    if not bwrap_path():
+        absent("bubblewrap (bwrap) is not installed")
+    db = tmp_path / "run.sqlite"
+    run_sweep(
+        OracleAgent(),
+        None,
+        [find_task(PD_SLUG)],
+        1,
+        SandboxBackend("auto", ensure_agent_venv()),
+        1,
+        db,
+        False,
+        verifier=lambda t, b: verify_artifact(t, b, lean=False),
+        progress=False,
+    )
+    (eid,) = {k[0] for k in _rows(db)}
+    f = _export(db, eid, tmp_path / "run.json.gz")
+    dst = tmp_path / "dst.sqlite"
+    assert _import(f, dst).exit_code == 0
+    old, new = _rows(db), _rows(dst)
+    assert {k: {c: v for c, v in r.items() if c != "id"} for k, r in old.items()} == {
+        k: {c: v for c, v in r.items() if c != "id"} for k, r in new.items()
+    }
+    assert json.loads(next(iter(new.values()))["verdict"])["status"] == "scored"
+    assert _files(dst) == _files(db) and {"trajectory.json", "events.jsonl"} <= set(
+        next(iter(_files(dst).values()))
+    )
+    assert _leaderboard(dst) == _leaderboard(db)
+    tid = next(iter(new.values()))["id"]
+    html = TestClient(create_app(dst), base_url="http://127.0.0.1").get(f"/trial/{tid}").text
+    assert "sandbox_command" in html and "Replayed values (production_decision, ok)" in html

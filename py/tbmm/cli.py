@@ -1048,6 +1048,11 @@ def report_cmd(
         raise _fail(str(exc)) from exc
     out = write_html(lb, rows, tasks, html)
     console.print(f"wrote {out}")
+    console.print(
+        f"browse every trial (verdict, trajectory, files): tbmm view --db {db}",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 @tasks_app.command("baseline-artifacts")
