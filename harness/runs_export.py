@@ -191,10 +191,15 @@ def build_export(store: Store, entry_id: str) -> RunsExport:
     return doc
 
 
+def dump_export(doc: RunsExport) -> bytes:
+    """The file's JSON bytes (before any gzip)."""
+    return json.dumps(doc.model_dump(mode="json"), ensure_ascii=False, indent=1).encode()
+
+
 def write_export(doc: RunsExport, out: Path) -> int:
     """Write the file (gzip when `out` ends in .gz, with a fixed mtime so the same entry
     gives the same bytes); returns its size in bytes."""
-    text = json.dumps(doc.model_dump(mode="json"), ensure_ascii=False, indent=1).encode()
+    text = dump_export(doc)
     data = gzip.compress(text, mtime=0) if out.name.endswith(".gz") else text
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".part")

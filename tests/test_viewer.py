@@ -370,3 +370,21 @@ def test_wrapped_paths_are_escaped_first() -> None:
 
     assert str(wrap_path("q2.cases[0]_x")) == "q2.<wbr>cases[0]<wbr>_<wbr>x"
     assert str(wrap_path("<script>a.b</script>")) == "&lt;script&gt;a.<wbr>b&lt;/script&gt;"
+
+
+def test_entry_download_is_the_export_file(client: Any, db: Path, tmp_path: Path) -> None:
+    """The entry page's download is byte for byte `tbmm runs export ENTRY -o X.json.gz`."""
+    from typer.testing import CliRunner
+
+    from tbmm.cli import app
+
+    html = client.get("/entry", params={"id": ENTRY_A}).text
+    assert 'href="/export?id=llm%40model-x%230badf00d"' in html
+    r = client.get("/export", params={"id": ENTRY_A})
+    assert r.status_code == 200 and r.headers["content-type"] == "application/gzip"
+    assert "attachment" in r.headers["content-disposition"]
+    out = tmp_path / "cli.json.gz"
+    c = CliRunner().invoke(app, ["runs", "export", ENTRY_A, "--db", str(db), "-o", str(out)])
+    assert c.exit_code == 0, c.output
+    assert r.content == out.read_bytes()
+    assert client.get("/export", params={"id": "nobody"}).status_code == 404

@@ -1,6 +1,7 @@
 """`tbmm view`: a local, read-only web viewer of a results store (FastAPI + Jinja2).
 
-Pages: `/` the leaderboard and the entries, `/entry?id=ENTRY` an entry's trials,
+Pages: `/` the leaderboard and the entries, `/entry?id=ENTRY` an entry's trials (and
+`/export?id=ENTRY` the entry as a `tbmm runs export` file),
 `/trial/N` one trial (harness facts, the verdict: per-metric rewards with their references
 and provenance, gate check instances, replayed values with Lean's scope, the Lean result;
 the ATIF trajectory step by step; the trial's files), `/trial/N/file/NAME` a stored file.
@@ -9,8 +10,8 @@ The agent is hostile: every string it could have written (artifact values, messa
 calls, outputs, file names) reaches a page only through Jinja2's autoescaping; pages carry
 no script and a Content-Security-Policy that forbids any, and no external URL (no CDN);
 stored files are served as text/plain or a sniffed raster image type (never HTML or SVG)
-with `nosniff` and a sandboxing CSP. Only the
-Host names the server was started for are answered (a DNS-rebinding page cannot read it).
+with `nosniff` and a sandboxing CSP. Only the Host names the server was started for are
+answered (a DNS-rebinding page cannot read it).
 """
 
 from __future__ import annotations
@@ -483,6 +484,30 @@ def create_app(db: Path, *, tasks_root: Path | None = None, hosts: Iterable[str]
             meta=meta,
             settings=json.dumps(meta["settings"], sort_keys=True, indent=1),
             trials=trials,
+        )
+
+    @app.get("/export")
+    def export(id: str) -> Response:  # noqa: A002 - the query parameter's name
+        """The entry as a `tbmm runs export` file (gzip), for download."""
+        import gzip
+
+        from harness.runs_export import ExportError, build_export, dump_export
+
+        st = data.store()
+        try:
+            doc = build_export(st, id)
+        except ExportError as exc:
+            raise HTTPException(404, "no such entry") from exc
+        finally:
+            st.close()
+        name = "".join(c if c.isalnum() or c in "-_.@" else "_" for c in id) + ".json.gz"
+        return Response(
+            gzip.compress(dump_export(doc), mtime=0),
+            media_type="application/gzip",
+            headers={
+                "Content-Disposition": f'attachment; filename="{name}"',
+                "X-Content-Type-Options": "nosniff",
+            },
         )
 
     @app.get("/trial/{trial_id}", response_class=HTMLResponse)
