@@ -163,6 +163,9 @@ def test_only_local_host_names_are_answered(db: Path) -> None:
     c = TestClient(create_app(db), base_url="http://evil.example")
     assert c.get("/").status_code == 400
     assert HOSTILE_IMG not in c.get(f"/trial/{min(_trials(db).values())}").text
+    named = create_app(db, hosts=["viewer.lan"])  # `tbmm view --allow-host viewer.lan`
+    assert TestClient(named, base_url="http://viewer.lan").get("/").status_code == 200
+    assert TestClient(named, base_url="http://evil.example").get("/").status_code == 400
 
 
 def test_viewer_has_no_docs_or_cdn(client: Any) -> None:
@@ -288,7 +291,7 @@ def test_readme_and_help_agree() -> None:
     assert f"http://{host}:{port}/" in section
     r = CliRunner().invoke(app, ["view", "--help"], terminal_width=200)
     assert r.exit_code == 0
-    for opt in ("--db", "--host", "--port"):
+    for opt in ("--db", "--host", "--port", "--allow-host"):
         assert opt in r.output and f"[{opt}" in section
     r = CliRunner().invoke(app, ["runs", "export", "--help"], terminal_width=200)
     assert "--schema" in r.output and "-o" in r.output and ".gz" in r.output

@@ -644,6 +644,14 @@ def view(
     ),
     host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.")] = 8765,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-host",
+            help="Another Host name to answer (repeatable); by default only 127.0.0.1, "
+            "localhost and --host are, so a DNS-rebinding web page cannot read the store.",
+        ),
+    ] = None,
 ) -> None:
     """Local web viewer of a results store: the leaderboard and entries, each trial's
     verdict (rewards, gate checks, replayed values with Lean's scope, references) and ATIF
@@ -653,7 +661,13 @@ def view(
     from tbmm.viewer import run
 
     try:
-        run(db, host, port, say=lambda m: err.print(m, highlight=False, soft_wrap=True))
+        run(
+            db,
+            host,
+            port,
+            hosts=allow_host or [],
+            say=lambda m: err.print(m, highlight=False, soft_wrap=True),
+        )
     except RuntimeError as exc:
         raise _fail(str(exc)) from exc
 

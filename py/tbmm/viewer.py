@@ -603,13 +603,13 @@ def create_app(db: Path, *, tasks_root: Path | None = None, hosts: Iterable[str]
     return app
 
 
-def run(db: Path, host: str, port: int, say: Any = print) -> None:
+def run(db: Path, host: str, port: int, hosts: Iterable[str] = (), say: Any = print) -> None:
     """Serve until interrupted; the address is printed once the app is built (the suite
     loaded), just before uvicorn binds."""
     try:
         import uvicorn
     except ImportError as exc:  # pragma: no cover
         raise RuntimeError("tbmm view needs the `serve` extra: pip install 'tbmm[serve]'") from exc
-    app = create_app(db, hosts=[host])
+    app = create_app(db, hosts=[host, *hosts])
     say(f"tbmm view on http://{host}:{port}/ ({db}); Ctrl-C stops it")
     uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False)
