@@ -1,4 +1,5 @@
-"""`tbmm runs list|show|delete|rescore|rename|convert-trajectories` and `tbmm agents list|install`."""
+"""`tbmm runs list|show|delete|rescore|rename|convert-trajectories|export|import` and
+`tbmm agents list|install`."""
 
 from __future__ import annotations
 
@@ -391,6 +392,90 @@ def runs_convert(
         highlight=False,
     )
     raise typer.Exit(1 if failed else 0)
+
+
+@runs_app.command("export")
+def runs_export(
+    entry: Annotated[
+        str | None, typer.Argument(help="Entry id, unique prefix, or display name.")
+    ] = None,
+    db: DbOpt = Path("runs/tbmm.sqlite"),
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "-o",
+            "--output",
+            help="Output file: .json, or .json.gz for gzip (default <entry>.json.gz).",
+        ),
+    ] = None,
+    schema: Annotated[
+        bool, typer.Option("--schema", help="Print the file's JSON Schema and exit.")
+    ] = False,
+) -> None:
+    """Write one entry as ONE self-describing file: the entry, every trial's row, its stored
+    verdict (exact JSON text), artifact and files (ATIF trajectory, raw events, stdout, ...),
+    with a schema version and a digest; `tbmm runs import` reads it into any store."""
+    from harness.runs_export import build_export, json_schema, write_export
+
+    if schema:
+        print(json.dumps(json_schema(), indent=1))
+        return
+    if entry is None:
+        err.print("[red]error:[/red] give an ENTRY (or --schema)", highlight=False, soft_wrap=True)
+        raise typer.Exit(2)
+    store = _store(db)
+    eid = _entry(store, entry)
+    try:
+        doc = build_export(store, eid)
+    except (OSError, StoreError) as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from exc
+    finally:
+        store.close()
+    target = output or Path(
+        f"{''.join(c if c.isalnum() or c in '-_.@' else '_' for c in eid)}.json.gz"
+    )
+    size = write_export(doc, target)
+    out.print(
+        f"wrote {target}: entry {eid}, {len(doc.trials)} trial(s), {size} bytes "
+        f"(schema_version {doc.schema_version})",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+@runs_app.command("import")
+def runs_import(
+    file: Annotated[Path, typer.Argument(help="A file written by `tbmm runs export`.")],
+    db: DbOpt = Path("runs/tbmm.sqlite"),
+) -> None:
+    """Read an export into a store (created if absent), in one transaction. Refuses a file of
+    another schema version, with a digest or hash mismatch, or holding a trial that differs
+    from one already stored; trials already stored identically are skipped (exit 0)."""
+    from harness.runs_export import ExportError, import_export, read_export
+
+    try:
+        exp = read_export(file)
+    except ExportError as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from exc
+    try:
+        store = Store(db)
+    except (StoreError, sqlite3.Error) as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from exc
+    try:
+        new, present = import_export(exp, store)
+    except (ExportError, StoreError, OSError) as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(2) from exc
+    finally:
+        store.close()
+    out.print(
+        f"imported {new} trial(s) of {exp.entry.entry_id} into {db}; {present} already present",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 @agents_app.command("list")

@@ -248,6 +248,88 @@ class Store:
                 )
             return out
 
+    def entry_row(self, entry_id: str) -> dict[str, Any] | None:
+        """The `entries` row as stored (settings as its JSON text), or None."""
+        with self._lock, _named(self.db_path):
+            r = self._conn.execute(
+                "SELECT entry_id, agent, model, settings, created_at, name FROM entries"
+                " WHERE entry_id = ?",
+                (entry_id,),
+            ).fetchone()
+        keys = ("entry_id", "agent", "model", "settings", "created_at", "name")
+        return dict(zip(keys, r, strict=True)) if r is not None else None
+
+    def import_trials(
+        self, entry: dict[str, Any], staged: list[tuple[dict[str, Any], Path]]
+    ) -> tuple[int, int]:
+        """Insert an entry and its trials (rows without id/entry_id/blob_dir, each with its
+        staged blob folder) in ONE transaction: all or nothing. A trial already stored
+        with the same start time, status, artifact and verdict is skipped (re-import is a
+        no-op); any other trial under the same (entry, task, seed), or an entry id with
+        other agent/model/settings, aborts the whole import with a StoreError.
+        Returns (inserted, already present)."""
+        eid = entry["entry_id"]
+        moved: list[Path] = []
+        inserted = present = 0
+        with self._lock, _named(self.db_path):
+            try:
+                with self._conn:
+                    have = self._conn.execute(
+                        "SELECT agent, model, settings FROM entries WHERE entry_id = ?", (eid,)
+                    ).fetchone()
+                    mine = (entry["agent"], entry["model"], entry["settings"])
+                    if have is None:
+                        self._conn.execute(
+                            "INSERT INTO entries (entry_id, agent, model, settings, created_at,"
+                            " name) VALUES (?, ?, ?, ?, ?, ?)",
+                            (eid, *mine, entry["created_at"], entry["name"]),
+                        )
+                    elif tuple(have) != mine:
+                        raise StoreError(
+                            f"results store {self.db_path}: entry {eid} exists with another "
+                            "agent, model or settings; nothing imported"
+                        )
+                    for row, src in staged:
+                        old = self._conn.execute(
+                            "SELECT started_at, status, artifact_sha256, verdict FROM trials"
+                            " WHERE entry_id = ? AND task = ? AND seed = ?",
+                            (eid, row["task"], row["seed"]),
+                        ).fetchone()
+                        same = (
+                            row["started_at"],
+                            row["status"],
+                            row["artifact_sha256"],
+                            row["verdict"],
+                        )
+                        if old is not None:
+                            if tuple(old) != same:
+                                raise StoreError(
+                                    f"results store {self.db_path}: {eid} / {row['task']} / "
+                                    f"seed {row['seed']} is already stored with another "
+                                    "result; nothing imported (`tbmm runs delete` it first)"
+                                )
+                            present += 1
+                            continue
+                        rel = self.blob_rel(eid, row["task"], row["seed"])
+                        full = {**row, "entry_id": eid, "blob_dir": rel}
+                        cols = ", ".join(full)
+                        marks = ", ".join("?" for _ in full)
+                        self._conn.execute(
+                            f"INSERT INTO trials ({cols}) VALUES ({marks})", list(full.values())
+                        )
+                        dest = self.runs_dir / rel
+                        dest.parent.mkdir(parents=True, exist_ok=True)
+                        if dest.exists():  # an orphan of a killed run: no row points to it
+                            shutil.rmtree(dest)
+                        src.rename(dest)
+                        moved.append(dest)
+                        inserted += 1
+            except BaseException:
+                for d in moved:
+                    shutil.rmtree(d, ignore_errors=True)
+                raise
+        return inserted, present
+
     def set_trajectory(self, trial_id: int, name: str | None) -> None:
         """Record a trial's ATIF file name (after `tbmm runs convert-trajectories`)."""
         with self._lock, _named(self.db_path), self._conn:
@@ -257,9 +339,7 @@ class Store:
         """Replace an `ok` trial's verdict columns (`tbmm runs rescore`) in one transaction;
         StoreError if the trial is gone or is not `ok`."""
         cols = ("verdict", "o_eval", "o_eval_exact", "gate", "lean", "verify_exit")
-        vals = [
-            json.dumps(fields["verdict"]) if c == "verdict" else fields.get(c) for c in cols
-        ]
+        vals = [json.dumps(fields["verdict"]) if c == "verdict" else fields.get(c) for c in cols]
         sets = ", ".join(f"{c} = ?" for c in cols)
         with self._lock, _named(self.db_path), self._conn:
             n = self._conn.execute(
@@ -383,6 +463,16 @@ class Store:
                         "SELECT * FROM trials WHERE entry_id = ? ORDER BY id", (entry_id,)
                     )
                 return [dict(r) for r in cur.fetchall()]
+            finally:
+                self._conn.row_factory = None
+
+    def trial(self, trial_id: int) -> dict[str, Any] | None:
+        """One stored trial by its row id, or None."""
+        with self._lock, _named(self.db_path):
+            self._conn.row_factory = sqlite3.Row
+            try:
+                r = self._conn.execute("SELECT * FROM trials WHERE id = ?", (trial_id,)).fetchone()
+                return dict(r) if r is not None else None
             finally:
                 self._conn.row_factory = None
 

@@ -613,4 +613,6 @@ def test_the_verdict_says_which_replayed_values_the_kernel_recomputed(suite: lis
     )
     assert any("agree" in e for e in rep.lean_scope.values())
     no_replay = next(t for t in suite if t.replay_spec is None)
-    assert verify_artifact(no_replay, no_replay.anchor_artifact_bytes(), lean=False).lean_scope == {}
+    assert (
+        verify_artifact(no_replay, no_replay.anchor_artifact_bytes(), lean=False).lean_scope == {}
+    )

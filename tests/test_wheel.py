@@ -109,3 +109,14 @@ def test_plain_install_has_no_agpl_or_plotting_code(installed: Path) -> None:
 def test_extras_say_what_to_install(installed: Path) -> None:
     r = _run(installed, "tbmm", "serve", "--port", "1")
     assert r.returncode == 2 and "tbmm[serve]" in r.stderr
+
+
+def test_view_says_what_to_install(installed: Path) -> None:
+    """`tbmm view` without the serve extra (FastAPI, uvicorn, Jinja2): exit 2 and the hint;
+    `tbmm runs export --schema` needs no extra."""
+    r = _run(installed, "python", "-c", "from harness.store import Store; Store('s.sqlite')")
+    assert r.returncode == 0, r.stderr
+    r = _run(installed, "tbmm", "view", "--db", "s.sqlite", "--port", "1")
+    assert r.returncode == 2 and "tbmm[serve]" in r.stderr, r.stderr
+    r = _run(installed, "tbmm", "runs", "export", "--schema")
+    assert r.returncode == 0 and '"schema_version"' in r.stdout, r.stderr

@@ -637,6 +637,41 @@ def serve(
         raise _fail(str(exc)) from exc
 
 
+@app.command()
+def view(
+    db: Annotated[Path, typer.Option("--db", help="SQLite results store.")] = Path(
+        "runs/tbmm.sqlite"
+    ),
+    host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="TCP port.")] = 8765,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-host",
+            help="Another Host name to answer (repeatable); by default only 127.0.0.1, "
+            "localhost and --host are, so a DNS-rebinding web page cannot read the store.",
+        ),
+    ] = None,
+) -> None:
+    """Local web viewer of a results store: the leaderboard and entries, each trial's
+    verdict (rewards, gate checks, replayed values with Lean's scope, references) and ATIF
+    trajectory step by step, and its files. Read-only; no external resource."""
+    if not db.is_file():
+        raise _fail(f"no results store at {db}")
+    from tbmm.viewer import run
+
+    try:
+        run(
+            db,
+            host,
+            port,
+            hosts=allow_host or [],
+            say=lambda m: err.print(m, highlight=False, soft_wrap=True),
+        )
+    except RuntimeError as exc:
+        raise _fail(str(exc)) from exc
+
+
 def main() -> None:  # pragma: no cover - console entry
     from tbmm.entry import main as entry
 
@@ -1027,6 +1062,11 @@ def report_cmd(
         raise _fail(str(exc)) from exc
     out = write_html(lb, rows, tasks, html)
     console.print(f"wrote {out}")
+    console.print(
+        f"browse every trial (verdict, trajectory, files): tbmm view --db {db}",
+        highlight=False,
+        soft_wrap=True,
+    )
 
 
 @tasks_app.command("baseline-artifacts")

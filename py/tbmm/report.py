@@ -498,7 +498,10 @@ def render_html(
     )
     summary = (
         f'<p class="note">{len(lb.entries)} entr{"y" if len(lb.entries) == 1 else "ies"}, '
-        f"{len(lb.tasks)} tasks ({len(lb.headline_tasks)} headline), {n_trials} trial(s).</p>"
+        f"{len(lb.tasks)} tasks ({len(lb.headline_tasks)} headline), {n_trials} trial(s). "
+        "Browse every trial (its verdict, ATIF trajectory step by step and files) with "
+        "<code>tbmm view --db DB</code>; share an entry as one file with "
+        "<code>tbmm runs export ENTRY --db DB</code>.</p>"
     )
     body = "".join(
         [

@@ -1,0 +1,326 @@
+"""`tbmm runs export` / `tbmm runs import`: one file per entry, read back byte for byte."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from harness.runs_export import LOCAL_COLUMNS, TRIAL_COLUMNS, _canonical
+from harness.store import SCHEMA, Store, trial_files
+from tbmm.cli import app
+from tests.runs_store import ENTRY_A, FIGURE, PD_SLUG, build_store
+
+runner = CliRunner()
+
+
+@pytest.fixture(scope="module")
+def tasks() -> dict[str, Any]:
+    from tbmm.tasks import load_suite
+
+    return {t.slug: t for t in load_suite()}
+
+
+@pytest.fixture
+def src(tmp_path: Path, tasks: dict[str, Any]) -> Path:
+    db = tmp_path / "src" / "tbmm.sqlite"
+    build_store(db, tasks)
+    return db
+
+
+def _export(db: Path, entry: str, out: Path) -> Path:
+    r = runner.invoke(app, ["runs", "export", entry, "--db", str(db), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    return out
+
+
+def _import(f: Path, db: Path) -> Any:
+    r = runner.invoke(app, ["runs", "import", str(f), "--db", str(db)])
+    r.text = " ".join(r.output.split())  # type: ignore[attr-defined]
+    return r
+
+
+def _rows(db: Path) -> dict[tuple[str, str, int], dict[str, Any]]:
+    s = Store(db)
+    try:
+        return {(t["entry_id"], t["task"], t["seed"]): t for t in s.trials()}
+    finally:
+        s.close()
+
+
+def _files(db: Path) -> dict[tuple[str, str, int], dict[str, bytes]]:
+    s = Store(db)
+    try:
+        return {
+            (t["entry_id"], t["task"], t["seed"]): {
+                n: p.read_bytes() for n, p in trial_files(s.runs_dir, t).items()
+            }
+            for t in s.trials()
+        }
+    finally:
+        s.close()
+
+
+def _leaderboard(db: Path) -> Any:
+    from tbmm.leaderboard import to_json
+    from tbmm.results import leaderboard
+
+    return to_json(leaderboard(db)[0])
+
+
+def test_round_trip_is_byte_identical(src: Path, tmp_path: Path) -> None:
+    """Every kind of trial (scored, gate_failed, missing artifact, infrastructure error):
+    verdict text, artifact, every column but the local ids, every file; same leaderboard."""
+    fa = _export(src, ENTRY_A, tmp_path / "a.json.gz")
+    fb = _export(src, "oracle@", tmp_path / "b.json")  # a unique prefix names the entry too
+    assert fa.read_bytes()[:2] == b"\x1f\x8b" and fb.read_bytes()[:1] == b"{"
+    dst = tmp_path / "dst" / "fresh.sqlite"
+    for f in (fa, fb):
+        r = _import(f, dst)
+        assert r.exit_code == 0, r.output
+    before, after = _rows(src), _rows(dst)
+    assert set(before) == set(after) and len(before) == 5
+    statuses = {json.loads(t["verdict"])["status"] for t in before.values() if t["verdict"]}
+    assert statuses == {"scored", "gate_failed", "missing_artifact"}
+    assert any(t["status"] == "error" for t in before.values())
+    for k, old in before.items():
+        new = after[k]
+        assert new["verdict"] == old["verdict"]  # the stored JSON text, byte for byte
+        assert new["artifact"] == old["artifact"]
+        for col in old:
+            if col not in ("id", "blob_dir"):
+                assert new[col] == old[col], (k, col)
+    assert _files(dst) == _files(src)
+    assert _files(dst)[(ENTRY_A, PD_SLUG, 0)]["figure.png"] == FIGURE
+    assert _leaderboard(dst) == _leaderboard(src)
+    s1, s2 = Store(src), Store(dst)
+    assert s1.entries() == s2.entries()  # names, settings, created_at
+    s1.close()
+    s2.close()
+
+
+def test_export_is_deterministic_and_reimport_is_a_no_op(src: Path, tmp_path: Path) -> None:
+    f1 = _export(src, ENTRY_A, tmp_path / "1.json.gz")
+    f2 = _export(src, ENTRY_A, tmp_path / "2.json.gz")
+    assert f1.read_bytes() == f2.read_bytes()
+    dst = tmp_path / "dst.sqlite"
+    assert _import(f1, dst).exit_code == 0
+    files = _files(dst)
+    r = _import(f1, dst)
+    assert r.exit_code == 0, r.output
+    assert "imported 0 trial(s)" in r.text and "4 already present" in r.text
+    assert len(_rows(dst)) == 4 and _files(dst) == files
+    # importing into the store it came from is a no-op too
+    r = _import(f1, src)
+    assert r.exit_code == 0 and "4 already present" in r.text
+
+
+def _doc(f: Path) -> dict[str, Any]:
+    raw = f.read_bytes()
+    return json.loads(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
+
+
+def _write(doc: dict[str, Any], f: Path, *, redigest: bool = True) -> Path:
+    """An attacker who edits the file and recomputes the document digest."""
+    if redigest:
+        doc["digest"] = hashlib.sha256(_canonical(doc)).hexdigest()
+    f.write_text(json.dumps(doc))
+    return f
+
+
+def _untouched(db: Path) -> None:
+    """The target store holds nothing after a refused import (no rows, no blob folders)."""
+    if not db.exists():
+        return
+    s = Store(db)
+    assert s.entries() == [] and s.trials() == []
+    leftovers = [p for p in s.runs_dir.rglob("*") if p.is_file()]
+    s.close()
+    assert leftovers == []
+
+
+@pytest.mark.parametrize(
+    "edit, message",
+    [
+        (lambda d: d.update(schema_version=2), "schema_version 2; this tbmm reads"),
+        (lambda d: d.update(format="other"), "not a tbmm runs export"),
+        (lambda d: d["trials"][0].update(task="../../escape"), "unsafe task slug"),
+        (
+            lambda d: d["trials"][0]["files"].update(
+                {"../x.txt": d["trials"][0]["files"]["stdout.txt"]}
+            ),
+            "unsafe file name",
+        ),
+        (
+            lambda d: d["trials"][0]["files"]["stdout.txt"].update(data="forged"),
+            "does not match its recorded size/sha256",
+        ),
+        (
+            lambda d: d["trials"][0]["artifact"].update(data="{}"),
+            "does not match its recorded size/sha256",
+        ),
+        (lambda d: d["trials"][1].update(verdict="{not json"), "verdict is not JSON"),
+        (lambda d: d["trials"].append(d["trials"][0]), "appears twice"),
+        (lambda d: d["trials"][0].update(seed="zero"), "does not follow the export schema"),
+    ],
+)
+def test_import_refuses_a_bad_file(src: Path, tmp_path: Path, edit: Any, message: str) -> None:
+    """Each edit, digest recomputed so only the deeper check can catch it: a clear error,
+    exit 2, and the target store untouched."""
+    doc = _doc(_export(src, ENTRY_A, tmp_path / "a.json.gz"))
+    edit(doc)
+    f = _write(doc, tmp_path / "bad.json")
+    dst = tmp_path / "dst.sqlite"
+    r = _import(f, dst)
+    assert r.exit_code == 2, r.output
+    assert message in r.text, r.output
+    _untouched(dst)
+
+
+def test_import_refuses_an_altered_file_by_its_digest(src: Path, tmp_path: Path) -> None:
+    doc = _doc(_export(src, ENTRY_A, tmp_path / "a.json.gz"))
+    v = json.loads(doc["trials"][1]["verdict"])
+    v["status"] = "scored"  # promote the gate-failed trial, leave the digest as it was
+    doc["trials"][1]["verdict"] = json.dumps(v)
+    dst = tmp_path / "dst.sqlite"
+    r = _import(_write(doc, tmp_path / "bad.json", redigest=False), dst)
+    assert r.exit_code == 2 and "digest mismatch" in r.text
+    _untouched(dst)
+    (tmp_path / "cut.json.gz").write_bytes((tmp_path / "a.json.gz").read_bytes()[:-100])
+    r = _import(tmp_path / "cut.json.gz", dst)
+    assert r.exit_code == 2 and "cannot read" in r.text
+    _untouched(dst)
+
+
+def test_a_conflicting_trial_aborts_the_whole_import(src: Path, tmp_path: Path) -> None:
+    """The target holds the same (entry, task, seed) with another result: nothing of the
+    file goes in (one transaction), and the target's own trial and files are kept."""
+    f = _export(src, ENTRY_A, tmp_path / "a.json.gz")
+    doc = _doc(f)
+    # the last trial of the file conflicts, so the earlier ones were already inserted
+    other = dict(doc)
+    other["trials"] = [t for t in doc["trials"] if (t["task"], t["seed"]) == (PD_SLUG, 1)]
+    other["trials"][0] = {**other["trials"][0], "started_at": 1.0}
+    dst = tmp_path / "dst.sqlite"
+    assert _import(_write(other, tmp_path / "other.json"), dst).exit_code == 0
+    before_rows, before_files = _rows(dst), _files(dst)
+    r = _import(f, dst)
+    assert r.exit_code == 2 and "already stored with another result" in r.text
+    assert _rows(dst) == before_rows and _files(dst) == before_files
+    s = Store(dst)
+    dirs = sorted(p.relative_to(s.runs_dir) for p in s.runs_dir.glob("*/*/*") if p.is_dir())
+    s.close()
+    assert [str(d) for d in dirs] == [f"llm@model-x_0badf00d/{PD_SLUG}/1"]
+
+
+def test_export_covers_every_trial_column() -> None:
+    """A column added to the store must be added to the export schema (or declared local)."""
+    con = sqlite3.connect(":memory:")
+    con.executescript(SCHEMA)
+    cols = {r[1] for r in con.execute("PRAGMA table_info(trials)")}
+    assert cols == set(TRIAL_COLUMNS) | LOCAL_COLUMNS
+
+
+def test_schema_is_printable_and_versioned(tmp_path: Path) -> None:
+    r = runner.invoke(app, ["runs", "export", "--schema"])
+    assert r.exit_code == 0
+    schema = json.loads(r.stdout)
+    assert schema["properties"]["schema_version"]["const"] == 1
+    assert (
+        "TrialExport" in schema["$defs"]
+        and "verdict" in schema["$defs"]["TrialExport"]["properties"]
+    )
+    r = runner.invoke(app, ["runs", "export", "nope", "--db", str(tmp_path / "none.sqlite")])
+    assert r.exit_code == 2 and "no results store" in r.output
+
+
+def test_a_forged_verdict_is_undone_by_rescore(src: Path, tmp_path: Path) -> None:
+    """The digest detects damage, not forgery: a sender can promote a verdict and recompute
+    it. The artifact travels with it, so `tbmm runs rescore --all` verifies it again."""
+    from harness.rescore import rescore
+    from tbmm.verify import verify_artifact
+
+    doc = _doc(_export(src, ENTRY_A, tmp_path / "a.json.gz"))
+    t = next(
+        t for t in doc["trials"] if json.loads(t["verdict"] or "{}").get("status") == "gate_failed"
+    )
+    v = json.loads(t["verdict"])
+    v.update(status="scored", o_eval_exact="1", o_eval=1.0)
+    t["verdict"] = json.dumps(v)
+    dst = tmp_path / "dst.sqlite"
+    assert _import(_write(doc, tmp_path / "forged.json"), dst).exit_code == 0
+    key = (ENTRY_A, t["task"], t["seed"])
+    assert json.loads(_rows(dst)[key]["verdict"])["status"] == "scored"
+    rescore(
+        dst,
+        entry=ENTRY_A,
+        everything=True,
+        verifier=lambda task, b: verify_artifact(task, b, lean=False),
+    )
+    assert json.loads(_rows(dst)[key]["verdict"])["status"] == "gate_failed"
+
+
+def test_a_gzip_bomb_is_refused_unread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import harness.runs_export as rx
+
+    monkeypatch.setattr(rx, "MAX_FILE_BYTES", 10_000)
+    f = tmp_path / "bomb.json.gz"
+    f.write_bytes(gzip.compress(b" " * 1_000_000))
+    dst = tmp_path / "dst.sqlite"
+    r = _import(f, dst)
+    assert r.exit_code == 2 and "larger than 10000 bytes decompressed" in r.text
+    _untouched(dst)
+
+
+def test_a_real_sandboxed_run_round_trips_and_views(tmp_path: Path) -> None:
+    """Trials written by the runner itself (oracle agent in the sandbox, real task, real
+    verifier without Lean): export -> import -> the same rows, files and leaderboard, and
+    the viewer shows the imported trial with its trajectory."""
+    from fastapi.testclient import TestClient
+
+    from harness.agents import OracleAgent
+    from harness.runner import run_sweep
+    from harness.sandbox import SandboxBackend, bwrap_path
+    from harness.venv import ensure_agent_venv
+    from tbmm.tasks import find_task
+    from tbmm.verify import verify_artifact
+    from tbmm.viewer import create_app
+    from tests.ci import absent
+
+    if not bwrap_path():
+        absent("bubblewrap (bwrap) is not installed")
+    db = tmp_path / "run.sqlite"
+    run_sweep(
+        OracleAgent(),
+        None,
+        [find_task(PD_SLUG)],
+        1,
+        SandboxBackend("auto", ensure_agent_venv()),
+        1,
+        db,
+        False,
+        verifier=lambda t, b: verify_artifact(t, b, lean=False),
+        progress=False,
+    )
+    (eid,) = {k[0] for k in _rows(db)}
+    f = _export(db, eid, tmp_path / "run.json.gz")
+    dst = tmp_path / "dst.sqlite"
+    assert _import(f, dst).exit_code == 0
+    old, new = _rows(db), _rows(dst)
+    assert {k: {c: v for c, v in r.items() if c != "id"} for k, r in old.items()} == {
+        k: {c: v for c, v in r.items() if c != "id"} for k, r in new.items()
+    }
+    assert json.loads(next(iter(new.values()))["verdict"])["status"] == "scored"
+    assert _files(dst) == _files(db) and {"trajectory.json", "events.jsonl"} <= set(
+        next(iter(_files(dst).values()))
+    )
+    assert _leaderboard(dst) == _leaderboard(db)
+    tid = next(iter(new.values()))["id"]
+    html = TestClient(create_app(dst), base_url="http://127.0.0.1").get(f"/trial/{tid}").text
+    assert "sandbox_command" in html and "Replayed values (production_decision, ok)" in html
