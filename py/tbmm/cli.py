@@ -64,6 +64,30 @@ tasks_app = typer.Typer(
 )
 app.add_typer(tasks_app, name="tasks")
 
+
+def _print_version(value: bool) -> None:
+    if value:
+        from tbmm import __version__
+
+        print(f"tbmm {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[
+        bool,
+        typer.Option(
+            "--version",
+            callback=_print_version,
+            is_eager=True,
+            help="Print tbmm's version and exit.",
+        ),
+    ] = False,
+) -> None:
+    pass
+
+
 console = Console()
 err = Console(stderr=True)
 
