@@ -7,13 +7,15 @@ import importlib.metadata
 import subprocess
 import sys
 import tomllib
+from pathlib import Path
 
 from typer.testing import CliRunner
 
 import tbmm
 from tbmm.cli import app
+from tbmm.tasks import find_task, load_suite
 
-from .conftest import REPO
+from .conftest import REPO, infeasible_dragon, trial_record
 
 runner = CliRunner()
 
@@ -33,3 +35,83 @@ def test_version_agrees_with_the_package_metadata() -> None:
         timeout=120,
     )
     assert proc.returncode == 0 and proc.stdout == f"tbmm {declared['version']}\n", proc.stderr
+
+
+# ---------------------------------------------------------------------------- closed pipe
+
+
+def _tbmm_into_closed_pipe(args: list[str], read_first_line: bool = False) -> tuple[int, str]:
+    """`tbmm ARGS | head -1` made deterministic: stdout is a pipe whose only reader closes it
+    at once (or after one line), so every write after that finds it closed."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from tbmm.entry import main; main()", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    if read_first_line:
+        proc.stdout.readline()
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    return proc.wait(timeout=300), err
+
+
+def _store(tmp_path: Path) -> Path:
+    """A results store with every task of the suite for three entries, two seeds each: a
+    leaderboard of several kB in every format."""
+    from harness.store import Store
+
+    db = tmp_path / "r.sqlite"
+    store = Store(db)
+    for e in ("a", "b", "c"):
+        for t in load_suite():
+            for s in range(2):
+                rec = trial_record(entry_id=f"{e}@m", agent=e, task=t.slug, suite=t.suite, seed=s)
+                store.commit(rec, store.scratch_dir())
+    store.close()
+    return db
+
+
+def test_a_closed_stdout_pipe_ends_quietly(tmp_path: Path) -> None:
+    db = _store(tmp_path)
+    full = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "from tbmm.entry import main; main()",
+            "leaderboard",
+            "--db",
+            str(db),
+        ],
+        capture_output=True,
+        timeout=300,
+    )
+    assert full.returncode == 0 and full.stdout.count(b"\n") > 20, full.stderr
+    cases = [
+        (["leaderboard", "--db", str(db)], False),  # rich console writes
+        (["leaderboard", "--db", str(db)], True),  # as `| head -1`
+        (["leaderboard", "--db", str(db), "--format", "json"], False),  # print(), > 8 kB
+        (["--help"], False),  # typer's help, written while the context is made
+        (["tasks", "list", "--json"], False),  # print() under 8 kB: the exit flush
+    ]
+    for args, head in cases:
+        code, err = _tbmm_into_closed_pipe(args, head)
+        assert (code, err) == (0, ""), (args, head, code, err)
+
+
+def test_a_closed_pipe_after_a_verdict_is_exit_0_and_an_error_keeps_its_code(
+    tmp_path: Path,
+) -> None:
+    """The lite `gate` path: a gate failure (exit 1 on an open pipe) whose report found the
+    pipe closed ends with 0 like any other cut output; an error that wrote nothing to stdout
+    (an unknown task, exit 2) keeps its code and its message on stderr."""
+    t = find_task("cumcm-2024-a-dragon-dance")
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(infeasible_dragon(t))
+    entry = [sys.executable, "-c", "from tbmm.entry import main; main()"]
+    opened = subprocess.run([*entry, "gate", str(bad), "--task", t.slug], capture_output=True)
+    assert opened.returncode == 1 and b"gate FAIL" in opened.stdout
+    assert _tbmm_into_closed_pipe(["gate", str(bad), "--task", t.slug]) == (0, "")
+    code, err = _tbmm_into_closed_pipe(["gate", str(bad), "--task", "no-such-task"])
+    assert code == 2 and "unknown task" in err and "Traceback" not in err

@@ -32,6 +32,20 @@ class _LazyGroup(TyperGroup):
         "docker": ("harness.runs_cli", "docker_app"),
     }
 
+    # click turns a write to a closed stdout pipe into exit 1; tbmm.entry's rule instead
+    # (exit 0, quietly). Help and usage are written while the context is made.
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().make_context(*args, **kwargs)
+        except BrokenPipeError:
+            raise _closed_pipe() from None
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except BrokenPipeError:
+            raise _closed_pipe() from None
+
     def list_commands(self, ctx: Any) -> list[str]:
         return [*super().list_commands(ctx), *(n for n in self.LAZY if n not in self.commands)]
 
@@ -49,6 +63,24 @@ class _LazyGroup(TyperGroup):
             cmd.name = name
             self.add_command(cmd, name)
         return super().get_command(ctx, name)
+
+
+def _closed_pipe() -> SystemExit:
+    from tbmm.entry import stdout_closed
+
+    stdout_closed()
+    return SystemExit(0)
+
+
+def _rich_closed_pipe(self: Console) -> None:
+    self.quiet = True
+    raise _closed_pipe()
+
+
+def quiet_on_closed_pipe() -> None:
+    """For the `tbmm` process (tbmm.entry): every rich console, typer's help included, ends
+    the command as tbmm.entry does on a closed stdout pipe (rich's own hook exits 1)."""
+    Console.on_broken_pipe = _rich_closed_pipe  # type: ignore[method-assign]
 
 
 app = typer.Typer(
