@@ -4,6 +4,7 @@ columns, and README's words about the commands kept true to what they print."""
 from __future__ import annotations
 
 import importlib.metadata
+import re
 import subprocess
 import sys
 import tomllib
@@ -12,12 +13,13 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 import tbmm
-from tbmm.cli import app
+from tbmm.cli import app, tasks_list
 from tbmm.tasks import find_task, load_suite
 
 from .conftest import REPO, infeasible_dragon, trial_record
 
 runner = CliRunner()
+README = (REPO / "README.md").read_text(encoding="utf-8")
 
 
 def test_version_agrees_with_the_package_metadata() -> None:
@@ -115,3 +117,27 @@ def test_a_closed_pipe_after_a_verdict_is_exit_0_and_an_error_keeps_its_code(
     assert _tbmm_into_closed_pipe(["gate", str(bad), "--task", t.slug]) == (0, "")
     code, err = _tbmm_into_closed_pipe(["gate", str(bad), "--task", "no-such-task"])
     assert code == 2 and "unknown task" in err and "Traceback" not in err
+
+
+# ---------------------------------------------------------------------------- README claims
+
+
+def _claimed_columns(text: str) -> tuple[list[str], list[str]]:
+    """("contest, slug, ...; totals, references by kind") -> (table columns, lines below)."""
+    cols, _, below = " ".join(text.split()).partition(";")
+    return [c.strip() for c in cols.split(",")], [b.strip() for b in below.split(",")]
+
+
+def test_tasks_list_shows_the_columns_readme_and_help_name() -> None:
+    line = next(ln for ln in README.splitlines() if ln.startswith("uv run tbmm tasks list "))
+    readme_cols, readme_below = _claimed_columns(line.split("#", 1)[1])
+    doc = tasks_list.__doc__ or ""
+    help_cols, help_below = _claimed_columns(doc.split(":", 1)[1].split("(", 1)[0])
+    assert (readme_cols, readme_below) == (help_cols, help_below)
+    r = runner.invoke(app, ["tasks", "list"])  # not a terminal: Markdown, every column
+    assert r.exit_code == 0
+    header = next(ln for ln in r.stdout.splitlines() if ln.startswith("| "))
+    assert [c.strip() for c in header.strip("| ").split("|")] == readme_cols
+    assert readme_below == ["totals", "references by kind"]
+    assert re.search(r"^\d+ metrics, \d+ figures, \d+ gate checks$", r.stdout, re.M)
+    assert re.search(r"^references by kind: \w+ \d+", r.stdout, re.M)

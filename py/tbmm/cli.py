@@ -162,7 +162,8 @@ def _task(slug: str, root: Path) -> Task:
 
 @tasks_app.command("list")
 def tasks_list(tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag = False) -> None:
-    """A table of the suite: suite, year, problem, slug, metrics, figures, attachments."""
+    """A table of the suite: contest, slug, metrics, figures, files, checks; totals,
+    references by kind (--json: every field of each task)."""
     try:
         tasks = load_suite(tasks_root)
     except TaskFormatError as exc:
