@@ -249,6 +249,16 @@ def test_wheelhouse_is_pinned_and_shared(exported: Path, full_suite: list[Task])
     assert len(inodes) == len(list(whs[0].iterdir()))  # one copy, hard-linked
 
 
+def test_every_from_of_the_full_export_is_digest_pinned(exported: Path) -> None:
+    from .test_harbor_images import from_images
+
+    dockerfiles = sorted(exported.rglob("Dockerfile"))
+    assert dockerfiles
+    for d in dockerfiles:
+        images = from_images(d.read_text(encoding="utf-8"))
+        assert images and all(hx.digest_pinned(i) for i in images), (d, images)
+
+
 def test_a_wheel_with_other_anchors_is_refused(
     exported: Path, full_suite: list[Task], tmp_path: Path
 ) -> None:
