@@ -24,6 +24,7 @@ from harness.llm_agent import LLMAgent
 from harness.model_table import ModelTableError, declares_vision, resolve_pricing
 from harness.runner import DEFAULT_ARTIFACT_MAX_BYTES, SweepSummary, run_sweep, trial_limits
 from harness.usage import Pricing
+from tbmm.clihelp import typer_app
 
 AGENTS = ("oracle", "replay", "llm", "command", *TEMPLATES)
 EXIT_USAGE = 2
@@ -415,5 +416,5 @@ def _print_leaderboard(db: Path, tasks_root: Path | None) -> None:
         print(to_markdown(lb))
 
 
-run_app = typer.Typer(help="Run agents on tasks.", invoke_without_command=True)
+run_app = typer_app(help="Run agents on tasks.", invoke_without_command=True)
 run_app.callback(invoke_without_command=True)(run_command)

@@ -9,6 +9,7 @@ import subprocess
 import sys
 import tomllib
 from pathlib import Path
+from typing import Any
 
 from typer.testing import CliRunner
 
@@ -141,3 +142,82 @@ def test_tasks_list_shows_the_columns_readme_and_help_name() -> None:
     assert readme_below == ["totals", "references by kind"]
     assert re.search(r"^\d+ metrics, \d+ figures, \d+ gate checks$", r.stdout, re.M)
     assert re.search(r"^references by kind: \w+ \d+", r.stdout, re.M)
+
+
+# ---------------------------------------------------------------------------- help width
+
+WIDTH = 80
+MIN_DESCRIPTION = 40  # columns left for an option's or command's description at 80
+
+
+def _command_paths() -> list[list[str]]:
+    """Every command and group of `tbmm`, the lazily loaded ones included."""
+    from typer.main import get_command
+
+    out: list[list[str]] = []
+
+    def walk(cmd: Any, path: list[str]) -> None:
+        out.append(path)
+        if hasattr(cmd, "list_commands"):  # a group (typer's own copy of click's)
+            for name in cmd.list_commands(None):
+                sub = cmd.get_command(None, name)
+                if sub is not None and not sub.hidden:
+                    walk(sub, [*path, name])
+
+    walk(get_command(app), [])
+    return out
+
+
+def _description_columns(text: str) -> list[tuple[int, str]]:
+    """(column where the description starts, line) for each line of the Options, Arguments
+    and Commands lists: after the term's two-space gap, or a continuation line's indent."""
+    cols = []
+    in_list = False
+    for line in text.splitlines():
+        if line.rstrip().endswith(":") and not line.startswith(" "):
+            in_list = line.strip() in ("Options:", "Arguments:", "Commands:")
+            continue
+        if not in_list or not line.strip():
+            continue
+        indent = len(line) - len(line.lstrip())
+        if indent <= 2:  # a term ("  --db <path>  SQLite ..."): its description, if any
+            gap = re.search(r"\S( {2,})\S", line)
+            if gap:
+                cols.append((gap.end(1), line))
+        else:
+            cols.append((indent, line))
+    return cols
+
+
+def test_every_help_reads_at_80_columns() -> None:
+    """No help line of any command is wider than 80 columns, none is cut ("…"), every option
+    name is printed whole, every description starts by column 40 (40+ columns of text), and
+    a group lists each command's whole first paragraph."""
+    from tbmm.clihelp import summary
+
+    paths = _command_paths()
+    assert len(paths) > 10 and ["run"] in paths and ["export", "harbor"] in paths
+    for path in paths:
+        r = runner.invoke(app, [*path, "--help"], terminal_width=WIDTH, env={"COLUMNS": "80"})
+        assert r.exit_code == 0, (path, r.output)
+        text = r.stdout
+        assert all(len(ln) <= WIDTH for ln in text.splitlines()), (path, text)
+        assert "…" not in text and "╭" not in text, (path, text)
+        cols = _description_columns(text)
+        assert cols or path == [], (path, text)
+        narrow = [ln for c, ln in cols if c > WIDTH - MIN_DESCRIPTION]
+        assert not narrow, (path, narrow)
+        from typer.main import get_command
+
+        cmd = get_command(app)
+        for name in path:
+            cmd = cmd.get_command(None, name)
+        flat = " ".join(text.split())
+        for p in cmd.params:
+            for opt in [*p.opts, *p.secondary_opts]:
+                if opt.startswith("--"):
+                    assert re.search(rf"(?<![\w-]){re.escape(opt)}(?![\w-])", text), (path, opt)
+        if hasattr(cmd, "list_commands"):
+            for name in cmd.list_commands(None):
+                sub = cmd.get_command(None, name)
+                assert sub is not None and summary(sub) in flat, (path, name, flat)

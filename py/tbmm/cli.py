@@ -12,12 +12,12 @@ from typing import Annotated, Any
 import typer
 from rich.console import Console
 from rich.table import Table
-from typer.core import TyperGroup
 
+from tbmm.clihelp import HelpGroup, typer_app
 from tbmm.tasks import TASKS_ROOT, Task, TaskFormatError, find_task, load_suite
 
 
-class _LazyGroup(TyperGroup):
+class _LazyGroup(HelpGroup):
     """`tbmm run` (the harness), `tbmm lean` and `tbmm export`/`ingest` (Harbor) import a lot;
     they are loaded when named (or listed by --help), so `tbmm score`/`gate`/`verify` start
     without them."""
@@ -56,7 +56,7 @@ class _LazyGroup(TyperGroup):
             mod, attr = self.LAZY[name]
             obj = getattr(importlib.import_module(mod), attr)
             if not isinstance(obj, typer.Typer):
-                single = typer.Typer(add_completion=False)
+                single = typer_app(add_completion=False)
                 single.command(name)(obj)
                 obj = single
             cmd = typer.main.get_command(obj)
@@ -83,13 +83,13 @@ def quiet_on_closed_pipe() -> None:
     Console.on_broken_pipe = _rich_closed_pipe  # type: ignore[method-assign]
 
 
-app = typer.Typer(
+app = typer_app(
     cls=_LazyGroup,
     no_args_is_help=True,
     add_completion=False,
     help="TB-MathModel: agentic, verifiable mathematical-modeling benchmark.",
 )
-tasks_app = typer.Typer(
+tasks_app = typer_app(
     no_args_is_help=True,
     add_completion=False,
     help="Inspect, build and validate the task suite.",

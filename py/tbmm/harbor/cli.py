@@ -8,15 +8,16 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from tbmm.clihelp import typer_app
 from tbmm.stack import PYTHON_IMAGE
 
 err = Console(stderr=True)
 _PYTHON_TAG = PYTHON_IMAGE.rsplit("/", 1)[-1].split("@")[0]  # python:3.11-slim-bookworm
 
-export_app = typer.Typer(
+export_app = typer_app(
     help="Export the suite for other frameworks.", no_args_is_help=True, add_completion=False
 )
-ingest_app = typer.Typer(
+ingest_app = typer_app(
     help="Read results produced elsewhere into the results store.",
     no_args_is_help=True,
     add_completion=False,
@@ -56,7 +57,7 @@ def export_harbor_cmd(
             "--verifier-base",
             help="Base image of the verifier environment (Python 3.11, glibc >= 2.35); "
             "pin it by digest (NAME@sha256:...).",
-            show_default=f"{_PYTHON_TAG} pinned by digest (tbmm.stack.PYTHON_IMAGE)",
+            show_default=f"tbmm.stack.PYTHON_IMAGE, {_PYTHON_TAG} pinned by digest",
         ),
     ] = PYTHON_IMAGE,
     agent_image: Annotated[
