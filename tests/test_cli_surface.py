@@ -221,3 +221,18 @@ def test_every_help_reads_at_80_columns() -> None:
             for name in cmd.list_commands(None):
                 sub = cmd.get_command(None, name)
                 assert sub is not None and summary(sub) in flat, (path, name, flat)
+
+
+def test_a_closed_stderr_pipe_keeps_the_exit_code() -> None:
+    """Nobody reads the messages: they go nowhere and the command ends with its own code (an
+    unknown task: 2), where rich's own hook would exit 1 and tbmm's stdout rule 0."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "from tbmm.entry import main; main()", "tasks", "show", "nope"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+    )
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stderr.close()
+    assert proc.stdout.read() == b""
+    assert proc.wait(timeout=300) == 2

@@ -74,12 +74,18 @@ def _closed_pipe() -> SystemExit:
 
 def _rich_closed_pipe(self: Console) -> None:
     self.quiet = True
+    if self.file is sys.stderr:  # nobody reads the messages: the command goes on to its code
+        from tbmm.entry import stdout_closed
+
+        stdout_closed(sys.stderr)
+        return
     raise _closed_pipe()
 
 
 def quiet_on_closed_pipe() -> None:
     """For the `tbmm` process (tbmm.entry): every rich console, typer's help included, ends
-    the command as tbmm.entry does on a closed stdout pipe (rich's own hook exits 1)."""
+    the command as tbmm.entry does on a closed stdout pipe (rich's own hook exits 1); a
+    closed stderr is silenced and the command keeps its exit code."""
     Console.on_broken_pipe = _rich_closed_pipe  # type: ignore[method-assign]
 
 

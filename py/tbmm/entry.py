@@ -158,15 +158,15 @@ def print_gate(report: Any) -> None:
         )
 
 
-def stdout_closed() -> None:
-    """The reader of stdout went away (`tbmm leaderboard | head`): point stdout at /dev/null
-    so that nothing further (the interpreter's last flush included) fails or prints a
-    traceback about it."""
+def stdout_closed(stream: Any = None) -> None:
+    """The reader of stdout (or of `stream`) went away (`tbmm leaderboard | head`): point it
+    at /dev/null so that nothing further (the interpreter's last flush included) fails or
+    prints a traceback about it."""
     import os
 
     try:
         null = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(null, sys.stdout.fileno())
+        os.dup2(null, (stream or sys.stdout).fileno())
         os.close(null)
     except (OSError, ValueError):  # no file descriptor (a test's captured stdout)
         pass
