@@ -35,6 +35,7 @@ from harness.runner import (
     trial_limits,
 )
 from harness.usage import Pricing, TrialCaps
+from tbmm.clihelp import typer_app
 
 AGENTS = ("oracle", "replay", "llm", "command", *TEMPLATES)
 EXIT_USAGE = 2
@@ -562,5 +563,5 @@ def _print_leaderboard(db: Path, tasks_root: Path | None) -> None:
         print(to_markdown(lb))
 
 
-run_app = typer.Typer(help="Run agents on tasks.", invoke_without_command=True)
+run_app = typer_app(help="Run agents on tasks.", invoke_without_command=True)
 run_app.callback(invoke_without_command=True)(run_command)

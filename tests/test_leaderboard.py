@@ -468,6 +468,39 @@ def test_incomplete_task_left_out_of_headline_with_a_note() -> None:
     assert L.to_json(lb)["incomplete_tasks"] == ["m1"]
 
 
+def test_an_incomplete_task_never_run_is_noted_as_a_deliberate_skip() -> None:
+    """The default run leaves incomplete tasks out on purpose: its note says so, and is no
+    "has no trial ... counted O-Eval 0" gap note (which they are not: they are outside the
+    headline means). A missing seed of an incomplete task the entry did run, a missing
+    literature-split trial and a missing headline trial stay gap notes, each saying how it
+    counts."""
+    rows = [r for r in rows_b() if r.task != "m1"]  # B never ran m1
+    rows += [row("D", t, s, "scored", 1) for t in ("c1", "c2", "ms") for s in (0, 1)]
+    rows += [row("D", "m1", 0, "scored", 1)]  # D ran m1 once: seed 1 is a gap
+    rows += [row("E", t, 0, "scored", 1) for t in ("c1", "m1")]  # E: no c2 (headline), no ms
+    lb = compute(
+        rows,
+        baseline=None,
+        tasks=TASKS,
+        task_suites=SUITES,
+        split_tasks=SPLIT,
+        incomplete_tasks={"m1"},
+    )
+    notes = [n for n in lb.notes if n.startswith(("B:", "D:", "E:"))]
+    assert notes == [
+        "B: 1 incomplete task(s) not run, as intended (`tbmm run --tasks all` skips them "
+        "unless --allow-incomplete; outside the headline means): m1.",
+        "D: seed 1 has no trial for 1 of 4 tasks (outside the headline means; no artifact): m1.",
+        "E: seed 0 has no trial for 2 of 4 tasks (the 1 headline one(s) counted O-Eval 0, "
+        "Multi-BO −1): c2, ms.",
+    ], lb.notes
+    assert not any("no trial" in n and "B:" in n for n in lb.notes)
+    # the skip changes no mean: B's seed 0 is (1/2 + 19/20)/2 with or without m1's rows
+    assert dict(by(lb, "B").o_eval.per_seed)[0] == F(29, 40)
+    # E's missing c2 counts 0: (1 + 0)/2
+    assert dict(by(lb, "E").o_eval.per_seed)[0] == F(1, 2)
+
+
 def test_incomplete_tasks_are_skipped_or_refused(tmp_path: Path) -> None:
     from harness.cli import select_tasks
     from tbmm.tasks import TASKS_ROOT, load_suite

@@ -158,15 +158,49 @@ def print_gate(report: Any) -> None:
         )
 
 
-def main(argv: list[str] | None = None) -> None:
-    """Console entry point (`tbmm`)."""
-    args = list(sys.argv[1:] if argv is None else argv)
-    req = parse(args)
-    if req is not None:
-        code = run(req)
-        if code is not None:
-            sys.stdout.flush()
-            raise SystemExit(code)
-    from tbmm.cli import app
+def stdout_closed(stream: Any = None) -> None:
+    """The reader of stdout (or of `stream`) went away (`tbmm leaderboard | head`): point it
+    at /dev/null so that nothing further (the interpreter's last flush included) fails or
+    prints a traceback about it."""
+    import os
 
-    app(args=args, prog_name="tbmm")
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, (stream or sys.stdout).fileno())
+        os.close(null)
+    except (OSError, ValueError):  # no file descriptor (a test's captured stdout)
+        pass
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point (`tbmm`). A closed stdout pipe (`tbmm leaderboard | head`) ends
+    the command quietly with exit 0 whether a write or the final flush found it closed (the
+    reader chose to stop; with PYTHONUNBUFFERED every print is a write, so "ran to its end"
+    is no stable distinction): never click's or rich's exit 1, a traceback or Python's
+    "Exception ignored" line. A command that wrote nothing keeps its exit code."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        req = parse(args)
+        if req is not None:
+            code = run(req)
+            if code is not None:
+                raise SystemExit(code)
+        from tbmm.cli import app, quiet_on_closed_pipe
+
+        quiet_on_closed_pipe()
+        app(args=args, prog_name="tbmm")
+    except BrokenPipeError:
+        stdout_closed()
+        raise SystemExit(0) from None
+    except SystemExit:
+        _flush()
+        raise
+    _flush()
+
+
+def _flush() -> None:
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        stdout_closed()
+        raise SystemExit(0) from None

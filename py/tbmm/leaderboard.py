@@ -554,13 +554,23 @@ def compute(
         floor_seed: dict[int, Fraction] = {}
         suite_seed: dict[str, dict[int, Fraction]] = {}
         unknown_cost = 0
+        # incomplete tasks this entry never ran: `tbmm run --tasks all` skips them on purpose
+        skipped = [t for t in tasks if t in incomplete and not any(t == k for k, _ in b)]
         for s in seeds:
             trial = {t: b.get((t, s)) for t in tasks}
             absent = [t for t, r in trial.items() if r is None]
-            if absent:
+            gaps = [t for t in absent if t not in skipped]
+            if gaps:
+                counted_gaps = [t for t in gaps if t in headline]
+                if len(counted_gaps) == len(gaps):
+                    how = "counted O-Eval 0, Multi-BO −1"
+                elif counted_gaps:
+                    how = f"the {len(counted_gaps)} headline one(s) counted O-Eval 0, Multi-BO −1"
+                else:
+                    how = "outside the headline means; no artifact"
                 notes.append(
-                    f"{e}: seed {s} has no trial for {len(absent)} of {len(tasks)} tasks "
-                    f"(counted O-Eval 0, Multi-BO −1): {', '.join(absent)}."
+                    f"{e}: seed {s} has no trial for {len(gaps)} of {len(tasks)} tasks "
+                    f"({how}): {', '.join(gaps)}."
                 )
             counted = [t for t in headline if not _errored(trial[t])]
             if headline:  # the floor: every headline task, an error counted 0
@@ -625,6 +635,12 @@ def compute(
                 o_eval_floor=Stat.of(floor_seed) if errs else None,
             )
         )
+        if skipped:
+            notes.append(
+                f"{e}: {len(skipped)} incomplete task(s) not run, as intended (`tbmm run "
+                f"--tasks all` skips them unless --allow-incomplete; outside the headline "
+                f"means): {', '.join(skipped)}."
+            )
         if unknown_cost:
             notes.append(f"{e}: cost unknown for {unknown_cost} trial(s), so its cost is n/a.")
         if errs:

@@ -8,12 +8,16 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-err = Console(stderr=True)
+from tbmm.clihelp import typer_app
+from tbmm.stack import PYTHON_IMAGE
 
-export_app = typer.Typer(
+err = Console(stderr=True)
+_PYTHON_TAG = PYTHON_IMAGE.rsplit("/", 1)[-1].split("@")[0]  # python:3.11-slim-bookworm
+
+export_app = typer_app(
     help="Export the suite for other frameworks.", no_args_is_help=True, add_completion=False
 )
-ingest_app = typer.Typer(
+ingest_app = typer_app(
     help="Read results produced elsewhere into the results store.",
     no_args_is_help=True,
     add_completion=False,
@@ -51,15 +55,19 @@ def export_harbor_cmd(
         str,
         typer.Option(
             "--verifier-base",
-            help="Base image of the verifier environment (Python 3.11, glibc >= 2.35).",
+            help="Base image of the verifier environment (Python 3.11, glibc >= 2.35); "
+            "pin it by digest (NAME@sha256:...).",
+            show_default=f"tbmm.stack.PYTHON_IMAGE, {_PYTHON_TAG} pinned by digest",
         ),
-    ] = "python:3.11-slim-bookworm",
+    ] = PYTHON_IMAGE,
     agent_image: Annotated[
         str | None,
         typer.Option(
             "--agent-image",
             help="Build the agent environment FROM this prebuilt image (with python3 and the "
-            "scientific stack) instead of python:3.12-slim + pip.",
+            "scientific stack) instead of the task's own Dockerfile: "
+            f"{_PYTHON_TAG} pinned by digest plus the "
+            "hashed lock of that stack.",
         ),
     ] = None,
     force: Annotated[
@@ -77,8 +85,15 @@ def export_harbor_cmd(
     scoring data), a separate verifier environment per task that installs tbmm offline,
     tests/test.sh writing Harbor's reward files, and the dataset manifest."""
     from harness.cli import select_tasks
-    from tbmm.harbor.export import ExportError, export_harbor
+    from tbmm.harbor.export import ExportError, digest_pinned, export_harbor
 
+    for flag, image in (("--verifier-base", verifier_base), ("--agent-image", agent_image)):
+        if image is not None and not digest_pinned(image):
+            err.print(
+                f"[yellow]note:[/yellow] {flag} {image} is not pinned by digest: the tag can "
+                "move under the export (`harbor lint` flags it); NAME@sha256:... pins it",
+                highlight=False,
+            )
     try:
         chosen = select_tasks(
             tasks,

@@ -44,12 +44,22 @@ from typing import Any
 
 from tbmm import __version__
 from tbmm.harbor import layout
+from tbmm.stack import PYTHON_IMAGE, PYTHON_MINOR
 
 # The verifier image's Python: the project's own minor version (the wheels of the
 # dependencies are downloaded for it), on Debian bookworm (glibc 2.36; the Lean runtime
-# wheel needs glibc >= 2.35).
-VERIFIER_PYTHON = "3.11"
-DEFAULT_VERIFIER_BASE = "python:3.11-slim-bookworm"
+# wheel needs glibc >= 2.35): the agent image's base, pinned by the same digest.
+VERIFIER_PYTHON = PYTHON_MINOR
+DEFAULT_VERIFIER_BASE = PYTHON_IMAGE
+_PINNED = re.compile(r"@sha256:[0-9a-f]{64}$")
+
+
+def digest_pinned(image: str) -> bool:
+    """Whether an image reference names its content (`name@sha256:<64 hex>`), so that
+    the tag cannot move under the export."""
+    return bool(_PINNED.search(image.strip()))
+
+
 PLATFORM_GLIBC = (2, 35)  # the newest manylinux tag the verifier's platform accepts
 # Data of a task that the score depends on: the wheel's copy must equal the exported one.
 SCORING_FILES = (

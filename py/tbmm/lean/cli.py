@@ -11,11 +11,12 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
+from tbmm.clihelp import typer_app
 from tbmm.lean.audit import audit as run_audit
 from tbmm.lean.build import BuildFailure, build, check_module, lean_path, project_root
 from tbmm.lean.runtime import ToolchainError, find_toolchain
 
-lean_app = typer.Typer(
+lean_app = typer_app(
     no_args_is_help=True,
     add_completion=False,
     help="The Lean layer: toolchain, build of the TBMM library, kernel checks, audit.",
