@@ -454,3 +454,31 @@ def test_extractor_catches_a_wrong_page_or_number(suite: list[Task]) -> None:
         assert any("not on page" in p for p in probs), probs
     wrong_id = paper.model_copy(update={"paper_id": "2300000"})
     assert any("designation" in p for p in check_paper(wrong_id, t, src).problems)
+
+
+def test_tasks_show_lists_every_panel_paper(suite: list[Task]) -> None:
+    """`tbmm tasks show` names each paper with its designation, its scored values with page
+    and locator, its per-metric exclusions, and the reason an unscored paper is not scored."""
+    from typer.testing import CliRunner
+
+    from tbmm.cli import app
+
+    t = next(
+        t
+        for t in _multi(suite)
+        if any(p.excluded_fields for p in t.panel.papers)
+        and any(p.exclusion_reason for p in t.panel.papers)
+    )
+    r = CliRunner().invoke(app, ["tasks", "show", t.slug])
+    assert r.exit_code == 0, r.stdout
+    out = " ".join(r.stdout.split())
+    for p in t.panel.papers:
+        assert p.paper_id in out
+        for rec in p.fields:
+            if rec.path in {m.path for m in t.metrics}:
+                assert f"p{rec.page}, {rec.locator}" in out, (p.paper_id, rec.path)
+        for k, x in p.excluded_fields.items():
+            assert f"{k}: {x.reason}" in out
+        if p.exclusion_reason:
+            assert f"not scored: {p.exclusion_reason}" in out
+    assert f"{len(t.panel_anchors)} scored in eq. 1" in out
