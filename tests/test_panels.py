@@ -138,6 +138,8 @@ def test_interval_level_rescales_each_side_about_the_center() -> None:
 def test_record_model_refuses_inconsistent_records() -> None:
     with pytest.raises(ValueError, match="takes printed"):
         _rec(printed={"count": _pr("1")})  # as_printed needs `value`
+    with pytest.raises(ValueError, match="holds none of its printed numbers"):
+        _rec(printed={"value": _pr("12", 3)})
     with pytest.raises(ValueError, match="justification"):
         _rec(printed={"value": _pr("eight")}, transformation="word_number")
     with pytest.raises(ValueError, match="digits"):

@@ -448,6 +448,8 @@ class FieldRecord(Strict):
                 f"{self.path}: transformation {self.transformation} takes printed "
                 f"{list(need)}, got {sorted(self.printed)}"
             )
+        if self.page not in {x.page for x in self.printed.values()}:
+            raise ValueError(f"{self.path}: page {self.page} holds none of its printed numbers")
         if self.transformation != "as_printed" and len(self.justification.strip()) < 20:
             raise ValueError(f"{self.path}: a transformation needs its justification")
         computed = self.transformation in (
