@@ -366,6 +366,62 @@ def tasks_show(slug: str, tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag 
     )
     if not t.gate.anchor.feasible:
         console.print(f"[yellow]anchor infeasible:[/yellow] {t.gate.anchor.evidence}")
+    _show_panel(t)
+
+
+def _show_panel(t: Task) -> None:
+    """The reference panel: each paper, its scored values (with page and locator when read
+    from its PDF) and why each other metric, or the whole paper, is not scored."""
+    from tbmm.tables import Col, emit
+
+    panel = t.panel
+    paths = {m.id: m.path for m in t.metrics}
+    scored = {p for p, _ in t.panel_anchors}
+    rows = []
+    for pp in panel.papers:
+        d = pp.designation
+        recs = {r.path: r for r in pp.fields}
+        vals = []
+        for k, v in pp.values.items():
+            r = recs.get(paths.get(k, ""))
+            where = (
+                f" (p{r.page}, {r.locator}"
+                + (f"; {r.transformation})" if r.transformation != "as_printed" else ")")
+                if r
+                else ""
+            )
+            vals.append(f"{k} = {v}{where}")
+        vals += [
+            f"{k}: {x.reason}" + (f" (p{x.page})" if x.page else "")
+            for k, x in pp.excluded_fields.items()
+        ]
+        rows.append(
+            [
+                pp.paper_id,
+                pp.role,
+                f"{d.award}, {d.results_list} p{d.page} l{d.line}" if d else "",
+                "scored"
+                if pp.paper_id in scored
+                else f"not scored: {pp.exclusion_reason or 'no scored field'}",
+                "; ".join(vals),
+            ]
+        )
+    emit(
+        console,
+        [
+            Col("paper", "id"),
+            Col("role", "num"),
+            Col("designation", "text", keep=20),
+            Col("eq. 1", "text", keep=20),
+            Col("values and exclusions", "text", min_width=30),
+        ],
+        rows,
+        title=f"reference panel ({len(panel.papers)} papers, {len(scored)} scored in eq. 1)",
+    )
+    if panel.literature_split:
+        console.print(
+            f"[yellow]literature split:[/yellow] {panel.literature_split_note}", highlight=False
+        )
 
 
 @tasks_app.command("validate")

@@ -33,6 +33,13 @@ EXCLUSION_REASONS = (
     # its replay, or it is a claim whose decisions cannot be replayed
     "infeasible_value",
     "not_replayable",
+    # an interval whose probability level the paper does not state (a ±error band, or no
+    # level given): it cannot be brought to the metric's level (FieldRecord.transformation)
+    "interval_level_unstated",
+)
+# why one metric of a paper has no value (infeasibility is judged on the whole paper)
+FIELD_EXCLUSION_REASONS = tuple(
+    r for r in EXCLUSION_REASONS if r not in ("infeasible_value", "not_replayable")
 )
 # What a reference value is: printed in the paper, a re-run of the paper's method, exact
 # ground truth computed here, the paper's decision replayed, or corrected with evidence.
@@ -376,6 +383,105 @@ class ReplaySpec(Strict):
     params: dict[str, Any] = {}
 
 
+class Designation(Strict):
+    """Where COMAP's official results list gives the paper's designation: the list file,
+    the page (1-based) and the line of that page's text (PyMuPDF `get_text()`, 1-based)
+    holding the team control number; the designation and problem letter follow it."""
+
+    award: Literal["Outstanding Winner"]
+    results_list: str = Field(min_length=5)
+    page: int = Field(ge=1)
+    line: int = Field(ge=1)
+
+
+# How a recorded value is obtained from the numbers printed in the paper (each a closed,
+# reproducible rule that tbmm.panel_extract recomputes from `printed`):
+#   as_printed          value = printed["value"]
+#   word_number         value = the number word printed["value"] ("eight" -> 8)
+#   share_of_count      value = printed["count"] / printed["total"], rounded to `digits`
+#   relative_change_pct value = (printed["new"] - printed["old"]) / printed["old"] * 100
+#   interval_level      the side of a printed interval at level printed["level"] (percent)
+#                       rescaled about the point forecast printed["center"] to `level`
+#                       (normal quantiles; see the task's scoring.toml header)
+Transformation = Literal[
+    "as_printed", "word_number", "share_of_count", "relative_change_pct", "interval_level"
+]
+TRANSFORM_INPUTS: dict[str, tuple[str, ...]] = {
+    "as_printed": ("value",),
+    "word_number": ("value",),
+    "share_of_count": ("count", "total"),
+    "relative_change_pct": ("new", "old"),
+    "interval_level": ("bound", "center", "level"),
+}
+
+
+class Printed(Strict):
+    """A number as printed in the paper's text layer, and the PDF page (1-based) it is on."""
+
+    text: str = Field(min_length=1, max_length=40)
+    page: int = Field(ge=1)
+
+
+class FieldRecord(Strict):
+    """One value a panel paper reports for an artifact field, traceable to a page."""
+
+    path: str
+    value: DecimalStr  # the value recorded (after `transformation`), exact decimal text
+    unit: str  # must equal the artifact field's unit
+    page: int = Field(ge=1)  # PDF page (1-based) of the main number
+    locator: str = Field(min_length=3, max_length=120)  # table / section, short
+    printed: dict[str, Printed]
+    transformation: Transformation = "as_printed"
+    digits: int | None = Field(default=None, ge=0, le=12)  # rounding of a computed value
+    level: DecimalStr | None = None  # interval_level: the target level (e.g. "0.8")
+    justification: str = ""  # why the transformation is valid (required unless as_printed)
+    extraction: Literal["machine", "manual"] = "machine"
+
+    _check_path = field_validator("path")(classmethod(lambda cls, v: _path(v)))
+
+    @model_validator(mode="after")
+    def _consistent(self) -> FieldRecord:
+        _decimal(self.value)
+        need = TRANSFORM_INPUTS[self.transformation]
+        if set(self.printed) != set(need):
+            raise ValueError(
+                f"{self.path}: transformation {self.transformation} takes printed "
+                f"{list(need)}, got {sorted(self.printed)}"
+            )
+        if self.page not in {x.page for x in self.printed.values()}:
+            raise ValueError(f"{self.path}: page {self.page} holds none of its printed numbers")
+        if self.transformation != "as_printed" and len(self.justification.strip()) < 20:
+            raise ValueError(f"{self.path}: a transformation needs its justification")
+        computed = self.transformation in (
+            "share_of_count",
+            "relative_change_pct",
+            "interval_level",
+        )
+        if computed and self.digits is None:
+            raise ValueError(f"{self.path}: a computed value states its rounding `digits`")
+        if (self.transformation == "interval_level") != (self.level is not None):
+            raise ValueError(f"{self.path}: `level` goes with (only) interval_level")
+        if self.level is not None:
+            lv = parse_decimal(self.level)
+            if not 0 < lv < 1:
+                raise ValueError(f"{self.path}: level must be in (0, 1)")
+        return self
+
+
+class FieldExclusion(Strict):
+    """Why a panel paper gives no scored value for one metric."""
+
+    reason: str
+    page: int | None = Field(default=None, ge=1)
+    note: str = Field(min_length=10)
+
+    @model_validator(mode="after")
+    def _reason(self) -> FieldExclusion:
+        if self.reason not in FIELD_EXCLUSION_REASONS:
+            raise ValueError(f"a field exclusion reason is one of {FIELD_EXCLUSION_REASONS}")
+        return self
+
+
 class PanelPaper(Strict):
     paper_id: str
     title: str
@@ -383,6 +489,13 @@ class PanelPaper(Strict):
     role: str = "panel"
     values: dict[str, str] = {}
     exclusion_reason: str | None = None
+    # a paper read from its PDF: its designation on the official results list, the
+    # numbers behind `values` (and the gate inputs it prints) with their pages, and why
+    # each other metric has no value (validate requires every metric to be accounted for)
+    designation: Designation | None = None
+    fields: list[FieldRecord] = []
+    excluded_fields: dict[str, FieldExclusion] = {}
+    note: str = ""
 
     @model_validator(mode="after")
     def _values(self) -> PanelPaper:
@@ -395,6 +508,12 @@ class PanelPaper(Strict):
             raise ValueError(f"exclusion_reason must be one of {EXCLUSION_REASONS}")
         if not self.values and self.exclusion_reason is None:
             raise ValueError("a paper with no scored values needs an exclusion_reason")
+        both = set(self.values) & set(self.excluded_fields)
+        if both:
+            raise ValueError(f"metrics both valued and excluded: {sorted(both)}")
+        paths = [f.path for f in self.fields]
+        if len(set(paths)) != len(paths):
+            raise ValueError("a field is recorded twice")
         return self
 
 

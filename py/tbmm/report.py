@@ -162,6 +162,13 @@ def _suites_and_tasks_html(lb: Leaderboard) -> str:
 # ---------------------------------------------------------------------------- drill-down
 
 
+def _panel_value(task: Any, pp: Any, metric_id: str, value: str) -> str:
+    """`metric = value`, with the page and locator of its record when read from a PDF."""
+    path = next((m.path for m in task.metrics if m.id == metric_id), "")
+    rec = next((r for r in pp.fields if r.path == path), None)
+    return f"{metric_id} = {value}" + (f" (p{rec.page}, {rec.locator})" if rec else "")
+
+
 def _reference_text(ref: Any) -> str:
     """A metric reference's source, note and replaced values, as one line."""
     if ref is None:
@@ -238,14 +245,33 @@ def _provenance_html(task: Any) -> str:
         )
     out.append(
         _table(
-            ["paper", "title", "role", "source", "scored values", "exclusion reason"],
+            [
+                "paper",
+                "title",
+                "role",
+                "designation",
+                "scored values (page, locator)",
+                "not reported",
+                "exclusion reason",
+            ],
             [
                 [
                     esc(pp.paper_id),
                     esc(pp.title),
                     esc(pp.role),
-                    esc(pp.source),
-                    esc(", ".join(f"{k} = {v}" for k, v in pp.values.items())),
+                    esc(
+                        f"{pp.designation.award}, {pp.designation.results_list} "
+                        f"p{pp.designation.page} l{pp.designation.line}"
+                        if pp.designation
+                        else pp.source
+                    ),
+                    esc(", ".join(_panel_value(task, pp, k, v) for k, v in pp.values.items())),
+                    esc(
+                        ", ".join(
+                            f"{k}: {x.reason}" + (f" (p{x.page})" if x.page else "")
+                            for k, x in pp.excluded_fields.items()
+                        )
+                    ),
                     esc(pp.exclusion_reason or ""),
                 ]
                 for pp in panel.papers

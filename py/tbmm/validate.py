@@ -392,6 +392,8 @@ def validate_task(task_dir: Path) -> list[Problem]:
         for k in paper.values:
             if k not in ids:
                 bad("panel", f"paper {paper.paper_id}: unknown metric id {k}")
+        for msg in paper_record_problems(task, paper, ids, field_paths):
+            bad("panel", f"paper {paper.paper_id}: {msg}")
         if paper.role == "anchor" and paper.exclusion_reason is None:
             for k, v in paper.values.items():
                 if k in ids and exact.parse_decimal(v) != ids[k].anchor:
@@ -420,6 +422,73 @@ def validate_task(task_dir: Path) -> list[Problem]:
             "solution/solve.sh does not write the anchor artifact: rerun `tbmm tasks build`",
         )
     return problems
+
+
+def paper_record_problems(
+    task: Any, paper: Any, metrics: dict[str, Any], field_paths: set[str]
+) -> list[str]:
+    """What is wrong with a PDF-read panel paper's records (`fields`, `excluded_fields`):
+
+    * every recorded field is a schema field, in its unit; a metric's field in the metric's
+      domain; each value what its printed numbers and transformation give;
+    * every scored value of a paper other than the anchor stands on a record at the
+      metric's path, with the same value;
+    * a paper that is not the anchor accounts for every metric (valued or excluded);
+    * the task's gate on the paper's recorded fields (checks whose inputs it all reports):
+      a failure requires `infeasible_value`, and `infeasible_value` on a paper whose
+      records pass every evaluable check is not reproduced."""
+    from tbmm import rules
+    from tbmm.gate import run_gate
+    from tbmm.panel_extract import value_problems
+    from tbmm.paths import set_path
+
+    if paper.designation is None and not paper.fields and not paper.excluded_fields:
+        return []
+    out: list[str] = []
+    units = {f.path: f.unit for f in task.artifact_map.field}
+    by_path = {r.path: r for r in paper.fields}
+    for r in paper.fields:
+        if r.path not in field_paths:
+            out.append(f"field {r.path} is not a schema field")
+        elif r.unit != units[r.path]:
+            out.append(f"field {r.path}: unit {r.unit!r}, the schema's is {units[r.path]!r}")
+    out += value_problems(paper)
+    for mid, v in paper.values.items():
+        mt = metrics.get(mid)
+        if mt is None:
+            continue
+        rec = by_path.get(mt.path)
+        if rec is None:
+            # an anchor's values are the source release's (checked against anchor.json)
+            if paper.role != "anchor":
+                out.append(f"{mid}={v} has no record at {mt.path} (page, locator, printed)")
+            continue
+        if exact.parse_decimal(rec.value) != exact.parse_decimal(v):
+            out.append(f"{mid}={v} differs from its record {rec.value}")
+        if not rules.in_domain(exact.parse_decimal(v), mt.spec.domain):
+            out.append(f"{mid}={v} is outside the metric's domain ({mt.spec.domain.value})")
+    for mid in paper.excluded_fields:
+        if mid not in metrics:
+            out.append(f"excluded_fields names unknown metric {mid}")
+    if paper.role != "anchor" and paper.designation is not None:
+        for mid, mt in metrics.items():
+            if mt.spec.exclude or mid in paper.values or mid in paper.excluded_fields:
+                continue
+            out.append(f"metric {mid} is neither valued nor excluded (excluded_fields)")
+    if paper.fields:
+        doc: dict[str, Any] = {}
+        for r in paper.fields:
+            set_path(doc, r.path, exact.Num(exact.parse_decimal(r.value), r.value, False))
+        failed = run_gate(task, doc).failed
+        infeasible = paper.exclusion_reason == "infeasible_value"
+        if failed and not infeasible:
+            why = "; ".join(f"{i.name}: {i.message}" for i in failed)
+            out.append(f"its recorded values fail the gate ({why}): mark it infeasible_value")
+        if infeasible and not failed:
+            out.append(
+                "recorded infeasible_value but its recorded values pass every evaluable check"
+            )
+    return out
 
 
 def unreachable(checks: list[Any], path: str, value: str) -> str:
