@@ -134,13 +134,17 @@ def bench_mixed(tasks: list[Task], seconds: float = 2.0, group: str = "mixed") -
 
 
 def bench_replays(tasks: list[Task], seconds: float = 1.0) -> list[BenchResult]:
-    """Each replayed task's own `bench_replay_<module>` (largest legal inputs)."""
+    """Each replayed task's own `bench_replay_<module>` (largest legal inputs), every replay
+    afresh (`tbmm.replay.cache` bypassed)."""
+    from tbmm.replay.cache import bypass
+
     out = []
     for t in tasks:
         spec = t.replay_spec
         fn = globals().get(f"bench_replay_{spec.module}") if spec else None
         if fn is not None:
-            out.append(fn(t, seconds))
+            with bypass():
+                out.append(fn(t, seconds))
     return out
 
 
