@@ -500,14 +500,6 @@ def _occlusion_rows(
     k = rows.shape[0]
     if i.shape[0] == 0:
         return i, np.zeros((0, k), np.int64)
-    # Projected along d, each rectangle lies within the disc of its half diagonal about its
-    # centre's projection: discs apart (or j wholly behind i) means no ray of i meets j.
-    # A cheap cull before the exact one (a relative slack keeps it conservative).
-    dc = st.c[j] - st.c[i]
-    t = _dot(dc, d)
-    reach = st.hd[i] + st.hd[j]
-    near = (_dot(dc, dc) - t * t <= reach * reach * (1 + 1e-9) + 1e-9) & (t >= -reach)
-    i, j, d = i[near], j[near], d[near]
     nj = n[j]
     den = _dot(nj, d)
     good = np.abs(den) > 1e-12
