@@ -18,7 +18,8 @@ not a file of the package (a test's synthetic module) is never cached: its code 
 
 `TBMM_REPLAY_CACHE` selects the mode: `memory` (default: an in-process LRU bounded in
 entries and bytes), `disk` (also under the user cache dir, `replays/`, as `tbmm.compiled`
-places its entries), `off`.
+places its entries; like those, files in the user's own cache dir are trusted as the user's),
+`off`.
 """
 
 from __future__ import annotations
