@@ -229,3 +229,28 @@ def test_benchmarks_bypass_the_cache(memory: C.ReplayCache) -> None:
 
     bench_replays([find_task(CHEAP)], seconds=0.0)
     assert (memory.hits, memory.misses, len(memory)) == (0, 0, 0)
+
+
+def test_the_code_is_in_the_key(memory: C.ReplayCache, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another version of the package (or of numpy, Python) never reads this one's entries."""
+    task = find_task(CHEAP)
+    load_module(task.replay_spec.module)
+    doc = {"a": exact.loads("1")}
+    before = C.key(task, task.replay_spec, doc)
+    monkeypatch.setattr(C, "_CODE", b"another version")
+    assert C.key(task, task.replay_spec, doc) != before
+
+
+def test_the_disk_cache_is_placed_like_the_compiled_cache(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.delenv("TBMM_CACHE_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert C.disk_dir() == tmp_path / "tbmm" / "replays"
+    monkeypatch.setenv("TBMM_CACHE_DIR", str(tmp_path / "own"))
+    assert C.disk_dir() == tmp_path / "own" / "replays"
+    for value, want in (("off", "off"), ("DISK", "disk"), ("bogus", "memory")):
+        monkeypatch.setenv("TBMM_REPLAY_CACHE", value)
+        assert C.mode() == want
+        with C.bypass():
+            assert C.mode() == "off"
