@@ -110,11 +110,19 @@ def task_files_digest(task: Any) -> bytes:
 
 
 def _task_digest(task: Any, spec: Any) -> bytes:
-    """The task's part of the key: its files, and the spec as loaded (each time, in case a
-    caller replaced it in memory)."""
+    """The task's part of the key: its files, and the spec as loaded (a caller that replaced
+    the spec in memory gets the new spec's digest; the old spec object is held, so its id is
+    never reused for another)."""
+    cache = getattr(task, "_cache", None)
+    held = cache.get("replay_cache_spec") if isinstance(cache, dict) else None
+    if held is not None and held[0] is spec:
+        return held[1]
     h = hashlib.sha256(task_files_digest(task))
     h.update(spec.model_dump_json().encode())
-    return h.digest()
+    digest = h.digest()
+    if isinstance(cache, dict):
+        cache["replay_cache_spec"] = (spec, digest)
+    return digest
 
 
 class _Uncacheable(Exception):
@@ -122,42 +130,55 @@ class _Uncacheable(Exception):
 
 
 def _encode(node: Any, out: list[str]) -> None:
-    """Injective text of an artifact tree (type-tagged; strings JSON-quoted)."""
-    if isinstance(node, exact.Num):
+    """Injective text of an artifact tree: type-tagged; strings as their `repr` (injective);
+    a number by its literal text (a validated decimal: no tag character in it)."""
+    t = type(node)
+    if t is exact.Num:
         out.append("n" + node.text + ";")
-    elif isinstance(node, dict):
+    elif t is dict:
         out.append("{")
         for k, v in node.items():
-            if not isinstance(k, str):
+            if type(k) is not str:
                 raise _Uncacheable
-            out.append(json.dumps(k))
+            out.append(repr(k))
             _encode(v, out)
         out.append("}")
-    elif isinstance(node, list):
+    elif t is list:
         out.append("[")
         for v in node:
             _encode(v, out)
         out.append("]")
-    elif isinstance(node, str):
-        out.append("s" + json.dumps(node))
+    elif t is str:
+        out.append("s" + repr(node))
     elif node is True or node is False:
         out.append("t" if node else "f")
     elif node is None:
         out.append("z")
-    elif isinstance(node, exact.NonFinite):
-        out.append("x" + json.dumps(node.text) + ";")
-    else:  # anything else (a float, a Fraction put there by a caller): not keyed
+    elif t is exact.NonFinite:
+        out.append("x" + repr(node.text) + ";")
+    else:  # anything else (a float, a Fraction, a subclass put there by a caller): not keyed
         raise _Uncacheable
+
+
+_FILE_OK: dict[str, tuple[Any, bool]] = {}
+
+
+def _module_is_ours(name: str) -> bool:
+    """The replay module is the package's own file (checked once per module object)."""
+    mod = sys.modules.get(f"tbmm.replay.{name}")
+    seen = _FILE_OK.get(name)
+    if seen is not None and seen[0] is mod:
+        return seen[1]
+    src = getattr(mod, "__file__", None)
+    ok = bool(src) and Path(src).resolve() == _PKG / "replay" / f"{name}.py"
+    _FILE_OK[name] = (mod, ok)
+    return ok
 
 
 def key(task: Any, spec: Any, doc: dict[str, Any]) -> str | None:
     """The cache key of replaying `doc` (the artifact without `replayed`) for `task`, or None
     when it cannot be keyed soundly (cache off, module not a package file, odd tree)."""
-    if mode() == "off":
-        return None
-    mod = sys.modules.get(f"tbmm.replay.{spec.module}")
-    src = getattr(mod, "__file__", None)
-    if not src or Path(src).resolve() != _PKG / "replay" / f"{spec.module}.py":
+    if mode() == "off" or not _module_is_ours(spec.module):
         return None
     parts: list[str] = []
     try:
