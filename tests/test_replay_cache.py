@@ -157,11 +157,18 @@ def test_the_reserved_key_changes_only_the_note(memory: C.ReplayCache) -> None:
     assert marked.notes[1:] == plain.notes
 
 
-def test_a_replay_stopped_by_its_budget_is_not_cached(memory: C.ReplayCache) -> None:
+def test_budgets_decide_as_without_the_cache(memory: C.ReplayCache) -> None:
+    """A replay stopped by its budget is not stored; a stored replay that took more CPU than
+    the caller's budget allows is not a hit: the replay runs (and stops) as it would have."""
     task = find_task("cumcm-2023-a-heliostat-field")
     with pytest.raises(BudgetExceeded):
         run_replay(task, _doc(task), CpuBudget(0.0))
     assert len(memory) == 0
+    _, rep = run_replay(task, _doc(task), CpuBudget(600))
+    assert rep.status == "ok" and len(memory) == 1
+    with pytest.raises(BudgetExceeded):
+        run_replay(task, _doc(task), CpuBudget(0.0))
+    assert run_replay(task, _doc(task))[1].cached  # within the spec's own budget: a hit
 
 
 def test_a_synthetic_module_is_never_cached(memory: C.ReplayCache) -> None:

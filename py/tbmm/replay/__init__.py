@@ -165,17 +165,21 @@ def run_replay(
         if cache.mode() != "off":
             cache.task_files_digest(task)
     t0 = cpu_now()
+    if deadline is None:
+        own = float(exact.parse_decimal(spec.budget_cpu_seconds))
+        left = remaining_budget()
+        deadline = CpuBudget(own if left is None else max(0.0, min(own, left)))
     key = cache.key(task, spec, base)
-    entry = cache.CACHE.get(key) if key is not None else None
+    text = cache.CACHE.get(key) if key is not None else None
+    entry = json.loads(text) if text is not None else None
+    if entry is not None and entry["cpu"] > deadline.remaining():
+        entry = None  # it took more than this budget allows: as a fresh replay, not a hit
     cached = entry is not None
     if entry is None:
-        if deadline is None:
-            own = float(exact.parse_decimal(spec.budget_cpu_seconds))
-            left = remaining_budget()
-            deadline = CpuBudget(own if left is None else max(0.0, min(own, left)))
-        entry = _replay_entry(fn, base, task, spec, deadline)  # BudgetExceeded propagates
+        text = _replay_entry(fn, base, task, spec, deadline)  # BudgetExceeded propagates
         if key is not None:
-            cache.CACHE.put(key, entry)
+            cache.CACHE.put(key, text)
+        entry = json.loads(text)
     report, tree = _from_entry(spec.module, notes, entry)
     report.seconds, report.cached = cpu_now() - t0, cached
     if report.status != "ok":
@@ -188,7 +192,9 @@ def run_replay(
 def _replay_entry(
     fn: ReplayFn, base: dict[str, Any], task: Any, spec: ReplaySpec, deadline: CpuBudget
 ) -> str:
-    """One fresh replay as the JSON text both fresh and cached results are rebuilt from."""
+    """One fresh replay as the JSON text both fresh and cached results are rebuilt from,
+    with its CPU seconds (`cpu`: a hit is refused under a smaller budget)."""
+    t0 = cpu_now()
     try:
         out = fn(base, task, spec, deadline)
         values = []
@@ -196,17 +202,20 @@ def _replay_entry(
             num = to_exact(value, spec.digits)
             values.append([path, num.text, num.is_int_literal])
     except ReplayInputError as exc:
-        return json.dumps({"status": "unreplayable", "error": str(exc)})
+        e: dict[str, Any] = {"status": "unreplayable", "error": str(exc)}
     except RecursionError:
-        return json.dumps({"status": "unreplayable", "error": "decision input nested too deeply"})
-    return json.dumps(
-        {"status": "ok", "values": values, "details": dict(out.details), "notes": out.notes}
-    )
+        e = {"status": "unreplayable", "error": "decision input nested too deeply"}
+    else:
+        e = {"status": "ok", "values": values, "details": dict(out.details), "notes": out.notes}
+    e["cpu"] = cpu_now() - t0
+    return json.dumps(e)
 
 
-def _from_entry(module: str, notes: list[str], entry: str) -> tuple[ReplayReport, dict[str, Any]]:
-    """A fresh report and `replayed` tree from an entry's text (new objects on every call)."""
-    e = json.loads(entry)
+def _from_entry(
+    module: str, notes: list[str], e: dict[str, Any]
+) -> tuple[ReplayReport, dict[str, Any]]:
+    """A report and `replayed` tree from an entry's text, parsed afresh by the caller for each
+    result (so that no caller shares objects with the cache)."""
     report = ReplayReport(module=module, status=e["status"], notes=list(notes))
     tree: dict[str, Any] = {}
     if e["status"] != "ok":
