@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 from tbmm.tasks import TASKS_ROOT, Task, load_suite, load_task
 from tests.docker_engine import docker_engine  # noqa: F401 - one session-wide private engine
+
+# Tests replay afresh: a cached result would hide what a test changes in a replay module's
+# globals (monkeypatch) and repeat a first replay's result. tests/test_replay_cache.py turns
+# the cache on where it is the subject; `TBMM_REPLAY_CACHE=memory pytest` runs all with it.
+os.environ.setdefault("TBMM_REPLAY_CACHE", "off")
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCE = REPO.parent / "shared" / "tbmm-source"

@@ -783,3 +783,43 @@ def test_millimetre_shifts_cannot_pick_luckier_truncation_rays(task: Task) -> No
     k = np.array(kw)
     gain = k.max(axis=0).sum() / k[0].sum() - 1
     assert 0 <= gain < 2e-4, gain
+
+
+# --- against the frozen reference implementation -----------------------------------------------
+
+
+def _same_as_reference(task: Task, text: str) -> None:
+    """The production replay and the frozen copy of 2026-12-01 give the same outcome:
+    every value equal as a float (hence to the rounded digits), same notes and details."""
+    from tbmm.replay import CpuBudget
+    from tests.reference_replays import heliostat_field_v1 as R
+
+    doc = read_artifact(text, task.caps)
+    old = R.replay(doc, task, task.replay_spec, CpuBudget(600))
+    new = H.replay(doc, task, task.replay_spec, CpuBudget(600))
+    assert old.values.keys() == new.values.keys()
+    diff = {k: (old.values[k], new.values[k]) for k in old.values if old.values[k] != new.values[k]}
+    assert not diff, diff
+    assert (old.details, old.notes) == (new.details, new.notes)
+
+
+def test_the_anchor_replays_as_the_reference_implementation(task: Task) -> None:
+    _same_as_reference(task, task.anchor_artifact_bytes().decode())
+
+
+@pytest.mark.slow
+def test_the_densest_legal_fields_replay_as_the_reference_implementation(task: Task) -> None:
+    """The benchmark corpus (tests/bench/bench_replay_heliostat_field.py): the densest legal
+    lattices of the smallest, mixed and largest mirrors, and the illegal field at the cap."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent / "bench"))
+    try:
+        import bench_replay_heliostat_field as B
+    finally:
+        sys.path.pop(0)
+    cases = B.largest_fields()
+    cases["illegal"] = B.illegal_field()[1]
+    for text in cases.values():
+        _same_as_reference(task, text)

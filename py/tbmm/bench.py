@@ -134,13 +134,17 @@ def bench_mixed(tasks: list[Task], seconds: float = 2.0, group: str = "mixed") -
 
 
 def bench_replays(tasks: list[Task], seconds: float = 1.0) -> list[BenchResult]:
-    """Each replayed task's own `bench_replay_<module>` (largest legal inputs)."""
+    """Each replayed task's own `bench_replay_<module>` (largest legal inputs), every replay
+    afresh (`tbmm.replay.cache` bypassed)."""
+    from tbmm.replay.cache import bypass
+
     out = []
     for t in tasks:
         spec = t.replay_spec
         fn = globals().get(f"bench_replay_{spec.module}") if spec else None
         if fn is not None:
-            out.append(fn(t, seconds))
+            with bypass():
+                out.append(fn(t, seconds))
     return out
 
 
@@ -476,7 +480,8 @@ def bench_lean_list(task: Task, entries: int = 1000) -> LeanFigure:
 
 
 def _tbmm(args: list[str]) -> tuple[float, float, int, str]:
-    """Run the `tbmm` command line in a fresh process: (wall, CPU of the child, exit, stdout)."""
+    """Run the `tbmm` command line in a fresh process: (wall, CPU of the child, exit, stdout);
+    every replay afresh (the replay cache off: a benchmark measures replays)."""
     import os
     import subprocess
     import sys
@@ -485,7 +490,8 @@ def _tbmm(args: list[str]) -> tuple[float, float, int, str]:
     t = os.times()
     c0 = t.children_user + t.children_system
     t0 = time.perf_counter()
-    proc = subprocess.run([*exe, *args], capture_output=True, text=True, check=False)
+    env = {**os.environ, "TBMM_REPLAY_CACHE": "off"}
+    proc = subprocess.run([*exe, *args], capture_output=True, text=True, check=False, env=env)
     wall = time.perf_counter() - t0
     t = os.times()
     return wall, t.children_user + t.children_system - c0, proc.returncode, proc.stdout

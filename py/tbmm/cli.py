@@ -709,7 +709,9 @@ def replay(
         )
         raise typer.Exit(code)
     console.print(
-        f"replay {rep.module} for {t.slug}: {rep.status} in {rep.seconds:.3f} s", highlight=False
+        f"replay {rep.module} for {t.slug}: {rep.status} in {rep.seconds:.3f} s of CPU"
+        + (" (cached)" if rep.cached else ""),
+        highlight=False,
     )
     if rep.error:
         console.print(f" [red]✗[/red] {rep.error}", highlight=False)

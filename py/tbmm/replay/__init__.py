@@ -29,6 +29,7 @@ exact replays return `Fraction`s.
 from __future__ import annotations
 
 import importlib
+import json
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -69,6 +70,7 @@ class ReplayReport:
     error: str = ""
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0  # CPU seconds of this replay (shown by `tbmm replay`; never in a verdict)
+    cached: bool = False  # from tbmm.replay.cache (`seconds` is then the look-up's)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -148,47 +150,84 @@ def run_replay(
     """Resolve an artifact: strip `replayed`, run the task's replay (if any), insert its outputs.
 
     Returns the resolved tree (a new top-level dict; the agent's subtrees are shared, not
-    copied) and the replay report (None for a task without a replay).
+    copied) and the replay report (None for a task without a replay). A replay already done
+    for the same task files and the same decisions comes from `tbmm.replay.cache`.
     """
+    from tbmm.replay import cache
+
     base, notes = strip_replayed(doc)
     spec: ReplaySpec | None = task.replay_spec
     if spec is None:
         return base, None
-    report = ReplayReport(module=spec.module, status="ok", notes=notes)
     with uncharged():  # the task's data and code, cached: not the artifact's cost
         fn = load_module(spec.module)
         prepare(task, spec)
+        if cache.mode() != "off":
+            cache.task_files_digest(task)
+    t0 = cpu_now()
     if deadline is None:
         own = float(exact.parse_decimal(spec.budget_cpu_seconds))
         left = remaining_budget()
         deadline = CpuBudget(own if left is None else max(0.0, min(own, left)))
-    t0 = cpu_now()
-    try:
-        out = fn(base, task, spec, deadline)
-    except ReplayInputError as exc:
-        report.status, report.error = "unreplayable", str(exc)
-        report.seconds = cpu_now() - t0
+    key = cache.key(task, spec, base)
+    text = cache.CACHE.get(key) if key is not None else None
+    entry = json.loads(text) if text is not None else None
+    if entry is not None and entry["cpu"] > deadline.remaining():
+        entry = None  # it took more than this budget allows: as a fresh replay, not a hit
+    cached = entry is not None
+    if entry is None:
+        text = _replay_entry(fn, base, task, spec, deadline)  # BudgetExceeded propagates
+        if key is not None:
+            cache.CACHE.put(key, text)
+        entry = json.loads(text)
+    report, tree = _from_entry(spec.module, notes, entry)
+    report.seconds, report.cached = cpu_now() - t0, cached
+    if report.status != "ok":
         return base, report
-    except RecursionError:
-        report.status, report.error = "unreplayable", "decision input nested too deeply"
-        report.seconds = cpu_now() - t0
-        return base, report
-    report.seconds = cpu_now() - t0
-    tree: dict[str, Any] = {}
-    try:
-        for path, value in out.values.items():
-            num = to_exact(value, spec.digits)
-            set_path(tree, path, num)
-            report.values[path] = num.text
-    except ReplayInputError as exc:
-        report.status, report.error = "unreplayable", str(exc)
-        report.values = {}
-        return base, report
-    report.details = dict(out.details)
-    report.notes.extend(out.notes)
     resolved = dict(base)
     resolved[REPLAYED] = tree
     return resolved, report
+
+
+def _replay_entry(
+    fn: ReplayFn, base: dict[str, Any], task: Any, spec: ReplaySpec, deadline: CpuBudget
+) -> str:
+    """One fresh replay as the JSON text both fresh and cached results are rebuilt from,
+    with its CPU seconds (`cpu`: a hit is refused under a smaller budget)."""
+    t0 = cpu_now()
+    try:
+        out = fn(base, task, spec, deadline)
+        values = []
+        for path, value in out.values.items():
+            num = to_exact(value, spec.digits)
+            values.append([path, num.text, num.is_int_literal])
+    except ReplayInputError as exc:
+        e: dict[str, Any] = {"status": "unreplayable", "error": str(exc)}
+    except RecursionError:
+        e = {"status": "unreplayable", "error": "decision input nested too deeply"}
+    else:
+        e = {"status": "ok", "values": values, "details": dict(out.details), "notes": out.notes}
+    e["cpu"] = cpu_now() - t0
+    return json.dumps(e)
+
+
+def _from_entry(
+    module: str, notes: list[str], e: dict[str, Any]
+) -> tuple[ReplayReport, dict[str, Any]]:
+    """A report and `replayed` tree from an entry's text, parsed afresh by the caller for each
+    result (so that no caller shares objects with the cache)."""
+    report = ReplayReport(module=module, status=e["status"], notes=list(notes))
+    tree: dict[str, Any] = {}
+    if e["status"] != "ok":
+        report.error = e["error"]
+        return report, tree
+    for path, text, is_int in e["values"]:
+        value = Fraction(int(text)) if is_int else exact.parse_decimal(text)
+        set_path(tree, path, exact.Num(value, text, is_int))
+        report.values[path] = text
+    report.details = e["details"]
+    report.notes.extend(e["notes"])
+    return report, tree
 
 
 __all__ = [

@@ -43,7 +43,7 @@ TASK = HERE.parent
 sys.path.insert(0, str(TASK.parents[2] / "py"))
 
 from tbmm import exact  # noqa: E402
-from tbmm.bounds import Deadline  # noqa: E402
+from tbmm.bounds import CpuBudget  # noqa: E402
 from tbmm.replay import multibeam_lines as mb  # noqa: E402
 
 ETA_MIN = 0.10
@@ -132,7 +132,7 @@ def lines_json(segs: list[tuple[float, ...]]) -> list[dict[str, float]]:
 def replay(segs: list[tuple[float, ...]]) -> dict[str, float]:
     doc = exact.loads(json.dumps({"q4": {"lines": lines_json(segs)}}))
     task = SimpleNamespace(data_dir=TASK / "environment" / "data")
-    out = mb.replay(doc, task, SimpleNamespace(params=spec_params()), Deadline(600))
+    out = mb.replay(doc, task, SimpleNamespace(params=spec_params()), CpuBudget(600))
     return {k: float(v) for k, v in out.values.items()}
 
 
