@@ -197,11 +197,10 @@ def _exact_tree(x: Any) -> Any:
         return x
     if isinstance(x, int | float | Decimal):
         text = repr(x) if isinstance(x, float) else str(x)
-        return (
-            exact.loads(text)
-            if text.lower() not in ("nan", "inf", "-inf")
-            else exact.NonFinite(text)
-        )
+        special = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}.get(text.lower())
+        # NaN/Infinity as the literals a JSON text would carry, so that `faithful` dumps
+        # give the bytes the text path reads (the same verdict either way)
+        return exact.loads(text) if special is None else exact.NonFinite(special)
     return x
 
 
@@ -213,7 +212,7 @@ def _bytes(artifact: Any) -> bytes:
         return artifact.encode("utf-8")
     from tbmm import exact
 
-    return exact.dumps(_exact_tree(artifact), indent=None).encode("utf-8")
+    return exact.dumps(_exact_tree(artifact), indent=None, faithful=True).encode("utf-8")
 
 
 def _parse(artifact: Any, caps: Any = None) -> dict[str, Any]:

@@ -139,12 +139,17 @@ def loads(text: str | bytes) -> Any:
     )
 
 
-def dumps(obj: Any, *, indent: int | None = 2) -> str:
-    """Serialise a `loads` tree (or plain data) to JSON with number literals unchanged."""
-    return _encode(obj, indent, 0)
+def dumps(obj: Any, *, indent: int | None = 2, faithful: bool = False) -> str:
+    """Serialise a `loads` tree (or plain data) to JSON with number literals unchanged.
+
+    NaN, Infinity and over-long literals (`NonFinite`) become `null`, unless `faithful`:
+    then each is written back as the text it was read from, so that text can be verified
+    exactly as if it had been sent as text (the same caps, the same reasons: `tbmm serve`
+    receives artifacts as parsed objects and must judge them as `tbmm verify` would)."""
+    return _encode(obj, indent, 0, faithful)
 
 
-def _encode(obj: Any, indent: int | None, level: int) -> str:
+def _encode(obj: Any, indent: int | None, level: int, faithful: bool = False) -> str:
     nl = "" if indent is None else "\n"
     pad = "" if indent is None else " " * (indent * (level + 1))
     end = "" if indent is None else " " * (indent * level)
@@ -153,19 +158,19 @@ def _encode(obj: Any, indent: int | None, level: int) -> str:
         if not obj:
             return "{}"
         items = [
-            f"{pad}{json.dumps(str(k), ensure_ascii=False)}: {_encode(v, indent, level + 1)}"
+            f"{pad}{json.dumps(str(k), ensure_ascii=False)}: {_encode(v, indent, level + 1, faithful)}"
             for k, v in obj.items()
         ]
         return "{" + nl + (sep + nl).join(items) + nl + end + "}"
     if isinstance(obj, list | tuple):
         if not obj:
             return "[]"
-        items = [f"{pad}{_encode(v, indent, level + 1)}" for v in obj]
+        items = [f"{pad}{_encode(v, indent, level + 1, faithful)}" for v in obj]
         return "[" + nl + (sep + nl).join(items) + nl + end + "]"
     if isinstance(obj, Num):
         return obj.text
     if isinstance(obj, NonFinite):
-        return "null"
+        return obj.text if faithful else "null"
     if isinstance(obj, Fraction):
         return fraction_to_text(obj)
     if isinstance(obj, Decimal):

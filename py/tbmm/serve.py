@@ -109,7 +109,9 @@ def verify_items(items: list[dict[str, Any]], reward: str) -> dict[str, Any]:
         else:
             art = it["artifact"]
             payload = (
-                art.encode() if isinstance(art, str) else exact.dumps(art, indent=None).encode()
+                art.encode()
+                if isinstance(art, str)
+                else exact.dumps(art, indent=None, faithful=True).encode()
             )
         if it["lean"]:
             (lean_comp if it["completion"] is not None else lean_art).append((k, task, payload))

@@ -1,0 +1,194 @@
+"""One input, one verdict, whichever way it comes in.
+
+The same corpus — every task's anchor, its generated adversarial artifacts, mutants of the
+anchor (numbers scaled, made NaN or over-long) and inputs over the caps — goes through the
+command line (`tbmm verify --manifest --json`), the Python API (`tbmm.verify`), `tbmm
+serve` (each artifact once as JSON text and once as a parsed object inside the request)
+and, on a sample, the Harbor verifier entry. Their verdicts must agree on everything that
+decides a score: status, feasibility, gate, exact O-Eval and Robust BO-Eval. (Before, an
+object artifact holding a 10^6-digit number was scored by serve and refused by the CLI.)
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tbmm import exact, exploits
+from tbmm.exact import Num
+from tbmm.tasks import Task
+
+pytestmark = pytest.mark.slow
+
+HEAVY = {"cumcm-2023-a-heliostat-field"}  # ~2 s of CPU per replay: its anchor only
+MUTANTS_PER_TASK = 40
+SERVE_CHUNK = 100
+
+
+def _leaves(doc: Any, path: tuple = ()) -> list[tuple]:
+    if isinstance(doc, dict):
+        return [p for k, v in doc.items() for p in _leaves(v, (*path, k))]
+    if isinstance(doc, list):
+        return [p for i, v in enumerate(doc) for p in _leaves(v, (*path, i))]
+    return [path] if isinstance(doc, Num) else []
+
+
+def _set(doc: Any, path: tuple, value: Any) -> Any:
+    out = json.loads(exact.dumps(doc))  # a plain copy; numbers re-read below
+    node = out
+    for k in path[:-1]:
+        node = node[k]
+    node[path[-1]] = value
+    return out
+
+
+def _mutants(task: Task, rng: random.Random) -> list[str]:
+    anchor = exact.loads(task.anchor_artifact_bytes())
+    leaves = _leaves(anchor)
+    out = []
+    for _ in range(MUTANTS_PER_TASK if leaves else 0):
+        path = rng.choice(leaves)
+        kind = rng.choice(["scale", "scale", "negate", "nan", "huge", "string"])
+        if kind in ("scale", "negate"):
+            node = anchor
+            for k in path:
+                node = node[k]
+            q = node.value * (rng.choice([-1, 1]) if kind == "negate" else 1)
+            q = q * rng.choice([0, 1, 2, 10]) / rng.choice([1, 3, 7])
+            text = exact.fraction_to_text(round(q, 6) if q.denominator > 10**6 else q)
+            if "/" in text:
+                text = str(float(q))
+            mutated = _set(anchor, path, "__X__")
+            out.append(json.dumps(mutated).replace('"__X__"', text))
+        elif kind == "nan":
+            out.append(json.dumps(_set(anchor, path, "__X__")).replace('"__X__"', "NaN"))
+        elif kind == "huge":
+            big = "9" * rng.choice([41, 5000, 100_000])
+            out.append(json.dumps(_set(anchor, path, "__X__")).replace('"__X__"', big))
+        else:
+            out.append(json.dumps(_set(anchor, path, "seven")))
+    return out
+
+
+def _over_caps(task: Task) -> list[str]:
+    deep = "[" * 40 + "1" + "]" * 40
+    return [
+        '{"q": {"x": 1' + "0" * 1_000_000 + "}}",
+        '{"deep": ' + deep + "}",
+        '{"pad": [' + ",".join(["1"] * 200_000) + "]}",
+        "[1, 2, 3]",
+        '{"broken": ',
+        "",
+        "null",
+    ]
+
+
+def corpus(suite: list[Task]) -> list[tuple[Task, str]]:
+    rng = random.Random(20261201)
+    items: list[tuple[Task, str]] = []
+    for t in suite:
+        items.append((t, t.anchor_artifact_bytes().decode()))
+        items += [(t, x) for x in _over_caps(t)]
+        if t.slug in HEAVY:
+            continue
+        items += [(t, exact.dumps(d, indent=None)) for _, _, d in exploits.attempts(t)]
+        items += [(t, x) for x in _mutants(t, rng)]
+    return items
+
+
+def core_of_report(r: dict[str, Any]) -> tuple:
+    status = "unreadable" if r["status"] == "over_caps" else r["status"]
+    return (status, r["exit_code"] == 0, r["gate"], r["o_eval_exact"], r["robust_bo_eval_exact"])
+
+
+def core_of_verdict(v: dict[str, Any]) -> tuple:
+    return (v["status"], v["feasible"], v["gate"], v["o_eval_exact"], v["robust_bo_exact"])
+
+
+def test_cli_api_serve_and_harbor_give_the_same_verdicts(suite: list[Task], tmp_path: Path) -> None:
+    from fastapi.testclient import TestClient
+
+    import tbmm
+    from tbmm.harbor.reward import verify_for_harbor
+    from tbmm.serve import create_app
+
+    items = corpus(suite)
+    assert len(items) >= 1000, len(items)
+
+    api = [core_of_verdict(tbmm.verify(t, text, lean=False).model_dump()) for t, text in items]
+
+    # the command line: one process, every file named in a manifest
+    manifest = {}
+    for k, (t, text) in enumerate(items):
+        (tmp_path / f"a{k}.json").write_text(text, encoding="utf-8")
+        manifest[f"a{k}.json"] = t.slug
+    (tmp_path / "manifest.json").write_text(json.dumps(manifest))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tbmm.entry",
+            "verify",
+            "--manifest",
+            str(tmp_path / "manifest.json"),
+            "--json",
+            "--no-lean",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode in (0, 1, 2), proc.stderr[-2000:]
+    cli = [core_of_report(r) for r in json.loads(proc.stdout)]
+
+    # serve: each artifact as JSON text, and (when it parses to an object) as the object
+    client = TestClient(create_app())
+    as_text, as_object = [], {}
+    for i in range(0, len(items), SERVE_CHUNK):
+        chunk = items[i : i + SERVE_CHUNK]
+        body = {"items": [{"task": t.slug, "artifact": text} for t, text in chunk]}
+        r = client.post("/v1/verify", content=json.dumps(body))
+        assert r.status_code == 200, r.text[:500]
+        as_text += [core_of_verdict(v) for v in r.json()["verdicts"]]
+        objs = []
+        for k, (t, text) in enumerate(chunk):
+            stripped = text.strip()
+            if stripped.startswith("{") and stripped.endswith("}"):
+                objs.append((i + k, f'{{"task": {json.dumps(t.slug)}, "artifact": {text}}}'))
+        r = client.post("/v1/verify", content='{"items": [' + ",".join(o for _, o in objs) + "]}")
+        if r.status_code == 400:  # a chunk holding an unparseable object: each alone
+            for k, o in objs:
+                one = client.post("/v1/verify", content='{"items": [' + o + "]}")
+                if one.status_code == 200:
+                    as_object[k] = core_of_verdict(one.json()["verdicts"][0])
+            continue
+        assert r.status_code == 200, r.text[:500]
+        for (k, _), v in zip(objs, r.json()["verdicts"], strict=True):
+            as_object[k] = core_of_verdict(v)
+
+    differ = [
+        (items[k][0].slug, items[k][1][:80], api[k], cli[k], as_text[k], as_object.get(k))
+        for k in range(len(items))
+        if not (api[k] == cli[k] == as_text[k] and as_object.get(k, api[k]) == api[k])
+    ]
+    assert not differ, differ[:5]
+    assert len(as_object) >= 900, len(as_object)  # most inputs went in as objects too
+
+    # the Harbor verifier entry (with the Lean kernel) on a sample of small claims-only tasks
+    rng = random.Random(7)
+    sample = [
+        k for k, (t, text) in enumerate(items) if t.replay_spec is None and len(text) < 20_000
+    ]
+    for k in rng.sample(sample, 12):
+        t, text = items[k]
+        path = tmp_path / f"h{k}.json"
+        path.write_text(text, encoding="utf-8")
+        res = verify_for_harbor(t.slug, path)
+        assert res["report"] is not None, res["error"]
+        assert core_of_report(res["report"]) == api[k], (t.slug, text[:80])
