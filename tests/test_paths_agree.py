@@ -132,8 +132,8 @@ def test_cli_api_serve_and_harbor_give_the_same_verdicts(suite: list[Task], tmp_
     proc = subprocess.run(
         [
             sys.executable,
-            "-m",
-            "tbmm.entry",
+            "-c",
+            "from tbmm.entry import main; main()",
             "verify",
             "--manifest",
             str(tmp_path / "manifest.json"),
