@@ -139,3 +139,65 @@ def test_lean_items_are_kernel_checked(server: str) -> None:
     out = r.json()
     assert [v["lean"] for v in out["verdicts"]] == ["ok", "skipped", "fail", "ok"]
     assert out["rewards"] == [1.0, 1.0, 0.0, 1.0]
+
+
+def test_healthz_answers_while_a_large_request_is_judged(server: str) -> None:
+    """Parsing and verification run off the event loop: /healthz is answered while a
+    large request (about 20 MB of numbers) is still being parsed and judged. Ordering,
+    not timing: several health checks must complete before the large answer does."""
+    import threading
+
+    pad = ",".join(["1.5"] * 2_500_000)
+    slug = "mcm-2025-b-juneau-tourism"
+    body = (
+        '{"items": ['
+        + ",".join(
+            f'{{"task": "{slug}", "artifact": {{"q": {{}}, "pad{k}": [{pad}]}}}}' for k in range(2)
+        )
+        + "]}"
+    )
+    done: dict[str, float] = {}
+
+    def big() -> None:
+        r = httpx.post(f"{server}/v1/verify", content=body, timeout=600)
+        done["status"] = r.status_code
+        done["at"] = time.monotonic()
+
+    th = threading.Thread(target=big)
+    th.start()
+    answered: list[float] = []
+    while th.is_alive():
+        try:
+            if httpx.get(f"{server}/healthz", timeout=30).status_code == 200:
+                answered.append(time.monotonic())
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.05)
+    th.join()
+    assert done["status"] == 200
+    during = [t for t in answered if t < done["at"]]
+    # a loop blocked by the request answers at most the checks sent before its body arrived
+    assert len(during) >= 5, f"{len(during)} health checks answered during the request"
+
+
+def test_a_token_guards_the_v1_endpoints() -> None:
+    """With a token, /v1/* needs `Authorization: Bearer TOKEN`; /healthz stays open."""
+    from fastapi.testclient import TestClient
+
+    from tbmm.serve import TOKEN_ENV, create_app
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv(TOKEN_ENV, "s3cret")
+    try:
+        client = TestClient(create_app())
+    finally:
+        mp.undo()
+    body = json.dumps({"items": [{"task": "mcm-2025-b-juneau-tourism", "artifact": {}}]})
+    assert client.get("/healthz").status_code == 200
+    for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret"}):
+        r = client.post("/v1/verify", content=body, headers=headers)
+        assert r.status_code == 401 and "bearer token" in r.json()["error"]
+    assert client.get("/v1/tasks").status_code == 401
+    ok = client.post("/v1/verify", content=body, headers={"Authorization": "Bearer s3cret"})
+    assert ok.status_code == 200 and ok.json()["verdicts"][0]["task"] == "mcm-2025-b-juneau-tourism"
+    assert TestClient(create_app()).get("/v1/tasks").status_code == 200  # no token: open

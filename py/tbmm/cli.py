@@ -744,11 +744,23 @@ def serve(
     workers: Annotated[
         int, typer.Option(help="Worker processes (default: one per core).", min=0)
     ] = 0,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            help="Require 'Authorization: Bearer TOKEN' on /v1/* (default: $TBMM_SERVE_TOKEN; "
+            "none: open)."
+        ),
+    ] = None,
 ) -> None:
     """HTTP reward service: POST /v1/verify (batches), /v1/openrlhf, GET /v1/tasks, /healthz, /docs."""
     import os
 
-    from tbmm.serve import run
+    from tbmm.serve import TOKEN_ENV, run
+
+    if token is not None:
+        if not token.strip():
+            raise _fail("--token must not be empty")
+        os.environ[TOKEN_ENV] = token  # the workers read it from their environment
 
     n = workers or (os.cpu_count() or 1)
     err.print(f"tbmm serve on http://{host}:{port} ({n} worker(s)); docs at /docs")

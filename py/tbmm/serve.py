@@ -6,6 +6,10 @@ Endpoints:
 * `POST /v1/openrlhf` — OpenRLHF's remote reward protocol (`query`, `prompts`, `labels`);
 * `GET /v1/tasks`, `GET /healthz`, and the OpenAPI docs at `/docs`.
 
+With a token (`tbmm serve --token`, or $TBMM_SERVE_TOKEN), every /v1/ endpoint needs
+`Authorization: Bearer <token>`. Parsing and verification run in a worker thread, off the
+event loop, so /healthz answers while a large request is being judged.
+
 Request bodies are read as bytes and parsed exactly (numbers keep their decimal text, as
 in every other entry point), within a body cap and an item cap; each artifact then goes
 through the same input caps and pipeline as `tbmm verify`. Workers are processes
@@ -14,6 +18,7 @@ through the same input caps and pipeline as `tbmm verify`. Workers are processes
 
 from __future__ import annotations
 
+import hmac
 import json
 import os
 from typing import Any, Literal
@@ -24,12 +29,14 @@ from tbmm import exact
 
 try:  # the `serve` extra; FastAPI resolves the endpoint annotations from this module
     from fastapi import FastAPI, Request
+    from fastapi.concurrency import run_in_threadpool
     from fastapi.responses import JSONResponse, Response
 except ImportError:  # pragma: no cover - depends on the install
-    FastAPI = Request = JSONResponse = Response = None  # type: ignore[assignment,misc]
+    FastAPI = Request = JSONResponse = Response = run_in_threadpool = None  # type: ignore[assignment,misc]
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
 MAX_ITEMS = 4096
+TOKEN_ENV = "TBMM_SERVE_TOKEN"  # when set (or `tbmm serve --token`), /v1/* needs it
 
 
 class VerifyItem(BaseModel):
@@ -147,7 +154,7 @@ def create_app() -> Any:
         description="Exact, gate-checked verdicts and rewards for TB-MathModel artifacts.",
     )
 
-    async def _body(request: Request) -> Any:
+    async def _read(request: Request) -> bytes:
         declared = request.headers.get("content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY_BYTES):
             raise HttpError(413, f"the body exceeds {MAX_BODY_BYTES} bytes")
@@ -157,10 +164,29 @@ def create_app() -> Any:
             if size > MAX_BODY_BYTES:
                 raise HttpError(413, f"the body exceeds {MAX_BODY_BYTES} bytes")
             chunks.append(chunk)
+        return b"".join(chunks)
+
+    def _parse(raw: bytes) -> Any:
         try:
-            return exact.loads(b"".join(chunks))
+            return exact.loads(raw)
         except (ValueError, UnicodeDecodeError, RecursionError) as exc:
             raise HttpError(400, f"the body is not JSON: {exc}") from exc
+
+    token = os.environ.get(TOKEN_ENV) or None
+
+    @app.middleware("http")
+    async def _auth(request: Request, call_next: Any) -> Any:
+        """Bearer-token authentication of every /v1/ endpoint when a token is configured
+        (compared in constant time); /healthz stays open for load balancers."""
+        if token is not None and request.url.path.startswith("/v1/"):
+            given = request.headers.get("authorization", "")
+            if not hmac.compare_digest(given.encode(), f"Bearer {token}".encode()):
+                return JSONResponse(
+                    {"error": "missing or wrong bearer token"},
+                    status_code=401,
+                    headers={"WWW-Authenticate": "Bearer"},
+                )
+        return await call_next(request)
 
     @app.exception_handler(HttpError)
     async def _http_error(_: Request, exc: HttpError) -> JSONResponse:
@@ -190,20 +216,27 @@ def create_app() -> Any:
         },
     )
     async def verify_batch(request: Request) -> Response:
-        items, reward = _items(await _body(request))
-        body = json.dumps(verify_items(items, reward), separators=(",", ":"))
-        return Response(body.encode(), media_type="application/json")
+        raw = await _read(request)
+
+        def work() -> bytes:  # parsing and verification off the event loop
+            items, reward = _items(_parse(raw))
+            return json.dumps(verify_items(items, reward), separators=(",", ":")).encode()
+
+        return Response(await run_in_threadpool(work), media_type="application/json")
 
     @app.post("/v1/openrlhf")
     async def openrlhf(request: Request) -> dict[str, Any]:
         from tbmm.rewards import openrlhf_reward
 
-        doc = await _body(request)
-        plain = _plain(doc)
-        try:
-            return openrlhf_reward(plain)
-        except ValueError as exc:
-            raise HttpError(422, str(exc)) from exc
+        raw = await _read(request)
+
+        def work() -> dict[str, Any]:
+            try:
+                return openrlhf_reward(_plain(_parse(raw)))
+            except ValueError as exc:
+                raise HttpError(422, str(exc)) from exc
+
+        return await run_in_threadpool(work)
 
     return app
 
