@@ -20,6 +20,7 @@ from tbmm.files import sha256_file
 from tbmm.models import REPLAYED
 from tbmm.paths import PathError, expand, resolve
 from tbmm.replay import strip_replayed
+from tbmm.split import heldout_leaks
 from tbmm.stack import PYTHON_IMAGE, lock_text
 from tbmm.tasks import TaskFormatError, load_task, task_dirs
 
@@ -181,7 +182,10 @@ def validate_task(task_dir: Path) -> list[Problem]:
         text = dockerfile.read_text(encoding="utf-8")
         for needed in ("requirements.lock", "--require-hashes", f"ARG TBMM_BASE={PYTHON_IMAGE}"):
             if needed not in text:
-                bad("dockerfile", f"environment/Dockerfile lacks {needed!r}: rerun `tbmm tasks build`")
+                bad(
+                    "dockerfile",
+                    f"environment/Dockerfile lacks {needed!r}: rerun `tbmm tasks build`",
+                )
     env_lock = task_dir / "environment" / "requirements.lock"
     if not env_lock.is_file() or env_lock.read_text(encoding="utf-8") != lock_text():
         bad(
@@ -205,6 +209,17 @@ def validate_task(task_dir: Path) -> list[Problem]:
                 bad("attachments", f"{a.path}: size/sha256 mismatch")
         elif f.is_file() and a.sha256 is not None and sha256_file(f) != a.sha256:
             bad("attachments", f"{a.path}: fetched file does not match the declared sha256")
+    for h in m.heldout:
+        f = task_dir / h.path
+        if h.path.startswith("environment/") or not h.path.startswith("tests/heldout/"):
+            bad("heldout", f"{h.path}: held-out rows live under tests/heldout/, never environment/")
+        if not f.is_file():
+            bad("heldout", f"{h.path}: declared but missing: rerun `tbmm tasks build`")
+        elif f.stat().st_size != h.bytes or sha256_file(f) != h.sha256:
+            bad("heldout", f"{h.path}: size/sha256 mismatch")
+        else:
+            for problem in heldout_leaks(task_dir, h):
+                bad("heldout", problem)
     instruction = (
         (task_dir / "instruction.md").read_text(encoding="utf-8")
         if (task_dir / "instruction.md").is_file()
@@ -360,7 +375,10 @@ def validate_task(task_dir: Path) -> list[Problem]:
         )
     for mt in metrics:
         if mt.spec.reference is None and not mt.spec.exclude:
-            bad("reference", f"metric {mt.id}: no reference stated (scoring.toml: metric.reference with kind and source)")
+            bad(
+                "reference",
+                f"metric {mt.id}: no reference stated (scoring.toml: metric.reference with kind and source)",
+            )
 
     # Exploits listed as not caught yet must be well-formed (the test suite checks the rest).
     from tbmm.exploits import known_exploits
