@@ -156,7 +156,7 @@ def test_nipt_f1_and_accuracy_099_are_misreported() -> None:
     assert {"q4_f1_claim", "q4_balanced_accuracy_claim"} <= failed(ev)
     assert effective(ev) == 0
     msg = next(i.message for i in ev.gate.failed if i.check.id == "q4_f1_claim")
-    assert msg.startswith("misreported: claimed 0.99") and "replayed 0.5751633987" in msg
+    assert msg.startswith("misreported: claimed 0.99") and "replayed 0.5631067961" in msg
     # the same claims without a rule to replay: nothing is replayed, nothing scores
     no_rule = copy.deepcopy(doc)
     del no_rule["q4"]["rules"]
@@ -167,7 +167,8 @@ def test_nipt_f1_and_accuracy_099_are_misreported() -> None:
 
 def test_nipt_a_worse_rule_told_honestly_scores_what_it_does() -> None:
     """The textbook Z-score rule (|Z13|, |Z18| or |Z21| >= 3) is feasible and honest, and
-    scores by what it achieves on these samples (little), not by what it claims."""
+    scores by what it achieves (little; on the held-out samples), not by what it claims
+    (its claims are what it does on the agent's samples)."""
     t = task("cumcm-2025-c-nipt")
     doc = anchor(t)
     doc["q4"]["rules"] = [
@@ -181,7 +182,13 @@ def test_nipt_a_worse_rule_told_honestly_scores_what_it_does() -> None:
         int(r.values[f"q4.{k}"])
         for k in ("true_positives", "false_positives", "false_negatives", "true_negatives")
     )
-    assert tp + fp + fn + tn == int(r.values["q4.samples"]) == 604
+    held = sum(
+        int(r.values[f"q4.heldout_{k}"])
+        for k in ("true_positives", "false_positives", "false_negatives", "true_negatives")
+    )
+    assert tp + fp + fn + tn == int(r.values["q4.samples"])
+    assert held == int(r.values["q4.heldout_samples"])
+    assert tp + fp + fn + tn + held == 604  # every labelled sample of the statement's sheet
     f1 = Fraction(2 * tp, 2 * tp + fp + fn)
     assert exact.parse_decimal(r.values["q4.f1"]) == Fraction(round(f1 * 10**10), 10**10)
     assert "q4_f1_claim" in failed(ev)  # it still claims the reference's figures

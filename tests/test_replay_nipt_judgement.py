@@ -29,6 +29,8 @@ from tbmm.replay import nipt_judgement as nj
 from tbmm.scoring import read_artifact
 from tbmm.tasks import Task, find_task
 
+from .conftest import SOURCE
+
 SLUG = "cumcm-2025-c-nipt"
 
 
@@ -101,7 +103,10 @@ def test_samples_match_an_independent_reading(
     assert z13 == [exact.parse_decimal(r[2]) for r in complete]
     absz = [Fraction(v, samples.denominators["abs_z13"]) for v in samples.numerators["abs_z13"]]
     assert absz == [abs(x) for x in z13]
-    assert (samples.n, sum(samples.abnormal)) == (604, 67)  # the statement's data, as shipped
+    held = nj.load_heldout(t.dir, params)
+    assert held is not None
+    # the statement's data, as shipped: the agent's rows and the held-out rows together
+    assert (samples.n + held.n, sum(samples.abnormal) + sum(held.abnormal)) == (604, 67)
 
 
 def test_gestational_week_parsing() -> None:
@@ -143,15 +148,16 @@ def test_reference_figures_against_a_floating_recount(t: Task, samples: nj.Sampl
     bal = (Fraction(tp, tp + fn) + Fraction(tn, tn + fp)) / 2
     assert got["q4.balanced_accuracy"] == nj.round_half_even(bal, 10)
     anchor = t.anchor_artifact["replayed"]["q4"]
-    assert anchor["f1"].value == got["q4.f1"] == Fraction(5751633987, 10**10)
+    assert anchor["f1"].value == got["q4.f1"] == Fraction(5631067961, 10**10)
 
 
-def test_disjunction_and_trivial_rules(t: Task) -> None:
+def test_disjunction_and_trivial_rules(t: Task, samples: nj.Samples) -> None:
     never = _replay(t, _doc(t, [{"intercept": -1, "terms": [{"feature": "age", "coef": 0}]}]))
     assert (never["q4.true_positives"], never["q4.false_positives"]) == (0, 0)
     assert never["q4.f1"] == 0 and never["q4.balanced_accuracy"] == Fraction(1, 2)
     always = _replay(t, _doc(t, [{"intercept": 0, "terms": [{"feature": "age", "coef": 0}]}]))
-    assert always["q4.f1"] == nj.round_half_even(Fraction(2 * 67, 2 * 67 + 537), 10)
+    pos = sum(samples.abnormal)
+    assert always["q4.f1"] == nj.round_half_even(Fraction(2 * pos, 2 * pos + samples.n - pos), 10)
     one = _replay(t, _doc(t, [{"intercept": -3, "terms": [{"feature": "abs_z18", "coef": 1}]}]))
     two = _replay(
         t,
@@ -235,3 +241,135 @@ def test_reference_rule_is_the_fit_scripts(t: Task) -> None:
     assert result["replayed"] == recorded["replayed"]
     anchor = t.anchor_artifact["replayed"]["q4"]
     assert exact.parse_decimal(result["replayed"]["q4.f1"]) == anchor["f1"].value
+
+
+# --- held-out scoring: the rule is judged on pregnancies the agent never saw -------------
+
+
+def _split(t: Task) -> Any:
+    from tbmm import split as S
+
+    spec = S.load_spec(t.dir)
+    assert spec is not None
+    return S, spec
+
+
+def test_heldout_rows_are_absent_from_the_agents_environment(t: Task) -> None:
+    """No held-out pregnancy is in any file under environment/: not its code, not one of
+    its rows (cell for cell), not in the shared-string table; the held-out file lives
+    outside environment/ and matches its manifest hash."""
+    S, spec = _split(t)
+    (held,) = t.manifest.heldout
+    assert held.path == spec.heldout_path and not held.path.startswith("environment/")
+    rows = S.read_heldout(t.dir / held.path)
+    g = S.col_index(spec.group_column)
+    codes = {r[g] for r in rows[1:]}
+    assert len(codes) == held.subjects and len(rows) - 1 == held.rows
+    agent = S.read_sheet_rows(t.dir / held.attachment, spec.sheet)
+    assert not codes & {r.get(g) for r in agent}
+    assert not {tuple(sorted(r.items())) for r in rows[1:]} & {
+        tuple(sorted(r.items())) for r in agent
+    }
+    for f in (t.dir / "environment").rglob("*"):
+        if not f.is_file():
+            continue
+        blob = f.read_bytes()
+        if f.suffix == ".xlsx":  # stored uncompressed: its XML is searchable as is
+            with zipfile.ZipFile(f) as z:
+                blob = b"".join(z.read(n) for n in z.namelist())
+        for code in codes:
+            assert f">{code}<".encode() not in blob, (f, code)
+    # the agent's copy and the held-out rows together are the source sheet's rows
+    assert S.heldout_leaks(t.dir, held) == []
+
+
+def test_the_split_is_by_pregnancy_stratified_and_seeded(t: Task) -> None:
+    S, spec = _split(t)
+    groups = {"a": True, "b": True, "c": False, "d": False, "e": False, "f": True}
+    one = S.choose_heldout(groups, Fraction(1, 3), 7)
+    assert one == S.choose_heldout(groups, Fraction(1, 3), 7)  # the seed fixes it
+    assert sum(groups[g] for g in one) == 1 and sum(not groups[g] for g in one) == 1
+    (held,) = t.manifest.heldout
+    rows = S.read_heldout(t.dir / held.path)
+    lab = S.col_index(spec.label_column)
+    g = S.col_index(spec.group_column)
+    abnormal_women = {r[g] for r in rows[1:] if lab in r}
+    assert 0 < len(abnormal_women) < held.subjects  # both strata are held out
+
+
+def test_the_split_is_rebuilt_from_the_source_byte_for_byte(t: Task) -> None:
+    S, spec = _split(t)
+    src = sorted((SOURCE / "tasks" / t.suite / t.slug).rglob(spec.attachment))
+    if not src:
+        pytest.skip(f"source release not found at {SOURCE}")
+    res = S.split_workbook(src[0].read_bytes(), spec)
+    (held,) = t.manifest.heldout
+    assert res.agent_xlsx == (t.dir / held.attachment).read_bytes()
+    assert res.heldout_csv == (t.dir / held.path).read_text(encoding="utf-8")
+    full = S.read_sheet_rows(src[0], spec.sheet)
+    agent = S.read_sheet_rows(t.dir / held.attachment, spec.sheet)
+    heldrows = S.read_heldout(t.dir / held.path)
+    key = lambda r: tuple(sorted(r.items()))  # noqa: E731
+    assert sorted(map(key, agent[1:] + heldrows[1:])) == sorted(map(key, full[1:]))
+    assert agent[0] == heldrows[0] == full[0]
+
+
+def test_a_leaking_agent_copy_is_refused(t: Task, tmp_path: Path) -> None:
+    """validate's heldout check: an agent copy that holds a held-out pregnancy (planted by
+    renaming one of the agent's women to a held-out code in the shared strings) is reported,
+    and so is a held-out row copied back cell for cell."""
+    import io
+    import shutil
+
+    S, spec = _split(t)
+    (held,) = t.manifest.heldout
+    dst = tmp_path / t.slug
+    shutil.copytree(t.dir, dst)
+    g = S.col_index(spec.group_column)
+    code = S.read_heldout(t.dir / held.path)[1][g]
+    mine = S.read_sheet_rows(t.dir / held.attachment, spec.sheet)[1][g]
+    assert S.heldout_leaks(dst, held) == []
+    src = zipfile.ZipFile(t.dir / held.attachment)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as z:
+        for info in src.infolist():
+            body = src.read(info)
+            if info.filename == "xl/sharedStrings.xml":
+                body = body.replace(f">{mine}<".encode(), f">{code}<".encode(), 1)
+            z.writestr(info.filename, body)
+    (dst / held.attachment).write_bytes(out.getvalue())
+    problems = S.heldout_leaks(dst, held)
+    assert any("held-out subjects still in the agent's copy" in p for p in problems), problems
+    # validate reports it (and the changed checksum) as a failed check
+    from tbmm.validate import validate_task
+
+    res = validate_task(dst)
+    assert any(p.check == "heldout" and "held-out subjects" in p.message for p in res), res
+
+
+def test_a_rule_overfitted_on_the_agents_rows_does_not_reach_one(t: Task) -> None:
+    """tests/data/nipt_overfit_rule.json: four halfspaces chosen greedily among 20,000
+    random directions to maximise F1 on the agent's rows. In-sample it beats the
+    reference on both figures (in-sample scoring would have paid it O-Eval 1.0); on the
+    held-out pregnancies it falls far below, and so does its score."""
+    rules = exact.loads(
+        (Path(__file__).parent / "data" / "nipt_overfit_rule.json").read_text(encoding="utf-8")
+    )["rules"]
+    doc = _doc(t)
+    doc["q4"]["rules"] = rules
+    got = _replay(t, doc)
+    ref = t.anchor_artifact["replayed"]["q4"]
+    assert (
+        got["q4.f1"] > ref["f1"].value
+        and got["q4.balanced_accuracy"] > ref["balanced_accuracy"].value
+    )
+    assert got["q4.heldout_f1"] < ref["heldout_f1"].value - Fraction(1, 10)
+    doc["q4"]["female_abnormality_f1"] = exact.loads(str(float(got["q4.f1"])))
+    doc["q4"]["female_abnormality_balanced_accuracy"] = exact.loads(
+        str(float(got["q4.balanced_accuracy"]))
+    )
+    ev = evaluate(t, doc)
+    assert ev.gate.verdict == "pass", [i.message for i in ev.gate.failed]
+    assert ev.score.o_eval < Fraction(1, 2), ev.score.o_eval
+    # the reference, fitted on the same rows, scores 1 on the held-out rows (its anchor)
+    assert evaluate(t, _doc(t)).score.o_eval == 1

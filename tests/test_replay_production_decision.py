@@ -8,6 +8,7 @@ import csv
 import importlib.util
 import math
 import random
+from decimal import Decimal
 from fractions import Fraction
 from types import ModuleType
 from typing import Any
@@ -195,13 +196,17 @@ class _Sim:
     every component entering an assembly goes through its inspection step, defective
     assemblies are disassembled or scrapped, returned products exchanged."""
 
-    def __init__(self, rng: random.Random) -> None:
+    def __init__(self, rng: random.Random, reinspect: bool = True) -> None:
         self.rng = rng
         self.cost = 0.0
         self.steps = 0
+        self.reinspect = reinspect  # a recovered inspected component pays its inspection again
+        self.assemblies = 0  # assemblies of the final product
 
     def part(self, p: P.PartRow, x: bool, have: bool | None = None) -> bool:
         bad = have
+        if have is False and x and not self.reinspect:
+            return False  # recovered and already shown good: not inspected again
         while True:
             self.steps += 1
             if bad is None:
@@ -232,6 +237,8 @@ class _Sim:
         have: Any = None,
     ) -> Any:
         comp = have
+        if have is not None and x and not have[0] and not self.reinspect:
+            return comp  # recovered and already shown good: not inspected again
         while True:
             self.steps += 1
             assert self.steps < 10**6, "endless"
@@ -257,6 +264,7 @@ class _Sim:
             assert self.steps < 10**6, "endless"
             if comp is None:
                 comp = self.assemble(s, make())
+                self.assemblies += 1
             if y:
                 self.cost += float(exact.parse_decimal(s.inspection_cost))
             if not comp[0]:
@@ -266,6 +274,7 @@ class _Sim:
             if z:
                 self.cost += float(exact.parse_decimal(s.disassembly_cost))
                 comp = self.assemble(s, redo(comp[1]))
+                self.assemblies += 1
             else:
                 comp = None
 
@@ -382,7 +391,11 @@ def test_inflated_claim_is_misreported(task: Task) -> None:
     ev = run(task, doc)
     assert ev.gate.verdict == "fail"
     msgs = [i.message for i in ev.gate.failed]
-    assert any("misreported" in m and "17.555555555" in m for m in msgs), msgs
+    # compared with the nearest stated reading (known-good recovered parts, 163/9); the
+    # message shows every reading's exact value
+    assert any("misreported" in m and "18.111111111" in m and "sold: 158/9" in m for m in msgs), (
+        msgs
+    )
     assert ev.score.o_eval == 0
     doc = oracle(task)
     doc["q3"]["expected_profit_yuan"] = num("57.68")  # beyond the 0.005 rounding tolerance
@@ -497,11 +510,13 @@ def test_lean_restates_every_replayed_number(task: Task) -> None:
             for k in range(1, n + 1)
             for w in ("profit", "loops", "bounded")
         ),
+        *(f"replay_q2_case{k}_claimed_reading_profit" for k in range(1, n + 1)),
         "replay_q2_mean_profit",
         "replay_q2_all_bounded",
         "replay_q3_profit",
         "replay_q3_loops",
         "replay_q3_bounded",
+        "replay_q3_claimed_reading_profit",
     }
     committed = (ROOT / "TBMM" / "Cert" / "Cumcm2024BProductionDecision.lean").read_text()
     assert "theorem replay_q3_profit" in committed  # the anchor certificate carries them too
@@ -531,3 +546,213 @@ def test_lean_obligations_fail_for_a_forged_value(task: Task) -> None:
     bad = check_artifact(task, forged)
     assert bad.outcome == "disagreement"
     assert any(d.decl == "replay_q2_case6_profit" for d in bad.disagreements), bad.disagreements
+
+
+# --- readings: a claim under any stated reading is honest; the score is the declared one ---
+
+
+def _six(q: Fraction) -> str:
+    """`q` as a claim rounded to 6 decimals (a claim of the kind a solution writes)."""
+    return format(Decimal(round(q * 10**6)).scaleb(-6), "f")
+
+
+def _under(task: Task, doc: dict[str, Any], reading: P.Reading, cases: Any = None) -> None:
+    """Set the claims of `doc` (its own decisions) to their profits under `reading` (Problem 2
+    cases `cases`, 1-based, default all; and Problem 3)."""
+    tables = P.load_tables(task)
+    q2, q3 = P.read_decisions(doc, tables)
+    for i, (c, dec) in enumerate(zip(tables.q2.cases, q2, strict=True)):
+        if cases is None or i + 1 in cases:
+            v = P.q2_result(c, dec, reading).profit
+            assert v is not None
+            doc["q2"]["cases"][i]["expected_profit_yuan"] = num(_six(v))
+    v3 = P.q3_result(tables.q3, q3, reading).profit
+    assert v3 is not None
+    doc["q3"]["expected_profit_yuan"] = num(_six(v3))
+
+
+def test_the_task_states_every_reading_and_declares_sold(task: Task) -> None:
+    readings, declared = P.readings_of(task.replay_spec)
+    assert declared is P.DECLARED and declared in readings
+    assert {r.name for r in readings} == set(P.READINGS)
+    text = (task.dir / "verification.md").read_text(encoding="utf-8")
+    for r in readings:  # each stated reading is explained to the agent
+        assert f"`{r.name}`" in text, r.name
+
+
+@pytest.mark.parametrize("name", sorted(P.READINGS))
+def test_reference_decisions_under_each_reading_pass_and_score_the_declared_value(
+    task: Task, name: str
+) -> None:
+    reading = P.READINGS[name]
+    doc = oracle(task)
+    _under(task, doc, reading)
+    ev = run(task, doc)
+    assert ev.gate.verdict == "pass", [i.message for i in ev.gate.failed]
+    assert ev.score.o_eval == 1  # scored under the declared reading, whatever the claims say
+    assert (
+        resolve(ev.doc, "replayed.q3.expected_profit_yuan").value
+        == resolve(task.anchor_artifact, "replayed.q3.expected_profit_yuan").value
+    )
+    assert ev.replay is not None
+    assert f"nearest to the claim: {name} " in ev.replay.details["q3.claimed_reading_profit_yuan"]
+
+
+def test_readings_differ_on_the_reference_and_may_be_mixed_per_case(task: Task) -> None:
+    """The readings are not the same numbers (else the test above proves nothing): on the
+    reference's decisions every pair of readings differs by more than the tolerance in
+    Problem 3 and in a Problem 2 case that disassembles; one answer may use several."""
+    tables = P.load_tables(task)
+    q2, q3 = P.read_decisions(oracle(task), tables)
+    vals = {n: P.q3_result(tables.q3, q3, r).profit for n, r in P.READINGS.items()}
+    case1 = {n: P.q2_result(tables.q2.cases[0], q2[0], r).profit for n, r in P.READINGS.items()}
+    for a in P.READINGS:
+        for b in P.READINGS:
+            if a < b:
+                assert abs(vals[a] - vals[b]) > Fraction(1, 10)  # type: ignore[operator]
+                assert abs(case1[a] - case1[b]) > Fraction(1, 10)  # type: ignore[operator]
+    doc = oracle(task)
+    _under(task, doc, P.READINGS["sold_known_good"], cases={1, 3})
+    _under(task, doc, P.READINGS["assembled"], cases={2, 4})
+    ev = run(task, doc)
+    assert ev.gate.verdict == "pass" and ev.score.o_eval == 1
+
+
+def test_a_profit_matching_no_reading_is_misreported(task: Task) -> None:
+    tables = P.load_tables(task)
+    q2, _ = P.read_decisions(oracle(task), tables)
+    c, dec = tables.q2.cases[0], q2[0]
+    values = sorted(P.q2_result(c, dec, r).profit for r in P.READINGS.values())  # type: ignore[type-var]
+    for lo, hi in zip(values, values[1:], strict=False):
+        doc = oracle(task)
+        doc["q2"]["cases"][0]["expected_profit_yuan"] = num(_six((lo + hi) / 2))  # type: ignore[operator]
+        ev = run(task, doc)
+        assert [i.check.id for i in ev.gate.failed] == ["q2_case_profit_replayed"]
+        assert ev.score.o_eval == 0
+    # just outside the tolerance of the nearest reading
+    doc = oracle(task)
+    doc["q2"]["cases"][0]["expected_profit_yuan"] = num(_six(values[0] - Fraction(6, 1000)))  # type: ignore[operator]
+    assert run(task, doc).gate.verdict == "fail"
+
+
+def test_an_overclaim_beyond_every_reading_is_misreported(task: Task) -> None:
+    tables = P.load_tables(task)
+    _, q3 = P.read_decisions(oracle(task), tables)
+    top = max(P.q3_result(tables.q3, q3, r).profit for r in P.READINGS.values())  # type: ignore[type-var]
+    for claim in (top + Fraction(1, 100), top * 3 / 2, Fraction(103)):  # type: ignore[operator]
+        doc = oracle(task)
+        doc["q3"]["expected_profit_yuan"] = num(_six(claim))
+        ev = run(task, doc)
+        assert [i.check.id for i in ev.gate.failed] == ["q3_profit_replayed"], claim
+        msgs = [i.message for i in ev.gate.failed]
+        assert any("misreported" in m for m in msgs), msgs
+    # a claim under a reading that a DIFFERENT decision earns is still judged on these bits
+    doc = oracle(task)
+    set_q2(
+        doc,
+        1,
+        (0, 0, 0, 0),
+        _six(
+            P.q2_result(
+                tables.q2.cases[0],
+                P.Q2Decision((True, True), False, True),
+                P.READINGS["sold_known_good"],
+            ).profit
+        ),
+    )  # type: ignore[arg-type]
+    assert run(task, doc).gate.verdict == "fail"
+
+
+def test_readings_config_is_checked() -> None:
+    from tbmm.models import ReplaySpec
+
+    def spec(**params: Any) -> ReplaySpec:
+        return ReplaySpec(
+            module="production_decision", exact=True, rationale="x" * 10, params=params
+        )
+
+    assert P.readings_of(spec())[1] is P.DECLARED  # a task that states nothing: the declared one
+    for bad in (
+        {"readings": ["sold", "per_customer"]},
+        {"readings": ["sold", "sold"]},
+        {"readings": []},
+        {"readings": ["assembled"], "declared_reading": "sold"},
+        {"readings": "sold"},
+    ):
+        with pytest.raises(ValueError, match="params"):
+            P.readings_of(spec(**bad))
+
+
+def test_lean_restates_the_claimed_reading(task: Task) -> None:
+    """An answer whose claims follow another reading: the kernel checks the value each claim
+    is compared with under that reading's Lean definition, and refutes the same value stated
+    under the declared reading."""
+    doc = oracle(task)
+    _under(task, doc, P.READINGS["assembled_known_good"])
+    ev = run(task, doc)
+    obs = dict((n, t) for n, t, _ in P.lean_obligations(task, ev.doc))  # type: ignore[arg-type]
+    assert "Production.Readings.assembledKnownGood" in obs["q3_claimed_reading_profit"]
+    assert "Production.Readings.sold " in obs["q3_profit"]
+    rep = verify_artifact(task, exact.dumps(doc).encode(), lean=True)
+    assert rep.exit_code == 0 and rep.lean == "ok" and rep.o_eval_exact == "1", rep.failing
+    # the claimed-reading value forged to the declared reading's value for other claims: refuted
+    forged = exact.loads(exact.dumps(ev.doc))  # type: ignore[arg-type]
+    w = resolve(forged, "replayed.q3.claimed_reading_profit_yuan").value + Fraction(1, 10**9)
+    set_path(
+        forged,
+        "replayed.q3.claimed_reading_profit_yuan",
+        exact.Num(w, exact.fraction_to_text(w), False),
+    )
+    bad = check_artifact(task, forged)
+    assert bad.outcome == "disagreement"
+    assert any(d.decl == "replay_q3_claimed_reading_profit" for d in bad.disagreements)
+
+
+def test_other_readings_match_a_simulation_of_the_process(tables: P.Tables) -> None:
+    """The readings' closed forms against the seeded simulation: recovered components that
+    skip their second inspection (known good), and profit per product assembled as the
+    long-run ratio (total profit over total assemblies) of the simulated process."""
+    rng = random.Random(2025)
+    for c in tables.q2.cases:
+        for dec in P.q2_decisions(c):
+            if P.q2_result(c, dec).profit is None:
+                continue
+            for reading in P.READINGS.values():
+                exact_profit = P.q2_result(c, dec, reading).profit
+                profits, counts = [], []
+                for _ in range(1200):
+                    sim = _Sim(rng, reinspect=reading.reinspect)
+
+                    def make(sim: _Sim = sim, c: P.Q2Case = c, dec: P.Q2Decision = dec) -> Any:
+                        return [
+                            sim.part(p, x) for p, x in zip(c.parts, dec.inspect_parts, strict=True)
+                        ]
+
+                    def redo(
+                        kids: Any, sim: _Sim = sim, c: P.Q2Case = c, dec: P.Q2Decision = dec
+                    ) -> Any:
+                        z = zip(c.parts, dec.inspect_parts, kids, strict=True)
+                        return [sim.part(p, x, k) for p, x, k in z]
+
+                    profits.append(
+                        sim.sale(
+                            c.product, c.market, dec.inspect_product, dec.disassemble, make, redo
+                        )
+                    )
+                    counts.append(sim.assemblies)
+                n = len(profits)
+                if reading.per_assembly:  # ratio estimator, delta-method standard error
+                    mp, mc = sum(profits) / n, sum(counts) / n
+                    est = mp / mc
+                    resid = [(p - est * k) / mc for p, k in zip(profits, counts, strict=True)]
+                    se = math.sqrt(sum(r * r for r in resid) / (n - 1) / n)
+                else:
+                    est = sum(profits) / n
+                    se = math.sqrt(sum((p - est) ** 2 for p in profits) / (n - 1) / n)
+                assert abs(est - float(exact_profit)) <= 4.5 * se + 1e-9, (  # type: ignore[arg-type]
+                    c.case,
+                    dec,
+                    reading.name,
+                    est,
+                    float(exact_profit),  # type: ignore[arg-type]
+                )

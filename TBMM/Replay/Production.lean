@@ -10,7 +10,7 @@ that task states, for each replayed number, `Rat.beq (Production.q2Profit data d
 scale) value` (or `q3Profit`, `q2MeanProfit`, the loop counts, `q2Ok`/`q3Ok`), and the
 kernel evaluates the replay itself.
 
-The model (the task's verification.md states it for the agent): every component that
+The model (the task's verification.md states it and its readings for the agent): every component that
 enters an assembly step, bought or recovered, goes through its inspection step; an
 inspected defective part is discarded and another bought; an inspected defective
 assembly is disassembled (its components are re-inspected and reassembled) or scrapped;
@@ -108,6 +108,15 @@ structure Q3Decision where
   /-- Disassemble defective products. -/
   disassemble : Bool
 
+/-- A reading of the statement's accounting (the task's verification.md argues each):
+whether a recovered component pays its inspection again, and whether the profit is
+counted per product assembled instead of per product sold. -/
+structure Reading where
+  /-- Per product assembled (every assembly of the product, reassemblies included). -/
+  perAssembly : Bool
+  /-- A component recovered from a disassembly pays its inspection again. -/
+  reinspect : Bool
+
 /-- A component as delivered to its assembly step, per delivered unit. -/
 structure Item where
   /-- Bounded: no endless recovery loop at or below it (else `cost` means nothing). -/
@@ -135,6 +144,16 @@ end Production
 noncomputable section
 
 namespace Production
+
+/-- The stated readings, by the names `tbmm.replay.production_decision.READINGS` gives
+them; `sold` is the declared one (the score's). -/
+def Readings.sold : Reading := Reading.mk Bool.false Bool.true
+/-- Per product sold, recovered components known good (not inspected again). -/
+def Readings.soldKnownGood : Reading := Reading.mk Bool.false Bool.false
+/-- Per product assembled, recovered components re-inspected. -/
+def Readings.assembled : Reading := Reading.mk Bool.true Bool.true
+/-- Per product assembled, recovered components known good. -/
+def Readings.assembledKnownGood : Reading := Reading.mk Bool.true Bool.false
 
 /-- `1 - q`. -/
 def compl (q : Rat) : Rat := Rat.sub Rat.one q
@@ -184,19 +203,23 @@ def endlessAt (z : Bool) (xs : List Item) : Bool := and z (not (allKnownGood xs)
 def Item.withOk (b : Bool) (i : Item) : Item :=
   Item.mk (and b (Item.ok i)) (Item.cost i) (Item.defect i) (Item.recheck i) (Item.loops i)
 
+/-- What a recovered component pays to go through its inspection step again: its
+inspection cost `d` under a re-inspecting reading, else nothing. -/
+def recheckOf (rd : Reading) (d : Rat) : Rat := cond (Reading.reinspect rd) d Rat.zero
+
 /-- A bought part through its inspection step: inspected, defective ones are discarded
 and others bought, `(price + inspect)/(1 - rate)` per good part; else as bought. -/
-def part (p : Part) (x : Bool) : Item :=
+def part (rd : Reading) (p : Part) (x : Bool) : Item :=
   cond x
     (Item.mk Bool.true (Rat.div (Rat.add (Part.price p) (Part.inspect p)) (compl (Part.rate p)))
-      Rat.zero (Part.inspect p) 0)
+      Rat.zero (recheckOf rd (Part.inspect p)) 0)
     (Item.mk Bool.true (Part.price p) (Part.rate p) Rat.zero 0)
 
 /-- An intermediate assembly through its inspection step (`x`), defective ones
 disassembled (`z`) or scrapped. With `B = Σ cost + a` and `g = Π (1 - defect) · (1 - rate)`:
 not inspected `B` (defect `1 - g`); scrapped `(B + d)/g`; disassembled
 `B + d + (1 - g)(e + Σ recheck + a + d)/(1 - rate)`. -/
-def assembly (s : Step) (x z : Bool) (xs : List Item) : Item :=
+def assembly (rd : Reading) (s : Step) (x z : Bool) (xs : List Item) : Item :=
   let b := Rat.add (sumCost xs) (Step.assembly s)
   let g := Rat.mul (goodAll xs) (compl (Step.rate s))
   let endless := and x (endlessAt z xs)
@@ -208,14 +231,18 @@ def assembly (s : Step) (x z : Bool) (xs : List Item) : Item :=
       (Item.mk (and (allOk xs) (not endless))
         (Rat.add (Rat.add b (Step.inspect s))
           (Rat.mul (compl g) (Rat.div redo (compl (Step.rate s)))))
-        Rat.zero (Step.inspect s) loops)
-      (Item.mk (allOk xs) (Rat.div (Rat.add b (Step.inspect s)) g) Rat.zero (Step.inspect s) loops))
+        Rat.zero (recheckOf rd (Step.inspect s)) loops)
+      (Item.mk (allOk xs) (Rat.div (Rat.add b (Step.inspect s)) g) Rat.zero
+        (recheckOf rd (Step.inspect s)) loops))
     (Item.mk (allOk xs) b (compl g) Rat.zero loops)
 
 /-- The product: expected profit per product sold. With `d' = d, r' = 0` when inspected
 and `d' = 0, r' = r` when not, `B = Σ cost + a + d'`: scrapped `V = (B + (1 - g) r')/g`;
-disassembled `V = B + (1 - g)(r' + e + Σ recheck + a + d')/(1 - rate)`; profit `price - V`. -/
-def market (s : Step) (m : Market) (y z : Bool) (xs : List Item) : Outcome :=
+disassembled `V = B + (1 - g)(r' + e + Σ recheck + a + d')/(1 - rate)`; profit `price - V`
+per product sold, or `(price - V)/N` per product assembled, with `N` the expected
+assemblies of the product per product sold: `1/g` scrapped, `1 + (1 - g)/(1 - rate)`
+disassembled. -/
+def market (rd : Reading) (s : Step) (m : Market) (y z : Bool) (xs : List Item) : Outcome :=
   let d := cond y (Step.inspect s) Rat.zero
   let r := cond y Rat.zero (Market.exchangeLoss m)
   let b := Rat.add (Rat.add (sumCost xs) (Step.assembly s)) d
@@ -227,38 +254,43 @@ def market (s : Step) (m : Market) (y z : Bool) (xs : List Item) : Outcome :=
   let v := cond z
     (Rat.add b (Rat.mul (compl g) (Rat.div redo (compl (Step.rate s)))))
     (Rat.div (Rat.add b (Rat.mul (compl g) r)) g)
-  Outcome.mk (and (allOk xs) (not endless)) (Rat.sub (Market.price m) v) loops
+  let n := cond z (Rat.add Rat.one (Rat.div (compl g) (compl (Step.rate s)))) (Rat.div Rat.one g)
+  let perSold := Rat.sub (Market.price m) v
+  Outcome.mk (and (allOk xs) (not endless))
+    (cond (Reading.perAssembly rd) (Rat.div perSold n) perSold) loops
 
 /-- Problem 2, one case of Table 1. -/
-def q2 (c : Q2Case) (d : Q2Decision) : Outcome :=
-  let o := market (Q2Case.product c) (Q2Case.market c) (Q2Decision.inspectProduct d)
-    (Q2Decision.disassemble d) (zipWith part (Q2Case.parts c) (Q2Decision.inspectParts d))
+def q2 (rd : Reading) (c : Q2Case) (d : Q2Decision) : Outcome :=
+  let o := market rd (Q2Case.product c) (Q2Case.market c) (Q2Decision.inspectProduct d)
+    (Q2Decision.disassemble d) (zipWith (part rd) (Q2Case.parts c) (Q2Decision.inspectParts d))
   Outcome.mk (and (sameLength (Q2Case.parts c) (Q2Decision.inspectParts d)) (Outcome.ok o))
     (Outcome.profit o) (Outcome.loops o)
 
 /-- Problem 3, a semi-finished product and its parts. -/
-def semi (s : Semi) (d : SemiDecision) : Item :=
+def semi (rd : Reading) (s : Semi) (d : SemiDecision) : Item :=
   Item.withOk (sameLength (Semi.parts s) (SemiDecision.inspectParts d))
-    (assembly (Semi.step s) (SemiDecision.inspect d) (SemiDecision.disassemble d)
-      (zipWith part (Semi.parts s) (SemiDecision.inspectParts d)))
+    (assembly rd (Semi.step s) (SemiDecision.inspect d) (SemiDecision.disassemble d)
+      (zipWith (part rd) (Semi.parts s) (SemiDecision.inspectParts d)))
 
 /-- Problem 3: the product of Table 2. -/
-def q3 (l : Q3Line) (d : Q3Decision) : Outcome :=
-  let o := market (Q3Line.product l) (Q3Line.market l) (Q3Decision.inspectProduct d)
-    (Q3Decision.disassemble d) (zipWith semi (Q3Line.semis l) (Q3Decision.semis d))
+def q3 (rd : Reading) (l : Q3Line) (d : Q3Decision) : Outcome :=
+  let o := market rd (Q3Line.product l) (Q3Line.market l) (Q3Decision.inspectProduct d)
+    (Q3Decision.disassemble d) (zipWith (semi rd) (Q3Line.semis l) (Q3Decision.semis d))
   Outcome.mk (and (sameLength (Q3Line.semis l) (Q3Decision.semis d)) (Outcome.ok o))
     (Outcome.profit o) (Outcome.loops o)
 
 /-- Problem 2, every case with its decisions. -/
-def q2Outcomes (cs : List Q2Case) (ds : List Q2Decision) : List Outcome := zipWith q2 cs ds
+def q2Outcomes (rd : Reading) (cs : List Q2Case) (ds : List Q2Decision) : List Outcome :=
+  zipWith (q2 rd) cs ds
 
 /-- Every case bounded, one decision per case. -/
-def q2AllOk (cs : List Q2Case) (ds : List Q2Decision) : Bool :=
-  and (sameLength cs ds) (List.foldr (fun o acc => and (Outcome.ok o) acc) Bool.true (q2Outcomes cs ds))
+def q2AllOk (rd : Reading) (cs : List Q2Case) (ds : List Q2Decision) : Bool :=
+  and (sameLength cs ds)
+    (List.foldr (fun o acc => and (Outcome.ok o) acc) Bool.true (q2Outcomes rd cs ds))
 
-/-- The mean over the cases of the expected profit per product sold. -/
-def q2Mean (cs : List Q2Case) (ds : List Q2Decision) : Rat :=
-  let ps := map Outcome.profit (q2Outcomes cs ds)
+/-- The mean over the cases of the expected profit (per product sold, or assembled). -/
+def q2Mean (rd : Reading) (cs : List Q2Case) (ds : List Q2Decision) : Rat :=
+  let ps := map Outcome.profit (q2Outcomes rd cs ds)
   Rat.div (Rat.sum ps) (Rat.ofNat (List.length ps))
 
 /-- `x` rounded down to a multiple of `1/scale` (`scale ≥ 1`): `⌊x · scale⌋ / scale`. A
@@ -273,31 +305,35 @@ def floorTo (x : Rat) (scale : Nat) : Rat :=
         (Nat.div (Nat.sub (Nat.add (Nat.mul (Nat.succ k) scale) (Rat.den x)) 1) (Rat.den x))))
     scale
 
-/-! What a certificate states (library definitions only: no projections in its terms). -/
+/-! What a certificate states (library definitions only: no projections in its terms).
+Every function takes the reading it is stated under: the scored values name the declared
+reading (`Readings.sold`), the value a claim is checked against names the stated reading
+Python found nearest to the claim. Which reading is nearest is not restated (any stated
+reading is acceptable for a claim); that the value is this reading's replay is. -/
 
 /-- Problem 2, one case: bounded (no endless recovery loop) and well formed. -/
-def q2Ok (c : Q2Case) (d : Q2Decision) : Bool := Outcome.ok (q2 c d)
+def q2Ok (rd : Reading) (c : Q2Case) (d : Q2Decision) : Bool := Outcome.ok (q2 rd c d)
 
 /-- Problem 2, one case: the endless recovery loops. -/
-def q2Loops (c : Q2Case) (d : Q2Decision) : Nat := Outcome.loops (q2 c d)
+def q2Loops (rd : Reading) (c : Q2Case) (d : Q2Decision) : Nat := Outcome.loops (q2 rd c d)
 
-/-- Problem 2, one case: the expected profit per product sold, rounded down to `1/scale`. -/
-def q2Profit (c : Q2Case) (d : Q2Decision) (scale : Nat) : Rat :=
-  floorTo (Outcome.profit (q2 c d)) scale
+/-- Problem 2, one case: the expected profit under a reading, rounded down to `1/scale`. -/
+def q2Profit (rd : Reading) (c : Q2Case) (d : Q2Decision) (scale : Nat) : Rat :=
+  floorTo (Outcome.profit (q2 rd c d)) scale
 
-/-- Problem 2: the mean over the cases, rounded down to `1/scale`. -/
-def q2MeanProfit (cs : List Q2Case) (ds : List Q2Decision) (scale : Nat) : Rat :=
-  floorTo (q2Mean cs ds) scale
+/-- Problem 2: the mean over the cases under a reading, rounded down to `1/scale`. -/
+def q2MeanProfit (rd : Reading) (cs : List Q2Case) (ds : List Q2Decision) (scale : Nat) : Rat :=
+  floorTo (q2Mean rd cs ds) scale
 
 /-- Problem 3: bounded and well formed. -/
-def q3Ok (l : Q3Line) (d : Q3Decision) : Bool := Outcome.ok (q3 l d)
+def q3Ok (rd : Reading) (l : Q3Line) (d : Q3Decision) : Bool := Outcome.ok (q3 rd l d)
 
 /-- Problem 3: the endless recovery loops. -/
-def q3Loops (l : Q3Line) (d : Q3Decision) : Nat := Outcome.loops (q3 l d)
+def q3Loops (rd : Reading) (l : Q3Line) (d : Q3Decision) : Nat := Outcome.loops (q3 rd l d)
 
-/-- Problem 3: the expected profit per product sold, rounded down to `1/scale`. -/
-def q3Profit (l : Q3Line) (d : Q3Decision) (scale : Nat) : Rat :=
-  floorTo (Outcome.profit (q3 l d)) scale
+/-- Problem 3: the expected profit under a reading, rounded down to `1/scale`. -/
+def q3Profit (rd : Reading) (l : Q3Line) (d : Q3Decision) (scale : Nat) : Rat :=
+  floorTo (Outcome.profit (q3 rd l d)) scale
 
 end Production
 

@@ -24,11 +24,14 @@ from tbmm.models import (
     ArtifactMap,
     Attachment,
     Figure,
+    HeldOut,
     Manifest,
     MissingAttachments,
     Provenance,
 )
 from tbmm.paths import PathError, resolve, set_path
+from tbmm.split import HELDOUT_DIR, split_workbook
+from tbmm.split import load_spec as load_split_spec
 from tbmm.stack import PYTHON_IMAGE, PYTHON_MINOR, lock_text
 from tbmm.tasks import REPO_ROOT, TASKS_ROOT, Task, TaskFormatError, load_model
 
@@ -46,6 +49,7 @@ CURATED = (
     "verification.md",
     "exploits.toml",
     "missing_attachments.toml",
+    "split.toml",
 )
 
 
@@ -390,6 +394,53 @@ def build_task(src: Path, source_root: Path, out_root: Path) -> BuildResult:
             )
         )
 
+    # Held-out rows (split.toml): the agent's copy loses them, tests/heldout/ keeps them.
+    heldout: list[HeldOut] = []
+    split = load_split_spec(dst)
+    held_dir = dst / HELDOUT_DIR
+    if held_dir.exists():
+        shutil.rmtree(held_dir)
+    if split is not None:
+        target = att_dir / split.attachment
+        if not target.is_file():
+            raise BuildError(f"{dst / 'split.toml'}: attachment {split.attachment} not found")
+        try:
+            res = split_workbook(target.read_bytes(), split)
+        except (ValueError, KeyError) as exc:
+            raise BuildError(f"{dst / 'split.toml'}: {exc}") from exc
+        target.write_bytes(res.agent_xlsx)
+        rel = str(target.relative_to(dst))
+        attachments = [
+            a.model_copy(
+                update={
+                    "bytes": len(res.agent_xlsx),
+                    "sha256": sha256_file(target),
+                    "note": f"sheet {split.sheet}: {res.heldout_rows} rows of "
+                    f"{res.heldout_subjects} subjects held out (split.toml, seed {split.seed}; "
+                    f"{split.heldout_path}); {res.kept_rows} rows of {res.kept_subjects} "
+                    "subjects kept",
+                }
+            )
+            if a.path == rel
+            else a
+            for a in attachments
+        ]
+        held_path = dst / split.heldout_path
+        held_path.parent.mkdir(parents=True, exist_ok=True)
+        held_path.write_text(res.heldout_csv, encoding="utf-8")
+        heldout.append(
+            HeldOut(
+                path=split.heldout_path,
+                bytes=held_path.stat().st_size,
+                sha256=sha256_file(held_path),
+                attachment=rel,
+                sheet=split.sheet,
+                rows=res.heldout_rows,
+                subjects=res.heldout_subjects,
+                seed=split.seed,
+            )
+        )
+
     # Figures.
     figures: list[Figure] = []
     statement = _statement((src / "instruction.md").read_text(encoding="utf-8"))
@@ -444,6 +495,7 @@ def build_task(src: Path, source_root: Path, out_root: Path) -> BuildResult:
         attachments=attachments,
         figures=figures,
         provenance=prov,
+        heldout=heldout,
     )
     artifact = with_replay(Task(dst, manifest), artifact)
     schema_text = json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
@@ -455,7 +507,12 @@ def build_task(src: Path, source_root: Path, out_root: Path) -> BuildResult:
     )
     write_text_if_changed(
         dst / "manifest.json",
-        json.dumps(manifest.model_dump(mode="json"), indent=2, ensure_ascii=False) + "\n",
+        json.dumps(
+            manifest.model_dump(mode="json", exclude=None if heldout else {"heldout"}),
+            indent=2,
+            ensure_ascii=False,
+        )
+        + "\n",
     )
     write_text_if_changed(
         dst / "task.toml", task_toml(slug, suite, year, problem, title, output_path)

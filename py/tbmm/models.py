@@ -116,8 +116,23 @@ class Provenance(Strict):
     anchor_sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
 
 
+class HeldOut(Strict):
+    """Labelled rows held out of an attachment by split.toml (tbmm.split): where they live
+    (outside environment/, never in the agent's container), their checksum, and the split."""
+
+    path: str  # relative to the task folder, under tests/heldout/
+    bytes: int = Field(ge=0)
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+    attachment: str  # the agent's copy they were removed from (relative to the task folder)
+    sheet: str
+    rows: int = Field(ge=1)
+    subjects: int = Field(ge=1)
+    seed: int
+
+
 class Manifest(Strict):
-    """Generated facts about a task: identity, attachments, figures, provenance."""
+    """Generated facts about a task: identity, attachments, figures, provenance, and the
+    held-out rows of a split attachment (split.toml)."""
 
     slug: str = Field(pattern=SLUG_RE)
     suite: str = Field(pattern=r"^[A-Z][A-Z0-9]*$")
@@ -128,6 +143,7 @@ class Manifest(Strict):
     attachments: list[Attachment]
     figures: list[Figure]
     provenance: Provenance
+    heldout: list[HeldOut] = []
 
 
 FieldType = Literal["number", "integer", "list[number]", "tag"]

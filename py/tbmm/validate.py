@@ -20,6 +20,7 @@ from tbmm.files import sha256_file
 from tbmm.models import REPLAYED
 from tbmm.paths import PathError, expand, resolve
 from tbmm.replay import strip_replayed
+from tbmm.split import heldout_leaks
 from tbmm.stack import PYTHON_IMAGE, lock_text
 from tbmm.tasks import TaskFormatError, load_task, task_dirs
 
@@ -208,6 +209,17 @@ def validate_task(task_dir: Path) -> list[Problem]:
                 bad("attachments", f"{a.path}: size/sha256 mismatch")
         elif f.is_file() and a.sha256 is not None and sha256_file(f) != a.sha256:
             bad("attachments", f"{a.path}: fetched file does not match the declared sha256")
+    for h in m.heldout:
+        f = task_dir / h.path
+        if h.path.startswith("environment/") or not h.path.startswith("tests/heldout/"):
+            bad("heldout", f"{h.path}: held-out rows live under tests/heldout/, never environment/")
+        if not f.is_file():
+            bad("heldout", f"{h.path}: declared but missing: rerun `tbmm tasks build`")
+        elif f.stat().st_size != h.bytes or sha256_file(f) != h.sha256:
+            bad("heldout", f"{h.path}: size/sha256 mismatch")
+        else:
+            for problem in heldout_leaks(task_dir, h):
+                bad("heldout", problem)
     instruction = (
         (task_dir / "instruction.md").read_text(encoding="utf-8")
         if (task_dir / "instruction.md").is_file()

@@ -21,11 +21,11 @@ balanced accuracy (each rounded half-even to `ratio_decimals` places, exactly, s
 holds them as decimals), and, for Problem 3, how many pairs of the answer's BMI groups
 overlap. It decides nothing: gate.toml ties the claims to these numbers.
 
-The figures are in-sample: the rule is the whole method, fixed before it meets the data here,
-and the replay measures what it does on the only labelled data there is. They are not an
-estimate of performance on new pregnancies (no held-out data exist); the rule's size is
-bounded by the artifact's declared lists (rules x terms), which bounds how far a rule can be
-fitted to these 604 samples.
+The rule is fitted by its author on labelled rows, so it is scored on rows the author never
+saw: `tbmm tasks build` holds out a fixed, seeded share of the pregnancies (tbmm.split,
+split.toml) from the agent's copy of the attachment, and the replay judges the rule on them
+(`q4.heldout_*`, what the metrics read) as well as on the agent's own rows (`q4.f1`,
+`q4.balanced_accuracy`: what the answer can compute and must report truthfully).
 """
 
 from __future__ import annotations
@@ -58,6 +58,8 @@ class Params(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     attachment: str = Field(min_length=1)  # relative to the task's data/attachments folder
+    # the held-out rows (tbmm.split), relative to the task folder; "" = score in-sample
+    heldout: str = ""
     sheet: str = Field(min_length=1)  # the female samples' worksheet, by its name
     label_column: str  # AB: aneuploidy found (non-empty = abnormal)
     week_column: str  # J: gestational week as "<w>w+<d>"
@@ -203,10 +205,27 @@ def _samples_cached(path: str, mtime_ns: int, size: int, params_json: str) -> Sa
 
 
 def load_samples(task_data_dir: Path, p: Params) -> Samples:
-    """The evaluation set, parsed once per attachment version and settings."""
+    """The agent's labelled samples (its copy of the attachment), parsed once per version."""
     path = task_data_dir / "attachments" / p.attachment
     st = path.stat()
     return _samples_cached(str(path), st.st_mtime_ns, st.st_size, p.model_dump_json())
+
+
+@lru_cache(maxsize=4)
+def _heldout_cached(path: str, mtime_ns: int, size: int, params_json: str) -> Samples:
+    from tbmm.split import read_heldout
+
+    p = Params.model_validate_json(params_json)
+    return build_samples(read_heldout(Path(path)), p)
+
+
+def load_heldout(task_dir: Path, p: Params) -> Samples | None:
+    """The held-out samples (never in the agent's environment), or None without a split."""
+    if not p.heldout:
+        return None
+    path = task_dir / p.heldout
+    st = path.stat()
+    return _heldout_cached(str(path), st.st_mtime_ns, st.st_size, p.model_dump_json())
 
 
 # --- the artifact's decisions -----------------------------------------------------------
@@ -303,15 +322,17 @@ def overlapping_pairs(doc: dict[str, Any]) -> int | None:
 
 
 def prepare(task: Any, spec: Any) -> None:
-    """Parse the labelled sheet into exact rationals (task data: cached, never charged to
+    """Parse the labelled rows into exact rationals (task data: cached, never charged to
     an artifact's budget)."""
-    load_samples(task.data_dir, Params.model_validate(spec.params))
-
-
-def replay(doc: dict[str, Any], task: Any, spec: Any, deadline: CpuBudget) -> Outcome:
     p = Params.model_validate(spec.params)
-    rules = read_rules(doc, p)
-    s = load_samples(task.data_dir, p)
+    load_samples(task.data_dir, p)
+    load_heldout(task.dir, p)
+
+
+def judge(
+    rules: list[Rule], s: Samples, ratio_decimals: int, deadline: CpuBudget, prefix: str, where: str
+) -> tuple[dict[str, Fraction | int], dict[str, str]]:
+    """The rule's confusion counts, F1 of the abnormal class and balanced accuracy on `s`."""
     judged = [False] * s.n
     firing = []
     for r in rules:
@@ -324,28 +345,46 @@ def replay(doc: dict[str, Any], task: Any, spec: Any, deadline: CpuBudget) -> Ou
     tn = s.n - tp - fp - fn
     pos, neg = tp + fn, fp + tn
     if pos == 0 or neg == 0:
-        raise RuntimeError("the attachment's samples are all of one class")  # task data
+        raise RuntimeError(f"the {where} are all of one class")  # task data
     f1 = Fraction(2 * tp, 2 * tp + fp + fn)
     bal = (Fraction(tp, pos) + Fraction(tn, neg)) / 2
-    d = p.ratio_decimals
+    d = ratio_decimals
     values: dict[str, Fraction | int] = {
-        "q4.f1": round_half_even(f1, d),
-        "q4.balanced_accuracy": round_half_even(bal, d),
-        "q4.true_positives": tp,
-        "q4.false_positives": fp,
-        "q4.false_negatives": fn,
-        "q4.true_negatives": tn,
-        "q4.samples": s.n,
+        f"q4.{prefix}f1": round_half_even(f1, d),
+        f"q4.{prefix}balanced_accuracy": round_half_even(bal, d),
+        f"q4.{prefix}true_positives": tp,
+        f"q4.{prefix}false_positives": fp,
+        f"q4.{prefix}false_negatives": fn,
+        f"q4.{prefix}true_negatives": tn,
+        f"q4.{prefix}samples": s.n,
     }
-    counts = f"TP {tp}, FP {fp}, FN {fn}, TN {tn} of {s.n} samples"
+    counts = f"TP {tp}, FP {fp}, FN {fn}, TN {tn} of {s.n} {where}"
     details = {
-        "q4.f1": f"F1 = 2TP/(2TP+FP+FN) = {2 * tp}/{2 * tp + fp + fn}; {counts}",
-        "q4.balanced_accuracy": (
+        f"q4.{prefix}f1": f"F1 = 2TP/(2TP+FP+FN) = {2 * tp}/{2 * tp + fp + fn}; {counts}",
+        f"q4.{prefix}balanced_accuracy": (
             f"(TP/{pos} + TN/{neg})/2 = ({tp}/{pos} + {tn}/{neg})/2; "
             + ", ".join(f"rule {i} fires on {k}" for i, k in enumerate(firing))
         ),
     }
+    return values, details
+
+
+def replay(doc: dict[str, Any], task: Any, spec: Any, deadline: CpuBudget) -> Outcome:
+    p = Params.model_validate(spec.params)
+    rules = read_rules(doc, p)
+    s = load_samples(task.data_dir, p)
+    values, details = judge(
+        rules, s, p.ratio_decimals, deadline, "", "labelled samples of the agent's attachment"
+    )
     notes = [f"{s.skipped} female sample(s) without every listed column are not evaluated"]
+    held = load_heldout(task.dir, p)
+    if held is not None:
+        v2, d2 = judge(
+            rules, held, p.ratio_decimals, deadline, "heldout_", "held-out samples (never shown)"
+        )
+        values.update(v2)
+        details.update(d2)
+        notes.append(f"{held.skipped} held-out sample(s) without every listed column not evaluated")
     pairs = overlapping_pairs(doc)
     if pairs is not None:
         values["q3.overlapping_group_pairs"] = pairs

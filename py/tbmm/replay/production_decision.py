@@ -12,6 +12,14 @@ rational. A disassembly whose recovered components include an uninspected one re
 defective component forever: that decision has no finite expected profit (counted as an
 endless recovery loop, and no profit is replayed for it).
 
+The statement leaves two points of that accounting open (argued in verification.md and
+replay.toml): whether a recovered component that already passed an exact inspection pays
+its inspection again when it re-enters its step (`reinspect`), and whether the profit is
+counted per product sold or per product assembled (`per_assembly`). Each combination is a
+`Reading`; replay.toml lists the stated ones and the declared one. The score uses the
+declared reading; a claim is checked against the stated reading nearest to it, so a profit
+computed under any stated reading is not misreported.
+
 The same functions enumerate every decision vector for the reference
 (`reference/enumerate_decisions.py`), and `TBMM/Replay/Production.lean` states them in
 Lean: `lean_obligations` restates each replayed number of an artifact as a kernel-checked
@@ -135,6 +143,62 @@ ONE = Fraction(1)
 ZERO = Fraction(0)
 
 
+@dataclass(frozen=True)
+class Reading:
+    """One defensible accounting of the statement's process.
+
+    `reinspect`: a component recovered from a disassembly goes through its inspection step
+    again and, when that step inspects, pays the inspection again (the literal "重复步骤(1)");
+    otherwise a recovered component that already passed an exact inspection is known good
+    and re-enters without a second inspection. `per_assembly`: the profit is counted per
+    product assembled (every assembly of the final product, reassemblies included: the
+    long-run profit divided by the number of final assemblies) instead of per product sold.
+    `lean` names the same reading in `TBMM/Replay/Production.lean`.
+    """
+
+    name: str
+    per_assembly: bool
+    reinspect: bool
+    lean: str
+    text: str
+
+
+READINGS: dict[str, Reading] = {
+    r.name: r
+    for r in (
+        Reading(
+            "sold",
+            False,
+            True,
+            "Production.Readings.sold",
+            "per product sold, recovered components re-inspected",
+        ),
+        Reading(
+            "sold_known_good",
+            False,
+            False,
+            "Production.Readings.soldKnownGood",
+            "per product sold, recovered components known good (not re-inspected)",
+        ),
+        Reading(
+            "assembled",
+            True,
+            True,
+            "Production.Readings.assembled",
+            "per product assembled, recovered components re-inspected",
+        ),
+        Reading(
+            "assembled_known_good",
+            True,
+            False,
+            "Production.Readings.assembledKnownGood",
+            "per product assembled, recovered components known good (not re-inspected)",
+        ),
+    )
+}
+DECLARED = READINGS["sold"]
+
+
 @lru_cache(maxsize=256)
 def _q(text: str) -> Fraction:
     """A table entry's exact value (validated decimal text; cached: the enumeration asks
@@ -168,12 +232,13 @@ class Result:
     why: tuple[str, ...] = ()
 
 
-def part_item(p: PartRow, inspect: bool) -> Item:
+def part_item(p: PartRow, inspect: bool, reading: Reading = DECLARED) -> Item:
     """A bought part through its inspection step: inspected, a defective one is discarded
-    and another bought (geometric number of purchases, mean 1/(1-rate))."""
+    and another bought (geometric number of purchases, mean 1/(1-rate)); a recovered one
+    pays the inspection again under a re-inspecting reading."""
     rate, price, cost = (_q(v) for v in (p.defect_rate, p.price, p.inspection_cost))
     if inspect:
-        return Item((price + cost) / (ONE - rate), ZERO, cost, 0)
+        return Item((price + cost) / (ONE - rate), ZERO, cost if reading.reinspect else ZERO, 0)
     return Item(price, rate, ZERO, 0)
 
 
@@ -195,7 +260,12 @@ def _loops(children: Sequence[Item]) -> tuple[int, tuple[str, ...]]:
 
 
 def assembly_item(
-    s: StepRow, inspect: bool, disassemble: bool, children: Sequence[Item], name: str
+    s: StepRow,
+    inspect: bool,
+    disassemble: bool,
+    children: Sequence[Item],
+    name: str,
+    reading: Reading = DECLARED,
 ) -> Item:
     """An intermediate assembly (semi-finished product) through its inspection step.
 
@@ -203,26 +273,28 @@ def assembly_item(
     Inspected, scrapped when defective: cost (B + d)/g per good one.
     Inspected, disassembled when defective: the recovered components (all known good,
     else the loop is endless) are re-inspected and reassembled until good:
-    cost B + d + (1 - g)(e + recheck + a + d)/(1 - rate).
+    cost B + d + (1 - g)(e + recheck + a + d)/(1 - rate). Its own re-inspection cost when
+    recovered (`recheck`) is d under a re-inspecting reading, else 0.
     """
     rate, a, d, e = (
         _q(v) for v in (s.defect_rate, s.assembly_cost, s.inspection_cost, s.disassembly_cost)
     )
     loops, why = _loops(children)
     total = _total(children)
+    k = d if reading.reinspect else ZERO
     if not inspect:
         g = _good(children) * (ONE - rate)
         return Item(None if total is None else total + a, ONE - g, ZERO, loops, why)
     if disassemble and any(c.defect != 0 for c in children):
-        return Item(None, ZERO, d, loops + 1, (*why, f"{name}: {ENDLESS}"))
+        return Item(None, ZERO, k, loops + 1, (*why, f"{name}: {ENDLESS}"))
     if total is None:
-        return Item(None, ZERO, d, loops, why)
+        return Item(None, ZERO, k, loops, why)
     g = _good(children) * (ONE - rate)
     b = total + a
     if disassemble:
         recheck = sum((c.recheck for c in children), ZERO)
-        return Item(b + d + (ONE - g) * (e + recheck + a + d) / (ONE - rate), ZERO, d, loops, why)
-    return Item((b + d) / g, ZERO, d, loops, why)
+        return Item(b + d + (ONE - g) * (e + recheck + a + d) / (ONE - rate), ZERO, k, loops, why)
+    return Item((b + d) / g, ZERO, k, loops, why)
 
 
 ENDLESS = (
@@ -238,14 +310,18 @@ def market_outcome(
     disassemble: bool,
     children: Sequence[Item],
     name: str = "product",
+    reading: Reading = DECLARED,
 ) -> Result:
-    """The product: expected profit per product sold.
+    """The product: expected profit per product sold (or per product assembled).
 
     Inspected: only good products are sold; a defective one is disassembled or scrapped.
     Not inspected: a defective product reaches the customer, is returned and exchanged
     (exchange loss r) and then disassembled or scrapped. Scrapping: V = (B + (1-g) r')/g;
     disassembling (components known good): V = B + (1-g)(r' + e + recheck + a + d')/(1-rate),
-    with d' = d and r' = 0 when inspected, d' = 0 and r' = r when not. Profit = price - V.
+    with d' = d and r' = 0 when inspected, d' = 0 and r' = r when not. Profit = price - V
+    per product sold; per product assembled it is (price - V)/N, N the expected assemblies
+    of the product per product sold: 1/g when scrapped, 1 + (1-g)/(1-rate) when
+    disassembled (reassemblies of good components fail at the step's own rate).
     """
     rate, a, d, e = (
         _q(v) for v in (s.defect_rate, s.assembly_cost, s.inspection_cost, s.disassembly_cost)
@@ -264,9 +340,11 @@ def market_outcome(
     if disassemble:
         recheck = sum((c.recheck for c in children), ZERO)
         v = b + (ONE - g) * (r_ + e + recheck + a + d_) / (ONE - rate)
+        n = ONE + (ONE - g) / (ONE - rate)
     else:
         v = (b + (ONE - g) * r_) / g
-    return Result(price - v, loops, why)
+        n = ONE / g
+    return Result((price - v) / n if reading.per_assembly else price - v, loops, why)
 
 
 # --- decisions ---------------------------------------------------------------------------
@@ -303,22 +381,41 @@ class Q3Decision:
         )
 
 
-def q2_result(c: Q2Case, dec: Q2Decision) -> Result:
-    items = [part_item(p, x) for p, x in zip(c.parts, dec.inspect_parts, strict=True)]
+def q2_result(c: Q2Case, dec: Q2Decision, reading: Reading = DECLARED) -> Result:
+    items = [part_item(p, x, reading) for p, x in zip(c.parts, dec.inspect_parts, strict=True)]
     return market_outcome(
-        c.product, c.market, dec.inspect_product, dec.disassemble, items, f"case {c.case} product"
+        c.product,
+        c.market,
+        dec.inspect_product,
+        dec.disassemble,
+        items,
+        f"case {c.case} product",
+        reading,
     )
 
 
-def q3_result(t: Q3Table, dec: Q3Decision) -> Result:
+def q3_result(t: Q3Table, dec: Q3Decision, reading: Reading = DECLARED) -> Result:
     by_id = {p.part: (p, x) for p, x in zip(t.parts, dec.inspect_parts, strict=True)}
     semis = [
         assembly_item(
-            s, x, z, [part_item(*by_id[i]) for i in s.parts], f"semi-finished product {s.semi}"
+            s,
+            x,
+            z,
+            [part_item(*by_id[i], reading) for i in s.parts],
+            f"semi-finished product {s.semi}",
+            reading,
         )
         for s, x, z in zip(t.semi_products, dec.inspect_semis, dec.disassemble_semis, strict=True)
     ]
-    return market_outcome(t.product, t.market, dec.inspect_product, dec.disassemble_product, semis)
+    return market_outcome(
+        t.product,
+        t.market,
+        dec.inspect_product,
+        dec.disassemble_product,
+        semis,
+        "product",
+        reading,
+    )
 
 
 def q2_decisions(c: Q2Case) -> Iterator[Q2Decision]:
@@ -494,45 +591,126 @@ def _exact(q: Fraction) -> str:
     return str(q.numerator) if q.denominator == 1 else f"{q.numerator}/{q.denominator}"
 
 
+def readings_of(spec: ReplaySpec | None) -> tuple[list[Reading], Reading]:
+    """The stated readings (replay.toml `params.readings`, in order) and the declared one
+    (`params.declared_reading`, which the score uses; it must be stated)."""
+    params = spec.params if spec else {}
+    names = params.get("readings", [DECLARED.name])
+    declared = params.get("declared_reading", DECLARED.name)
+    if (
+        not isinstance(names, list)
+        or not names
+        or len(set(map(str, names))) != len(names)
+        or any(n not in READINGS for n in names)
+    ):
+        raise ValueError(
+            f"replay.toml params.readings: distinct names among {sorted(READINGS)}, got {names!r}"
+        )
+    if declared not in names:
+        raise ValueError(
+            f"replay.toml params.declared_reading: one of the stated readings, got {declared!r}"
+        )
+    return [READINGS[n] for n in names], READINGS[declared]
+
+
+def _claim(doc: dict[str, Any], path: str) -> Fraction | None:
+    from tbmm.paths import PathError, resolve
+
+    try:
+        v = resolve(doc, path)
+    except PathError:
+        return None
+    return v.value if isinstance(v, exact.Num) else None
+
+
+def claimed_reading(
+    claim: Fraction | None, values: list[tuple[Reading, Fraction]], declared: Reading
+) -> tuple[Reading, Fraction]:
+    """The stated reading whose written value is nearest to the claim (ties: the earlier
+    stated one); the declared reading when there is no numeric claim. The gate's `agree`
+    check then compares the claim with that value: a claim within tolerance of any stated
+    reading is within tolerance of the nearest, and one that agrees with none fails."""
+    if claim is None:
+        return next((r, v) for r, v in values if r == declared)
+    return min(values, key=lambda rv: abs(rv[1] - claim))
+
+
+def _all_readings(values: list[tuple[Reading, Fraction | None]]) -> str:
+    return "; ".join(f"{r.name}: {'unbounded' if v is None else _exact(v)}" for r, v in values)
+
+
 def prepare(task: Any, spec: ReplaySpec) -> None:
     """Read the task's tables (task data: cached, never charged to an artifact's budget)."""
     load_tables(task, spec)
+    readings_of(spec)
+
+
+def _place(
+    out: Outcome,
+    base: str,
+    label: str,
+    results: list[tuple[Reading, Result]],
+    declared: Reading,
+    claim: Fraction | None,
+    decimals: int,
+) -> Fraction | None:
+    """Write `base.expected_profit_yuan` (the declared reading) and
+    `base.claimed_reading_profit_yuan` (the stated reading nearest to the claim); the exact
+    profit under the declared reading, or None when the decision has no finite profit
+    (the same under every reading: the readings change costs, never which loops end)."""
+    exact_values = [(r, res.profit) for r, res in results]
+    mine = next(res.profit for r, res in results if r == declared)
+    if mine is None:
+        return None
+    written = [(r, floor_to(v, decimals)) for r, v in exact_values if v is not None]
+    out.values[f"{base}.expected_profit_yuan"] = floor_to(mine, decimals)
+    out.details[f"{base}.expected_profit_yuan"] = (
+        f"{label}; reading {declared.name} (declared: {declared.text}), exactly {_exact(mine)}"
+    )
+    r, v = claimed_reading(claim, written, declared)
+    out.values[f"{base}.claimed_reading_profit_yuan"] = v
+    out.details[f"{base}.claimed_reading_profit_yuan"] = (
+        f"the stated reading nearest to the claim: {r.name} ({r.text}); every stated reading "
+        f"exactly: {_all_readings(exact_values)}"
+    )
+    return mine
 
 
 def replay(doc: dict[str, Any], task: Any, spec: ReplaySpec, deadline: CpuBudget) -> Outcome:
     tables = load_tables(task, spec)
     decimals = decimals_of(spec)
+    readings, declared = readings_of(spec)
     q2, q3 = read_decisions(doc, tables)
     out = Outcome()
     profits: list[Fraction] = []
     for i, (c, dec) in enumerate(zip(tables.q2.cases, q2, strict=True)):
         deadline.check()
-        res = q2_result(c, dec)
+        results = [(r, q2_result(c, dec, r)) for r in readings]
+        res = next(x for r, x in results if r == declared)
         base = f"q2.cases[{i}]"
         out.values[f"{base}.unbounded_recovery_loops"] = res.loops
         out.details[f"{base}.unbounded_recovery_loops"] = _q2_text(i, dec)
-        if res.profit is None:
+        claim = _claim(doc, f"{base}.expected_profit_yuan")
+        mine = _place(out, base, _q2_text(i, dec), results, declared, claim, decimals)
+        if mine is None:
             out.notes.append(f"case {c.case}: no finite expected profit: " + "; ".join(res.why))
         else:
-            out.values[f"{base}.expected_profit_yuan"] = floor_to(res.profit, decimals)
-            out.details[f"{base}.expected_profit_yuan"] = (
-                f"{_q2_text(i, dec)}; exactly {_exact(res.profit)}"
-            )
-            profits.append(res.profit)
+            profits.append(mine)
     if len(profits) == len(tables.q2.cases):
         mean = sum(profits, ZERO) / len(profits)
         out.values["q2.mean_expected_profit_yuan"] = floor_to(mean, decimals)
         out.details["q2.mean_expected_profit_yuan"] = (
-            f"mean of the cases' exact profits, exactly {_exact(mean)}"
+            f"mean of the cases' exact profits under the declared reading {declared.name}, "
+            f"exactly {_exact(mean)}"
         )
-    res3 = q3_result(tables.q3, q3)
+    deadline.check()
+    results3 = [(r, q3_result(tables.q3, q3, r)) for r in readings]
+    res3 = next(x for r, x in results3 if r == declared)
     out.values["q3.unbounded_recovery_loops"] = res3.loops
     out.details["q3.unbounded_recovery_loops"] = _q3_text(q3)
-    if res3.profit is None:
+    claim3 = _claim(doc, "q3.expected_profit_yuan")
+    if _place(out, "q3", _q3_text(q3), results3, declared, claim3, decimals) is None:
         out.notes.append("Problem 3: no finite expected profit: " + "; ".join(res3.why))
-    else:
-        out.values["q3.expected_profit_yuan"] = floor_to(res3.profit, decimals)
-        out.details["q3.expected_profit_yuan"] = f"{_q3_text(q3)}; exactly {_exact(res3.profit)}"
     return out
 
 
@@ -654,18 +832,34 @@ def _replayed(doc: dict[str, Any], path: str) -> Fraction | None:
     return v.value if isinstance(v, exact.Num) else None
 
 
+def _reading_of_value(
+    value: Fraction, exact_values: list[tuple[Reading, Fraction | None]], decimals: int
+) -> Reading | None:
+    """The first stated reading whose written value is `value` (None: no stated reading
+    gives it, and the obligation is then stated under the declared reading, which the
+    kernel refutes)."""
+    for r, v in exact_values:
+        if v is not None and floor_to(v, decimals) == value:
+            return r
+    return None
+
+
 def lean_obligations(task: Any, doc: dict[str, Any]) -> list[tuple[str, str, tuple[str, ...]]]:
     """Each replayed number of `doc` (a resolved artifact) as a Lean statement
     `(name, Bool term, fields)`: the value scored equals the Lean replay of the artifact's
-    decisions on the generated data, rounded down to 10^-decimals (`Production.q2Profit`,
-    `q2MeanProfit`, `q3Profit`), the replay is bounded (`q2Ok`, `q3Ok`), and the
-    endless-loop counts are equal. Terms name library definitions only (no projections),
-    as the certificate allowlist requires. Nothing when the decisions are unusable (the
-    replay produced nothing to restate)."""
+    decisions on the generated data under the declared reading, rounded down to
+    10^-decimals (`Production.q2Profit`, `q2MeanProfit`, `q3Profit`), the value a claim is
+    checked against is the Lean replay under the stated reading it names, the replay is
+    bounded (`q2Ok`, `q3Ok`), and the endless-loop counts are equal. Terms name library
+    definitions only (no projections), as the certificate allowlist requires. Nothing when
+    the decisions are unusable (the replay produced nothing to restate)."""
     if not isinstance(doc, dict) or not isinstance(doc.get(REPLAYED), dict):
         return []
     tables = load_tables(task)
-    scale = 10 ** decimals_of(task.replay_spec)
+    decimals = decimals_of(task.replay_spec)
+    scale = 10**decimals
+    readings, declared = readings_of(task.replay_spec)
+    rd = declared.lean
     try:
         q2, q3 = read_decisions(doc, tables)
     except ReplayInputError:
@@ -687,30 +881,41 @@ def lean_obligations(task: Any, doc: dict[str, Any]) -> list[tuple[str, str, tup
             obs.append(
                 (
                     f"q2_case{c.case}_loops",
-                    f"Nat.beq (Production.q2Loops {args}) {loops.numerator}",
+                    f"Nat.beq (Production.q2Loops {rd} {args}) {loops.numerator}",
                     (f"{REPLAYED}.{base}.unbounded_recovery_loops", *bits),
                 )
             )
         profit = _replayed(doc, f"{base}.expected_profit_yuan")
         if profit is not None:
             where = (f"{REPLAYED}.{base}.expected_profit_yuan", *bits)
-            obs.append((f"q2_case{c.case}_bounded", f"Production.q2Ok {args}", where))
+            obs.append((f"q2_case{c.case}_bounded", f"Production.q2Ok {rd} {args}", where))
             obs.append(
                 (
                     f"q2_case{c.case}_profit",
-                    f"Rat.beq (Production.q2Profit {args} {scale}) {_rat(profit)}",
+                    f"Rat.beq (Production.q2Profit {rd} {args} {scale}) {_rat(profit)}",
                     where,
+                )
+            )
+        claimed = _replayed(doc, f"{base}.claimed_reading_profit_yuan")
+        if claimed is not None:
+            values = [(r, q2_result(c, dec, r).profit) for r in readings]
+            r = _reading_of_value(claimed, values, decimals) or declared
+            obs.append(
+                (
+                    f"q2_case{c.case}_claimed_reading_profit",
+                    f"Rat.beq (Production.q2Profit {r.lean} {args} {scale}) {_rat(claimed)}",
+                    (f"{REPLAYED}.{base}.claimed_reading_profit_yuan", *bits),
                 )
             )
     mean = _replayed(doc, "q2.mean_expected_profit_yuan")
     if mean is not None:
         args = f"Production.Data.q2Cases {_lean_list([lean_q2_decision(d) for d in q2])}"
         where = (f"{REPLAYED}.q2.mean_expected_profit_yuan",)
-        obs.append(("q2_all_bounded", f"Production.q2AllOk {args}", where))
+        obs.append(("q2_all_bounded", f"Production.q2AllOk {rd} {args}", where))
         obs.append(
             (
                 "q2_mean_profit",
-                f"Rat.beq (Production.q2MeanProfit {args} {scale}) {_rat(mean)}",
+                f"Rat.beq (Production.q2MeanProfit {rd} {args} {scale}) {_rat(mean)}",
                 where,
             )
         )
@@ -720,15 +925,30 @@ def lean_obligations(task: Any, doc: dict[str, Any]) -> list[tuple[str, str, tup
         obs.append(
             (
                 "q3_loops",
-                f"Nat.beq (Production.q3Loops {args3}) {loops3.numerator}",
+                f"Nat.beq (Production.q3Loops {rd} {args3}) {loops3.numerator}",
                 (f"{REPLAYED}.q3.unbounded_recovery_loops",),
             )
         )
     profit3 = _replayed(doc, "q3.expected_profit_yuan")
     if profit3 is not None:
         where = (f"{REPLAYED}.q3.expected_profit_yuan",)
-        obs.append(("q3_bounded", f"Production.q3Ok {args3}", where))
+        obs.append(("q3_bounded", f"Production.q3Ok {rd} {args3}", where))
         obs.append(
-            ("q3_profit", f"Rat.beq (Production.q3Profit {args3} {scale}) {_rat(profit3)}", where)
+            (
+                "q3_profit",
+                f"Rat.beq (Production.q3Profit {rd} {args3} {scale}) {_rat(profit3)}",
+                where,
+            )
+        )
+    claimed3 = _replayed(doc, "q3.claimed_reading_profit_yuan")
+    if claimed3 is not None:
+        values3 = [(r, q3_result(tables.q3, q3, r).profit) for r in readings]
+        r3 = _reading_of_value(claimed3, values3, decimals) or declared
+        obs.append(
+            (
+                "q3_claimed_reading_profit",
+                f"Rat.beq (Production.q3Profit {r3.lean} {args3} {scale}) {_rat(claimed3)}",
+                (f"{REPLAYED}.q3.claimed_reading_profit_yuan",),
+            )
         )
     return obs

@@ -17,7 +17,12 @@ convention of the fringe maxima. The replay
    extremum's type imply) is the one that minimises the RMS;
 3. returns the RMS wavenumber error per spectrum and per sample, the range of n over the
    band, and per sample the mean thickness (exact, from the decisions' decimal text) and
-   the relative spread of its per-angle thicknesses.
+   the relative spread of its per-angle thicknesses;
+4. judges each thickness at the index its own model states: the spectra identify only the
+   product of d and the index (any constant SiC index in [2.2, 2.8] fits equally well with
+   its own d), so the replay computes the thickness the measured extrema imply at the
+   answer's index and orders (least squares of d * 4 nu_k sqrt(n(nu_k)^2 - sin^2 theta) =
+   T0 + k, closed form) and returns per sample the mean relative error |d / implied - 1|.
 
 It decides nothing: gate.toml ties the claims to these numbers and bounds them.
 """
@@ -319,6 +324,7 @@ class FitResult:
     n_min: float
     n_max: float
     first_half_order: int  # T0
+    implied_thickness_um: float  # d the spectrum implies at the answer's own index (T0 kept)
 
 
 def _describe(node: object) -> str:
@@ -426,6 +432,19 @@ def evaluate_fit(
     if best is None:  # the window always holds an integer of each parity (window >= 1)
         raise ReplayInputError(f"fits.{dec.fit}: no half-order candidate")
     sq, count, t0 = best
+    # The thickness the measured extrema imply at the answer's own index and orders: least
+    # squares of d * 4 nu_k sqrt(n(nu_k)^2 - sin^2 theta) = T0 + k over the compared
+    # extrema (closed form; Q is linear in d). The spectra fix only this product of d and
+    # the index, so d is judged against it, never against the reference's index.
+    num = den = 0.0
+    for k, e in enumerate(ext):
+        if e.compared:
+            n = dec.n(e.nu)
+            q1 = 4.0 * e.nu * math.sqrt(max(n * n - s2, 0.0))
+            num += q1 * (t0 + k)
+            den += q1 * q1
+    if not den > 0:
+        raise ReplayInputError(f"fits.{dec.fit}: no compared extremum to imply a thickness")
     return FitResult(
         rms=math.sqrt(sq / count),
         sq_sum=sq,
@@ -433,6 +452,7 @@ def evaluate_fit(
         n_min=min(ns),
         n_max=max(ns),
         first_half_order=t0,
+        implied_thickness_um=num / den * 1e4,
     )
 
 
@@ -465,6 +485,11 @@ def replay(doc: dict[str, Any], task: Any, spec: Any, deadline: CpuBudget) -> Ou
         out.values[f"{p}.n_min"] = res.n_min
         out.values[f"{p}.n_max"] = res.n_max
         out.values[f"{p}.first_order"] = Fraction(res.first_half_order, 2)
+        out.values[f"{p}.implied_thickness_um"] = res.implied_thickness_um
+        out.details[f"{p}.implied_thickness_um"] = (
+            f"{p}: the thickness the extrema of {meas.file} imply at this model's index and "
+            f"orders (least squares of d q1(nu_k) = T0 + k, T0 = {res.first_half_order})"
+        )
         out.details[f"{p}.rms_cm1"] = f"{p} ({model}) against the extrema of {where}"
         out.details[f"{p}.n_min"] = f"{p}: n over {sp.band_cm1[0]}-{sp.band_cm1[1]} cm^-1"
         out.details[f"{p}.n_max"] = out.details[f"{p}.n_min"]
@@ -480,6 +505,13 @@ def replay(doc: dict[str, Any], task: Any, spec: Any, deadline: CpuBudget) -> Ou
         out.values[f"{sample}.rms_cm1"] = math.sqrt(math.fsum(r.sq_sum for _, r in rows) / count)
         out.values[f"{sample}.n_min"] = min(r.n_min for _, r in rows)
         out.values[f"{sample}.n_max"] = max(r.n_max for _, r in rows)
+        out.values[f"{sample}.thickness_rel_error"] = math.fsum(
+            abs(float(dec.thickness_um) / r.implied_thickness_um - 1.0) for dec, r in rows
+        ) / len(rows)
+        out.details[f"{sample}.thickness_rel_error"] = (
+            f"mean over {names} of |d / implied d - 1|: each thickness judged at the index its "
+            "own model states"
+        )
         out.details[f"{sample}.thickness_um"] = f"mean thickness of {names}"
         out.details[f"{sample}.thickness_rel_diff"] = f"(max - min) / mean thickness of {names}"
         out.details[f"{sample}.rms_cm1"] = f"pooled RMS extremum error of {names}"

@@ -27,7 +27,7 @@ import tomllib
 from fractions import Fraction
 from pathlib import Path
 
-from tbmm.replay import Deadline
+from tbmm.replay import CpuBudget as Deadline
 from tbmm.replay import sic_thickness as st
 
 TASK = Path(__file__).resolve().parents[1]

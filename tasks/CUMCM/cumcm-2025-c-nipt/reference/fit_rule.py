@@ -26,7 +26,7 @@ TASK = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TASK.parents[2] / "py"))
 
 from tbmm import exact  # noqa: E402
-from tbmm.replay import Deadline  # noqa: E402
+from tbmm.replay import CpuBudget  # noqa: E402
 from tbmm.replay import nipt_judgement as nj  # noqa: E402
 
 RIDGE = 1e-3
@@ -73,13 +73,14 @@ def fit() -> dict:
     rule = [{"intercept": exact.Num(None, _text(intercept), False), "terms": terms}]
     doc = exact.loads(exact.dumps({"q4": {"rules": rule}}))
 
-    class _Task:  # the replay needs only the task's data folder
+    class _Task:  # the replay needs only the task's folders
+        dir = TASK
         data_dir = TASK / "environment" / "data"
 
     class _Spec:
         params = spec["params"]
 
-    out = nj.replay(doc, _Task, _Spec, Deadline(60.0))
+    out = nj.replay(doc, _Task, _Spec, CpuBudget(60.0))
     return {
         "method": __doc__.split("\n\n")[1].replace("\n", " "),
         "ridge": RIDGE,

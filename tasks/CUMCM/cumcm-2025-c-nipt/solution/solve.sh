@@ -7,113 +7,113 @@ cat > /root/results/cumcm-2025-c-nipt_result.json <<'TBMM_ANCHOR_EOF'
   "q4": {
     "rules": [
       {
-        "intercept": -81.3105,
+        "intercept": -107.803,
         "terms": [
           {
             "feature": "age",
-            "coef": -0.101658
+            "coef": -0.0117601
           },
           {
             "feature": "height",
-            "coef": 0.142149
+            "coef": 0.216781
           },
           {
             "feature": "weight",
-            "coef": -0.15973
+            "coef": -0.179313
           },
           {
             "feature": "draws",
-            "coef": -0.573861
+            "coef": -1.69211
           },
           {
             "feature": "gest_week",
-            "coef": 0.195052
+            "coef": 0.490262
           },
           {
             "feature": "bmi",
-            "coef": 0.32733
+            "coef": 0.31125
           },
           {
             "feature": "raw_reads",
-            "coef": 2.38311e-06
+            "coef": 2.51495e-06
           },
           {
             "feature": "mapped_ratio",
-            "coef": 26.1652
+            "coef": 25.8915
           },
           {
             "feature": "duplicate_ratio",
-            "coef": -75.3696
+            "coef": -37.0466
           },
           {
             "feature": "unique_reads",
-            "coef": -3.22878e-06
+            "coef": -3.53382e-06
           },
           {
             "feature": "gc",
-            "coef": -43.9432
+            "coef": -32.9723
           },
           {
             "feature": "z13",
-            "coef": -0.147125
+            "coef": -0.285893
           },
           {
             "feature": "z18",
-            "coef": 0.24485
+            "coef": 0.186656
           },
           {
             "feature": "z21",
-            "coef": 0.212665
+            "coef": 0.177669
           },
           {
             "feature": "zx",
-            "coef": -0.188136
+            "coef": 0.0736396
           },
           {
             "feature": "x_conc",
-            "coef": -52.4381
+            "coef": -38.2716
           },
           {
             "feature": "gc13",
-            "coef": 732.457
+            "coef": 571.622
           },
           {
             "feature": "gc18",
-            "coef": 301.761
+            "coef": 603.032
           },
           {
             "feature": "gc21",
-            "coef": -840.848
+            "coef": -966.922
           },
           {
             "feature": "filtered_ratio",
-            "coef": 31.9527
+            "coef": 27.6153
           },
           {
             "feature": "births",
-            "coef": -0.161845
+            "coef": -0.0200098
           },
           {
             "feature": "abs_z13",
-            "coef": 0.113545
+            "coef": 0.463175
           },
           {
             "feature": "abs_z18",
-            "coef": -0.172319
+            "coef": -0.115506
           },
           {
             "feature": "abs_z21",
-            "coef": 0.176154
+            "coef": 0.0258147
           },
           {
             "feature": "abs_zx",
-            "coef": -0.0877068
+            "coef": -0.338198
           }
         ]
       }
     ],
-    "female_abnormality_f1": 0.5751633987,
-    "female_abnormality_balanced_accuracy": 0.7892520637
+    "female_abnormality_f1": 0.5631067961,
+    "female_abnormality_balanced_accuracy": 0.7780821128
   },
   "q3": {
     "groups": [
