@@ -193,9 +193,12 @@ def expected_from(task: Any, gate_report: Any, score: Any, doc: Any = None) -> E
 LIST_CHECK = "list_min_items"  # the id of `tbmm.gate`'s instances for too-short lists
 
 
+CERT_NAMESPACE = "TBMM.Cert"  # every certificate module (and namespace) lies under it
+
+
 def module_name(slug: str) -> str:
     """`cumcm-2024-a-dragon-dance` -> `TBMM.Cert.Cumcm2024ADragonDance`."""
-    return "TBMM.Cert." + "".join(part[:1].upper() + part[1:] for part in slug.split("-"))
+    return f"{CERT_NAMESPACE}." + "".join(part[:1].upper() + part[1:] for part in slug.split("-"))
 
 
 def _safe(name: str) -> str:
@@ -494,6 +497,7 @@ def stale_certificates(
 # --- checking an artifact -------------------------------------------------------------
 
 VERIFY_MODULE = "TBMMVerify"
+VALUES_MODULE = "TBMMValues"  # the module that reads the kernel's values back
 
 
 class CertificateError(RuntimeError):
@@ -953,15 +957,15 @@ def _accepted(theorems: dict[str, str], root: Path, tc: Any, preamble: Sequence[
     """The names of the Bool statements the kernel proves `true` (one Lean run)."""
     from tbmm.lean.build import check_module
 
-    body = ["noncomputable section", "namespace TBMMValues", "", *preamble]
+    body = ["noncomputable section", f"namespace {VALUES_MODULE}", "", *preamble]
     body += [S.theorem(n, stmt) for n, stmt in theorems.items()]
-    body += ["end TBMMValues", "end", ""]
+    body += [f"end {VALUES_MODULE}", "end", ""]
     try:  # a diagnosis within what is left of the budget, else none (values not read back)
         timeout, _ = lean_timeout(KERNEL_VALUES_TIMEOUT, "reading the kernel's values back")
     except bounds.BudgetExceeded:
         return set()
     with tempfile.TemporaryDirectory(prefix="tbmm-values-") as tmp:
-        path = Path(tmp) / "TBMMValues.lean"
+        path = Path(tmp) / f"{VALUES_MODULE}.lean"
         path.write_text(S.module(body), encoding="utf-8")
         res = check_module(path, root, toolchain=tc, timeout=timeout)
     errors = [m for m in res.messages if m.severity == "error"]
