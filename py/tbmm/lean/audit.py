@@ -69,6 +69,7 @@ if TYPE_CHECKING:
 CORE_MARKER = "unsafe axiom lcAny : Type"
 CERT_TYPES = frozenset({"Task", "Json"})  # the types a certificate's data definitions name
 CORE_MODULE = f"{LIBRARY}.Core"
+MEANING_MODULE = f"{LIBRARY}.Meaning"  # what comparators, forms and the verdict mean
 # The Nat functions the Lean kernel evaluates on numerals with GMP, trusting any
 # definition that bears the name (see `TBMM/Core.lean` for how the list was probed).
 ACCELERATED = (
@@ -187,6 +188,8 @@ class AuditResult:
     # TBMM.Theorems (proved for all inputs): `tbmm.lean.theorems.theorem_report`, None when
     # the library has no such module
     theorems: list[dict[str, object]] | None = None
+    # TBMM.Meaning (the comparators', forms' and verdict's meaning, for all inputs)
+    meaning: list[dict[str, object]] | None = None
     axioms: dict[str, list[str]] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)  # certificate files the data do not generate
@@ -203,6 +206,7 @@ class AuditResult:
             and not self.stale
             and not any(self.axioms.values())
             and (self.theorems is None or theorems_ok(self.theorems))
+            and (self.meaning is None or theorems_ok(self.meaning))
         )
 
     def to_json(self) -> dict[str, object]:
@@ -214,6 +218,8 @@ class AuditResult:
             "forms": dict(sorted(Counter(o.form for o in self.obligations).items())),
             "theorems": self.theorems or [],
             "theorems_ok": self.theorems is None or theorems_ok(self.theorems),
+            "meaning": self.meaning or [],
+            "meaning_ok": self.meaning is None or theorems_ok(self.meaning),
             "fidelity": {"certificates": self.certificates_checked, "stale": self.stale},
             "accelerated": list(ACCELERATED),
             "kernel_names": list(KERNEL_NAMES),
@@ -547,6 +553,13 @@ def audit(
         if not theorems_ok(result.theorems):
             result.errors.append(
                 f"{THEOREMS_MODULE}: a theorem rests on an axiom or was not audited (or none)"
+            )
+    if MEANING_MODULE in indexes:
+        text = module_file(root, MEANING_MODULE).read_text(encoding="utf-8")
+        result.meaning = theorem_report(parse_theorems(text), axioms)
+        if not theorems_ok(result.meaning):
+            result.errors.append(
+                f"{MEANING_MODULE}: a theorem rests on an axiom or was not audited (or none)"
             )
     result.seconds = time.monotonic() - t0
     return result
