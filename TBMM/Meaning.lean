@@ -13,9 +13,10 @@ more. These theorems, for all inputs and without axioms, pin that meaning:
 * each comparison operator and each of the six gate forms (and `agree`) is its
   mathematical statement, stated per shape of its optional bounds in terms of the order
   `Rat.le` (whose own properties are proved in `TBMM.Lemmas.Rat`);
-* a missing input is never scored (`Verdict.value` is absent for an unverifiable
-  metric, `Reward.score` of an absent value is 0), a failing or non-number instance makes
-  the verdict infeasible, and `Verdict.is v f o r = true` gives `v`'s fields exactly.
+* a missing input is never scored (a check with a missing input makes the metrics it
+  protects unverifiable, `Verdict.value` is absent for an unverifiable metric,
+  `Reward.score` of an absent value is 0), a failing or non-number instance makes the
+  verdict infeasible, and `Verdict.is v f o r = true` gives `v`'s fields exactly.
 
 Each is a guard: `python -m tbmm.lean.mutations` gives a definition a wrong meaning and
 checks that building or auditing the library refuses it. Most proofs are a case split
@@ -339,6 +340,34 @@ theorem value_unverifiable {art : Json} {unv : List Nat} {k : Nat} (m : Metric)
     (h : Eq (List.memNat k unv) Bool.true) : Eq (value art unv k m) Option.none :=
   congrArg (fun c => cond c Option.none
     (Lookup.toOption (Json.lookup (Json.at (Metric.path m) art)))) h
+
+/-- `memNat k xs` holds when `k` heads the list… -/
+theorem memNat_head (k : Nat) (xs : List Nat) : Eq (List.memNat k (List.cons k xs)) Bool.true :=
+  congrArg (fun b => or b (List.memNat k xs)) (Nat.beq_refl k)
+
+/-- …or is in its tail, -/
+theorem memNat_tail {k : Nat} {xs : List Nat} (y : Nat) (h : Eq (List.memNat k xs) Bool.true) :
+    Eq (List.memNat k (List.cons y xs)) Bool.true :=
+  Bool.casesOn (motive := fun b => Eq (or b (List.memNat k xs)) Bool.true) (Nat.beq k y) h rfl
+
+/-- …and never in the empty list. -/
+theorem memNat_nil (k : Nat) : Eq (List.memNat k List.nil) Bool.false := rfl
+
+/-- A check with a missing input makes every metric it protects unverifiable. -/
+theorem unverifiable_missing (e : GateEntry) (es : List GateEntry) (ms : List Metric)
+    (ps : List (List PaperValue)) (ls : List MinItems) (i : Nat) (rest : List Flag)
+    (ft : List (List Flag)) :
+    Eq (unverifiable (Task.mk (List.cons e es) ms ps ls)
+        (List.cons (List.cons (Flag.mk i Status.missing) rest) ft))
+      (List.append (GateEntry.protects e) (unverifiable (Task.mk es ms ps ls) ft)) := rfl
+
+/-- So does a check whose wildcard list is missing or empty. -/
+theorem unverifiable_noList (e : GateEntry) (es : List GateEntry) (ms : List Metric)
+    (ps : List (List PaperValue)) (ls : List MinItems) (i : Nat) (rest : List Flag)
+    (ft : List (List Flag)) :
+    Eq (unverifiable (Task.mk (List.cons e es) ms ps ls)
+        (List.cons (List.cons (Flag.mk i Status.noList) rest) ft))
+      (List.append (GateEntry.protects e) (unverifiable (Task.mk es ms ps ls) ft)) := rfl
 
 /-- An absent value scores 0, whatever the direction, domain, anchor and band. -/
 theorem score_none (dir : Direction) (dom : Domain) (anchor band : Rat) :

@@ -232,6 +232,42 @@ MUTATIONS: tuple[LibraryMutation, ...] = (
         "  cond (List.memNat k unv) Option.none (Lookup.toOption",
         "  cond Bool.false Option.none (Lookup.toOption",
     ),
+    LibraryMutation(
+        "rat_le_ignores_den",
+        RAT,
+        f"def Rat.le (p q : Rat) : Bool :=\n  {LE_BODY}",
+        "def Rat.le (p q : Rat) : Bool :=\n  Int.ble p.num q.num",
+    ),
+    LibraryMutation(
+        "absent_scores_one",
+        "TBMM/Reward.lean",
+        "  Option.casesOn x Rat.zero\n",
+        "  Option.casesOn x Rat.one\n",
+    ),
+    LibraryMutation(
+        "bad_not_failing",
+        GATE,
+        "def fails (s : Status) : Bool := Status.casesOn s Bool.false Bool.true Bool.true Bool.false Bool.false",
+        "def fails (s : Status) : Bool := Status.casesOn s Bool.false Bool.true Bool.false Bool.false Bool.false",
+    ),
+    LibraryMutation(
+        "feasible_ignores_lists",
+        VERDICT,
+        "  Verdict.mk (and (feasibleOf fs) (feasibleOf ls))\n",
+        "  Verdict.mk (feasibleOf fs)\n",
+    ),
+    LibraryMutation(
+        "unverifiable_ignores_protects",
+        VERDICT,
+        "(List.append (GateEntry.protects e) (r ft)) (r ft)",
+        "(r ft) (r ft)",
+    ),
+    LibraryMutation(
+        "mem_nat_false",
+        "TBMM/Json.lean",
+        "def List.memNat (n : Nat) (xs : List Nat) : Bool := List.any (fun m => Nat.beq n m) xs",
+        "def List.memNat (n : Nat) (xs : List Nat) : Bool := Bool.false",
+    ),
     # shadowed names: a library declaration generated code would resolve to
     LibraryMutation(
         "shadow_in_certificate_namespace",
