@@ -285,3 +285,32 @@ def test_init_quot_and_dbg_trace_are_refused() -> None:
 
 def test_core_module_constant() -> None:
     assert CORE_MODULE == "TBMM.Core"
+
+
+# --- the library's meaning, audited ------------------------------------------------------
+
+
+def test_meaning_theorems_are_audited_apart(project: Path) -> None:
+    from tbmm.lean.audit import MEANING_MODULE
+
+    res = audit(project, tasks=[])
+    assert res.ok, (res.errors, res.findings)
+    doc = res.to_json()
+    names = {t["name"] for t in doc["meaning"]}
+    assert doc["meaning_ok"] is True and MEANING_MODULE == "TBMM.Meaning"
+    # the pins the mutations rely on are among them, each audited without axioms
+    assert {"Flag.eq_of_listBeq", "Verdict.is_feasible", "Forms.interval_both"} <= names
+    assert all(t["audited"] and t["axioms"] == [] for t in doc["meaning"])
+
+
+def test_meaning_theorem_resting_on_an_axiom_fails_the_audit(project: Path) -> None:
+    meaning = project / "TBMM" / "Meaning.lean"
+    meaning.write_text(
+        meaning.read_text() + "\naxiom cheat : Eq Bool.true Bool.false\n"
+        "theorem Meaning.bad : Eq Bool.true Bool.false := cheat\n"
+    )
+    res = audit(project, tasks=[])
+    assert not res.ok
+    assert res.axioms["Meaning.bad"] == ["cheat"]
+    assert res.to_json()["meaning_ok"] is False
+    assert any("TBMM.Meaning: a theorem rests on an axiom" in e for e in res.errors)
