@@ -90,6 +90,21 @@ theorem beq_refl (a : Int) : Eq (Int.beq a a) Bool.true :=
 theorem beq_of_eq {a b : Int} (h : Eq a b) : Eq (Int.beq a b) Bool.true :=
   Eq.subst (P := fun x => Eq (Int.beq a x) Bool.true) h (beq_refl a)
 
+/-- On integers, `≤` is the order of the naturals on `ofNat`… -/
+theorem ble_ofNat (m n : Nat) : Eq (Int.ble (Int.ofNat m) (Int.ofNat n)) (Nat.ble m n) := rfl
+
+/-- …every negative number is below every natural… -/
+theorem ble_negSucc_ofNat (m n : Nat) : Eq (Int.ble (Int.negSucc m) (Int.ofNat n)) Bool.true :=
+  rfl
+
+/-- …and no natural is below a negative number… -/
+theorem ble_ofNat_negSucc (m n : Nat) : Eq (Int.ble (Int.ofNat m) (Int.negSucc n)) Bool.false :=
+  rfl
+
+/-- …and `-(m+1) ≤ -(n+1)` exactly when `n ≤ m`. -/
+theorem ble_negSucc (m n : Nat) : Eq (Int.ble (Int.negSucc m) (Int.negSucc n)) (Nat.ble n m) :=
+  rfl
+
 /-- Integers that test equal are equal. -/
 theorem eq_of_beq {a b : Int} (h : Eq (Int.beq a b) Bool.true) : Eq a b :=
   Int.casesOn (motive := fun a => Eq (Int.beq a b) Bool.true → Eq a b) a
@@ -205,6 +220,25 @@ theorem le_of_beq {p q : Rat} (h : Eq (Rat.beq p q) Bool.true) : Eq (Rat.le p q)
 theorem beq_of_le_le {p q : Rat} (h₁ : Eq (Rat.le p q) Bool.true)
     (h₂ : Eq (Rat.le q p) Bool.true) : Eq (Rat.beq p q) Bool.true :=
   Int.beq_of_eq (Int.eq_of_ble_ble h₁ h₂)
+
+/-- `n/b ≤ m/d` for positive denominators `b`, `d` is `n·d ≤ m·b`: the order of the
+rationals, on their numerators and (positive by construction) denominators. -/
+theorem le_def (p q : Rat) :
+    Eq (Rat.le p q)
+      (Int.ble (Int.mul (Rat.num p) (Int.ofNat (Rat.den q))) (Int.mul (Rat.num q) (Int.ofNat (Rat.den p)))) :=
+  rfl
+
+/-- `n/b = m/d` is `n·d = m·b`: equality as numbers, not as representations. -/
+theorem beq_def (p q : Rat) :
+    Eq (Rat.beq p q)
+      (Int.beq (Int.mul (Rat.num p) (Int.ofNat (Rat.den q))) (Int.mul (Rat.num q) (Int.ofNat (Rat.den p)))) :=
+  rfl
+
+/-- `p < q` is "not `q ≤ p`". -/
+theorem lt_def (p q : Rat) : Eq (Rat.lt p q) (not (Rat.le q p)) := rfl
+
+/-- Every denominator is positive. -/
+theorem den_pos (q : Rat) : Eq (Nat.ble 1 (Rat.den q)) Bool.true := rfl
 
 /-- On naturals, `Rat.le` is the order of the naturals. -/
 theorem le_ofNat (a b : Nat) : Eq (Rat.le (Rat.ofNat a) (Rat.ofNat b)) (Nat.ble a b) :=

@@ -105,6 +105,12 @@ MUTATIONS: tuple[LibraryMutation, ...] = (
         "def Int.ble (a b : Int) : Bool :=\n  Int.casesOn a\n    (fun m => Int.casesOn b (fun n => Bool.true) (fun _ => Bool.false))",
     ),
     LibraryMutation(
+        "int_ble_negatives_swapped",
+        INT,
+        "(fun m => Int.casesOn b (fun _ => Bool.true) (fun n => Nat.ble n m))",
+        "(fun m => Int.casesOn b (fun _ => Bool.true) (fun n => Nat.ble m n))",
+    ),
+    LibraryMutation(
         "int_beq_swapped_signs",
         INT,
         "(fun m => Int.casesOn b (fun _ => Bool.false) (fun n => Nat.beq m n))",
