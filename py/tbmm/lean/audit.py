@@ -25,7 +25,8 @@ Every check below is required for `ok`:
    included; a missing, stale, edited or extra file fails.
 5. Axioms: after a build, a generated module imports everything and runs
    `#print axioms` for every core declaration, every obligation and every theorem of
-   `TBMM.Theorems` (the statements proved for all inputs, listed apart). Each must report
+   `TBMM.Theorems` (the scoring rules proved for all inputs) and `TBMM.Meaning` (what the
+   comparators, forms and verdict assembly mean), both listed apart. Each must report
    "does not depend on any axioms".
 
 Obligations are described by sidecar files `TBMM/Cert/<Name>.json` next to each
