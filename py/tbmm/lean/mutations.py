@@ -274,6 +274,20 @@ MUTATIONS: tuple[LibraryMutation, ...] = (
         "def List.memNat (n : Nat) (xs : List Nat) : Bool := List.any (fun m => Nat.beq n m) xs",
         "def List.memNat (n : Nat) (xs : List Nat) : Bool := Bool.false",
     ),
+    # the core's kernel names given an empty type or the wrong type (the String route)
+    LibraryMutation(
+        "core_string_empty",
+        CORE,
+        "structure String where\n  /-- The string with these characters. -/\n  ofList ::\n"
+        "  /-- The characters, in order. -/\n  data : List Char\n",
+        "inductive String : Prop\n",
+    ),
+    LibraryMutation(
+        "core_char_of_nat_untyped",
+        CORE,
+        "def Char.ofNat (n : Nat) : Char := cond (Nat.isValidChar n) (Char.mk n) (Char.mk 0)",
+        "def Char.ofNat (n : Nat) : Nat := n",
+    ),
     # shadowed names: a library declaration generated code would resolve to
     LibraryMutation(
         "shadow_in_certificate_namespace",
