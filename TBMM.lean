@@ -7,6 +7,7 @@ import TBMM.Reward
 import TBMM.Json
 import TBMM.Gate
 import TBMM.Verdict
+import TBMM.Meaning
 import TBMM.Theorems
 import TBMM.Replay.Production
 import TBMM.Replay.ProductionData

@@ -29,6 +29,33 @@ Design rules of this core (and of every TBMM module):
   on numerals follow GMP, not the body — plus `log2`, which Lean's sources list but the
   v4.35.0 kernel evaluates by its body: it is declared here all the same, so a later
   kernel that accelerates it finds the genuine function.
+* The kernel knows more names than the arithmetic ones: it builds terms from them and
+  never type-checks what it builds. The complete list (`KERNEL_NAMES` in
+  `tbmm.lean.audit`, which checks that this module declares every one and no other module
+  declares any), read from the v4.35.0 kernel's sources (`type_checker.cpp`,
+  `inductive.cpp`) and confirmed by probes on the runtime:
+  - `Nat` (the type of numeric literals), `Nat.zero`, `Nat.succ` (a literal is unfolded
+    to `Nat.succ (n-1)` for a recursor, and `Nat.succ` of a literal is evaluated);
+  - the fourteen GMP functions above; `Bool`, `Bool.true`, `Bool.false` (what `beq`/`ble`
+    return, and the target of the kernel's "evaluate to `true`" shortcut);
+  - `String` (the type of string literals), `String.ofList`, `List`, `List.cons`,
+    `List.nil`, `Char`, `Char.ofNat`: a recursor or projection applied to `"ab"` sees
+    `String.ofList [Char.ofNat 97, Char.ofNat 98]`. Left undeclared, these let any module
+    close every goal: after `inductive String : Prop` (no constructor),
+    `String.rec (motive := fun _ => Eq Bool.false Bool.true) "abc"` is accepted — the
+    literal inhabits the empty type, with no axiom in sight. So the core declares them, with their
+    meaning: a character is a Unicode scalar value (`Char.ofNat` maps an invalid code
+    point to 0, as Lean's does), a string is the list of its characters (`String.ofList`
+    is its constructor, so a literal is exactly the term the kernel builds);
+  - `Lean.reduceBool`, `Lean.reduceNat`: the kernel replaces `Lean.reduceBool c` by the
+    value of *compiled* code for `c`. They are declared `opaque` here (no equation, so
+    that value proves nothing about `c` without Lean's `ofReduceBool` axiom, which the
+    audit refuses), and no module can give them a body;
+  - `Eq`, which the kernel requires (with its exact shape) for quotients; `init_quot`,
+    the command that would add quotient types and their reduction rule, is refused by
+    the audit, so no `Quot` name is ever special here.
+  The elaborator reads numerals through `OfNat.ofNat` and `instOfNatNat` (declared below)
+  and character literals as `Char.ofNat n`.
 * No new axioms, no proof holes and no compiler-trusted decision procedures: every obligation is a closed Bool computation
   proved by `rfl`, and `#print axioms` reports no axioms.
 -/
@@ -208,3 +235,55 @@ def List.foldr {α β : Type u} (f : α → β → β) (z : β) (xs : List α) :
 def List.length {α : Type u} (xs : List α) : Nat := List.rec 0 (fun _ _ n => Nat.succ n) xs
 
 end
+
+noncomputable section
+
+/-- Whether `n` is a Unicode scalar value: below `0xD800`, or above `0xDFFF` and below
+`0x110000` (surrogates are not characters). -/
+def Nat.isValidChar (n : Nat) : Bool :=
+  or (Nat.ble n 55295) (and (Nat.ble 57344 n) (Nat.ble n 1114111))
+
+end
+
+/-- A character: a Unicode scalar value (Lean stores it as a `UInt32` with a validity
+proof; here the code point itself, and `Char.ofNat` is the only way literals make one).
+Declared because the kernel builds `Char.ofNat n` for each character of a string
+literal, and the elaborator reads `'a'` as `Char.ofNat 97`. -/
+structure Char where
+  /-- The code point. -/
+  val : Nat
+
+noncomputable section
+
+/-- The character with code point `n`, or the null character when `n` is not a Unicode
+scalar value (Lean's convention). -/
+def Char.ofNat (n : Nat) : Char := cond (Nat.isValidChar n) (Char.mk n) (Char.mk 0)
+
+end
+
+/-- A string: the list of its characters. `String.ofList` is the constructor, so the
+term the kernel builds for a literal, `String.ofList [Char.ofNat c₁, …]`, is a value of
+this type (the kernel types every string literal as the constant `String`). -/
+structure String where
+  /-- The string with these characters. -/
+  ofList ::
+  /-- The characters, in order. -/
+  data : List Char
+
+/-- The kernel evaluates `Lean.reduceBool c` by running compiled code for `c`. Opaque:
+nothing relates the result to `c` (that needs Lean's `ofReduceBool` axiom, which the
+audit refuses), and no other module can declare the name with a body. -/
+noncomputable opaque Lean.reduceBool (b : Bool) : Bool := b
+
+/-- As `Lean.reduceBool`, for a `Nat` computed by compiled code. -/
+noncomputable opaque Lean.reduceNat (n : Nat) : Nat := n
+
+/-- A string literal is the kernel's `String.ofList` term: pinned for the kernel of the
+toolchain that builds this module (a kernel that expanded literals differently fails
+here, not in a certificate). -/
+theorem String.lit_ab :
+    Eq "ab" (String.ofList (List.cons (Char.ofNat 97) (List.cons (Char.ofNat 98) List.nil))) :=
+  rfl
+
+/-- A character literal is `Char.ofNat` of its code point. -/
+theorem Char.lit_a : Eq 'a' (Char.ofNat 97) := rfl

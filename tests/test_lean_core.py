@@ -38,7 +38,9 @@ REPLAY_MODULES = [
 CORE_MODULES = [
     *("TBMM.Core", "TBMM.Int", "TBMM.Rat", "TBMM.Forms", "TBMM.Reward"),
     *("TBMM.Json", "TBMM.Gate", "TBMM.Verdict"),
-    *(f"TBMM.Lemmas.{m}" for m in LEMMAS),
+    *(f"TBMM.Lemmas.{m}" for m in LEMMAS[: LEMMAS.index("Rat") + 1]),
+    "TBMM.Meaning",  # imports the Rat lemmas; the reward lemmas do not need it
+    *(f"TBMM.Lemmas.{m}" for m in LEMMAS[LEMMAS.index("Rat") + 1 :]),
     "TBMM.Theorems",
     *REPLAY_MODULES,
     "TBMM",

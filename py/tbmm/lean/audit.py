@@ -2,14 +2,19 @@
 
 Every check below is required for `ok`:
 
-1. Soundness of the core: `TBMM.Core` declares every `Nat` function the kernel evaluates
-   with GMP by name (`ACCELERATED`), so no other module can give one a wrong body; no
-   library module declares a name that would shadow, inside a certificate's namespace, a
-   name the certificates use.
-2. Sources: every `.lean` file is scanned (comments and strings blanked) for `sorry`,
-   `native_decide`, `Lean.ofReduceBool`/`ofReduceNat`, `implemented_by`, `extern`,
-   `axiom`, `unsafe`, `debug.skipKernelTC`, `trustCompiler`, and options outside a short
-   whitelist. The one exception is the compiler marker `unsafe axiom lcAny : Type` in
+1. Soundness of the core: `TBMM.Core` declares every name the kernel treats specially
+   (`KERNEL_NAMES`: the `Nat` functions it evaluates with GMP by name, `ACCELERATED`, and
+   the names it builds literals and results from), and no other module declares one, so
+   none can be given a wrong body or an empty type; no library module declares anything
+   in a reserved namespace (`RESERVED_NAMESPACES`: the certificates', the verify and
+   values modules'), nor a name that would shadow, inside a certificate's namespace, a
+   name the certificates use. Every library module starts with `prelude` and imports
+   only `TBMM` modules (Lean's own `Init` would bring a second, unchecked prelude).
+2. Sources: every `.lean` file is scanned (comments and literals blanked by a lexer
+   that follows Lean's: nested and doc comments, raw strings, escapes, character
+   literals, `«»` names) for `sorry`, `native_decide`, `Lean.ofReduceBool`/`ofReduceNat`,
+   `implemented_by`, `extern`, `axiom`, `unsafe`, `debug.skipKernelTC`, `trustCompiler`,
+   `init_quot`, `dbg_trace`, and options outside a short whitelist. The one exception is the compiler marker `unsafe axiom lcAny : Type` in
    `TBMM/Core.lean`, which no safe declaration can mention. Every module under `TBMM/` is
    part of the library (imported by `TBMM.lean`), the theorem module, or a certificate.
 3. Certificates, by allowlist (`tbmm.lean.allowlist`): nothing but the generated data
@@ -20,7 +25,8 @@ Every check below is required for `ok`:
    included; a missing, stale, edited or extra file fails.
 5. Axioms: after a build, a generated module imports everything and runs
    `#print axioms` for every core declaration, every obligation and every theorem of
-   `TBMM.Theorems` (the statements proved for all inputs, listed apart). Each must report
+   `TBMM.Theorems` (the scoring rules proved for all inputs) and `TBMM.Meaning` (what the
+   comparators, forms and verdict assembly mean), both listed apart. Each must report
    "does not depend on any axioms".
 
 Obligations are described by sidecar files `TBMM/Cert/<Name>.json` next to each
@@ -53,8 +59,9 @@ from tbmm.lean.build import (
     module_name,
     project_root,
 )
+from tbmm.lean.certify import CERT_NAMESPACE, VALUES_MODULE, VERIFY_MODULE
 from tbmm.lean.runtime import Toolchain, find_toolchain
-from tbmm.lean.source import SourceIndex, blank_comments, index
+from tbmm.lean.source import SourceIndex, blank_comments, index, read_imports
 from tbmm.lean.theorems import THEOREMS_MODULE, parse_theorems, theorem_report, theorems_ok
 
 if TYPE_CHECKING:
@@ -63,6 +70,7 @@ if TYPE_CHECKING:
 CORE_MARKER = "unsafe axiom lcAny : Type"
 CERT_TYPES = frozenset({"Task", "Json"})  # the types a certificate's data definitions name
 CORE_MODULE = f"{LIBRARY}.Core"
+MEANING_MODULE = f"{LIBRARY}.Meaning"  # what comparators, forms and the verdict mean
 # The Nat functions the Lean kernel evaluates on numerals with GMP, trusting any
 # definition that bears the name (see `TBMM/Core.lean` for how the list was probed).
 ACCELERATED = (
@@ -82,6 +90,33 @@ ACCELERATED = (
     "Nat.pow",
     "Nat.log2",
 )
+# Every name the v4.35 kernel treats specially (see `TBMM/Core.lean` for why each is
+# there): the core declares them all with their genuine meaning, no other module any.
+KERNEL_NAMES = (
+    "Nat",
+    "Nat.zero",
+    "Nat.succ",
+    *ACCELERATED,
+    "Bool",
+    "Bool.true",
+    "Bool.false",
+    "String",
+    "String.ofList",
+    "List",
+    "List.cons",
+    "List.nil",
+    "Char",
+    "Char.ofNat",
+    "Lean.reduceBool",
+    "Lean.reduceNat",
+    "Eq",
+    "OfNat",
+    "OfNat.ofNat",
+    "instOfNatNat",
+)
+# Namespaces generated code owns: a library declaration there would shadow (or stand in
+# for) a certificate's own names.
+RESERVED_NAMESPACES = (CERT_NAMESPACE, VERIFY_MODULE, VALUES_MODULE)
 ALLOWED_OPTIONS = frozenset(
     {"genCtorIdx", "bootstrap.inductiveCheckResultingUniverse", "maxRecDepth", "maxHeartbeats"}
 )
@@ -96,6 +131,8 @@ FORBIDDEN: dict[str, str] = {
     "unsafe": "unsafe declaration",
     "skipKernelTC": "debug.skipKernelTC (skips the kernel)",
     "trustCompiler": "Lean.trustCompiler",
+    "init_quot": "init_quot (adds quotient types and a kernel reduction rule)",
+    "dbg_trace": "dbg_trace (its interpolated string is code the scan cannot delimit)",
 }
 _FORBIDDEN_RE = re.compile(r"\b(?:" + "|".join(map(re.escape, FORBIDDEN)) + r")\b")
 _OPTION_RE = re.compile(r"\bset_option\s+(?P<name>[A-Za-z_][\w.]*)")
@@ -152,6 +189,8 @@ class AuditResult:
     # TBMM.Theorems (proved for all inputs): `tbmm.lean.theorems.theorem_report`, None when
     # the library has no such module
     theorems: list[dict[str, object]] | None = None
+    # TBMM.Meaning (the comparators', forms' and verdict's meaning, for all inputs)
+    meaning: list[dict[str, object]] | None = None
     axioms: dict[str, list[str]] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     stale: list[str] = field(default_factory=list)  # certificate files the data do not generate
@@ -168,6 +207,7 @@ class AuditResult:
             and not self.stale
             and not any(self.axioms.values())
             and (self.theorems is None or theorems_ok(self.theorems))
+            and (self.meaning is None or theorems_ok(self.meaning))
         )
 
     def to_json(self) -> dict[str, object]:
@@ -179,8 +219,11 @@ class AuditResult:
             "forms": dict(sorted(Counter(o.form for o in self.obligations).items())),
             "theorems": self.theorems or [],
             "theorems_ok": self.theorems is None or theorems_ok(self.theorems),
+            "meaning": self.meaning or [],
+            "meaning_ok": self.meaning is None or theorems_ok(self.meaning),
             "fidelity": {"certificates": self.certificates_checked, "stale": self.stale},
             "accelerated": list(ACCELERATED),
+            "kernel_names": list(KERNEL_NAMES),
             "axioms": self.axioms,
             "findings": [f.to_json() for f in self.findings],
             "errors": self.errors,
@@ -253,18 +296,27 @@ def core_declarations(root: Path) -> list[str]:
 
 
 def check_core(root: Path, indexes: dict[str, SourceIndex]) -> list[str]:
-    """The core claims every accelerated name; nothing shadows a certificate's names."""
+    """The core claims every kernel name, no other module does, nothing uses a reserved
+    namespace, and nothing shadows a certificate's names."""
     errors: list[str] = []
-    core = indexes.get(CORE_MODULE)
-    claimed = set(core.names("def")) if core is not None else set()
-    for name in ACCELERATED:
+    declared = {m: {*i.names(), *i.constructors, *i.fields} for m, i in indexes.items()}
+    claimed = declared.get(CORE_MODULE, set())
+    for name in KERNEL_NAMES:
         if name not in claimed:
             errors.append(
-                f"{CORE_MODULE} does not define {name}: the kernel evaluates it by name, so "
-                "any module could give it a wrong body"
+                f"{CORE_MODULE} does not define {name}: the kernel treats it specially by "
+                "name, so any module could give it a wrong body or an empty type"
             )
-        owners = [m for m, i in indexes.items() if m != CORE_MODULE and name in i.names()]
-        errors += [f"{m} redeclares the kernel-accelerated {name}" for m in owners]
+        owners = [m for m, names in declared.items() if m != CORE_MODULE and name in names]
+        errors += [f"{m} redeclares the kernel name {name}" for m in owners]
+    for mod, names in declared.items():
+        for name in sorted(names):
+            for ns in RESERVED_NAMESPACES:
+                if name == ns or name.startswith(ns + "."):
+                    errors.append(
+                        f"{mod} declares {name} in the reserved namespace {ns} "
+                        "(generated certificates own it)"
+                    )
     used = library_names(root) | CERT_TYPES
     for mod, idx in indexes.items():
         for d in idx.decls:
@@ -278,13 +330,23 @@ def check_core(root: Path, indexes: dict[str, SourceIndex]) -> list[str]:
 
 
 def check_layout(root: Path, core: Sequence[str]) -> list[str]:
-    """Every module under `TBMM/` is a core module or a certificate under `TBMM/Cert/`."""
+    """Every module under `TBMM/` is a core module or a certificate under `TBMM/Cert/`;
+    every module of the library starts with `prelude` and imports only `TBMM` modules."""
     known = set(core)
     errors = []
     for p in sorted((root / LIBRARY).rglob("*.lean")):
         mod = module_name(root, p)
         if mod not in known and not mod.startswith(f"{LIBRARY}.Cert."):
             errors.append(f"{_rel(root, p)}: module {mod} is not imported by {LIBRARY}.lean")
+    for mod in core:
+        text = module_file(root, mod).read_text(encoding="utf-8")
+        if blank_comments(text).split()[:1] != ["prelude"]:
+            errors.append(f"{mod} does not start with `prelude` (it would import Lean's Init)")
+        foreign = [
+            m for m in read_imports(text) if m != LIBRARY and not m.startswith(LIBRARY + ".")
+        ]
+        if foreign:
+            errors.append(f"{mod} imports {', '.join(foreign)}: only {LIBRARY} modules may be")
     return errors
 
 
@@ -492,6 +554,13 @@ def audit(
         if not theorems_ok(result.theorems):
             result.errors.append(
                 f"{THEOREMS_MODULE}: a theorem rests on an axiom or was not audited (or none)"
+            )
+    if MEANING_MODULE in indexes:
+        text = module_file(root, MEANING_MODULE).read_text(encoding="utf-8")
+        result.meaning = theorem_report(parse_theorems(text), axioms)
+        if not theorems_ok(result.meaning):
+            result.errors.append(
+                f"{MEANING_MODULE}: a theorem rests on an axiom or was not audited (or none)"
             )
     result.seconds = time.monotonic() - t0
     return result

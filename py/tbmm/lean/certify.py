@@ -194,9 +194,12 @@ def expected_from(task: Any, gate_report: Any, score: Any, doc: Any = None) -> E
 LIST_CHECK = "list_min_items"  # the id of `tbmm.gate`'s instances for too-short lists
 
 
+CERT_NAMESPACE = "TBMM.Cert"  # every certificate module (and namespace) lies under it
+
+
 def module_name(slug: str) -> str:
     """`cumcm-2024-a-dragon-dance` -> `TBMM.Cert.Cumcm2024ADragonDance`."""
-    return "TBMM.Cert." + "".join(part[:1].upper() + part[1:] for part in slug.split("-"))
+    return f"{CERT_NAMESPACE}." + "".join(part[:1].upper() + part[1:] for part in slug.split("-"))
 
 
 def _safe(name: str) -> str:
@@ -495,6 +498,7 @@ def stale_certificates(
 # --- checking an artifact -------------------------------------------------------------
 
 VERIFY_MODULE = "TBMMVerify"
+VALUES_MODULE = "TBMMValues"  # the module that reads the kernel's values back
 
 
 class CertificateError(RuntimeError):
@@ -979,11 +983,11 @@ def _predict(it: Item, flags: tuple[tuple[Flag, ...], ...]) -> Expected:
 
 def _accepted(theorems: dict[str, str], root: Path, tc: Any, preamble: Sequence[str]) -> set[str]:
     """The names of the Bool statements the kernel proves `true` (one Lean run)."""
-    body = ["noncomputable section", "namespace TBMMValues", "", *preamble]
+    body = ["noncomputable section", f"namespace {VALUES_MODULE}", "", *preamble]
     body += [S.theorem(n, stmt) for n, stmt in theorems.items()]
-    body += ["end TBMMValues", "end", ""]
+    body += [f"end {VALUES_MODULE}", "end", ""]
     with tempfile.TemporaryDirectory(prefix="tbmm-values-") as tmp:
-        path = Path(tmp) / "TBMMValues.lean"
+        path = Path(tmp) / f"{VALUES_MODULE}.lean"
         path.write_text(S.module(body), encoding="utf-8")
         try:  # a diagnosis of a disagreement (already no verdict): none when it runs out
             res = _run_certificate(

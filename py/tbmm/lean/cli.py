@@ -181,7 +181,8 @@ def audit_cmd(root: RootOpt = None, as_json: JsonFlag = False) -> None:
         with_axioms = {d: a for d, a in res.axioms.items() if a}
         console.print(
             f"{len(res.axioms)} declarations audited ({len(res.obligations)} obligations, "
-            f"{len(res.theorems or [])} theorems for all inputs, {res.certificates_checked} "
+            f"{len(res.theorems or [])} theorems for all inputs, {len(res.meaning or [])} "
+            f"on the library's meaning, {res.certificates_checked} "
             f"certificates regenerated and compared), {res.seconds:.2f} s",
             highlight=False,
         )
