@@ -256,9 +256,7 @@ class Store:
         """Replace an `ok` trial's verdict columns (`tbmm runs rescore`) in one transaction;
         StoreError if the trial is gone or is not `ok`."""
         cols = ("verdict", "o_eval", "o_eval_exact", "gate", "lean", "verify_exit")
-        vals = [
-            json.dumps(fields["verdict"]) if c == "verdict" else fields.get(c) for c in cols
-        ]
+        vals = [json.dumps(fields["verdict"]) if c == "verdict" else fields.get(c) for c in cols]
         sets = ", ".join(f"{c} = ?" for c in cols)
         with self._lock, _named(self.db_path), self._conn:
             n = self._conn.execute(

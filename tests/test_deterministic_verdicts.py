@@ -62,7 +62,9 @@ def busy(n: int) -> Iterator[None]:
 
 
 def _python_verdicts(items: list[tuple[Task, str, bytes]]) -> dict[str, str]:
-    return {f"{t.slug}/{name}": canonical(verify_artifact(t, b, lean=False)) for t, name, b in items}
+    return {
+        f"{t.slug}/{name}": canonical(verify_artifact(t, b, lean=False)) for t, name, b in items
+    }
 
 
 def test_verdicts_are_the_same_idle_and_under_heavy_load(suite: list[Task]) -> None:

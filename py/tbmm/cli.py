@@ -6,6 +6,7 @@ import contextlib
 import json
 import sys
 from collections.abc import Iterator
+from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -189,6 +190,9 @@ def _reference_kinds(t: Task) -> dict[str, int]:
 @tasks_app.command("show")
 def tasks_show(slug: str, tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag = False) -> None:
     """One task in full: provenance, attachments, figures, metric panel, gate, panel papers."""
+    from tbmm import exact
+    from tbmm import floor as floor_mod
+
     t = _task(slug, tasks_root)
     try:
         metrics = t.metrics
@@ -200,6 +204,7 @@ def tasks_show(slug: str, tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag 
             "gate": t.gate.model_dump(mode="json", exclude_none=True),
             "panel": t.panel.model_dump(mode="json"),
             "baseline": t.baseline.model_dump(mode="json"),
+            "floor": json.loads(exact.dumps(floor_mod.stored(t))),
             "schema": t.schema,
         }
     except TaskFormatError as exc:
@@ -303,6 +308,17 @@ def tasks_show(slug: str, tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag 
     )
     if not t.gate.anchor.feasible:
         console.print(f"[yellow]anchor infeasible:[/yellow] {t.gate.anchor.evidence}")
+    _print_floor(t, doc["floor"])
+
+
+def _print_floor(t: Task, fl: dict[str, Any]) -> None:
+    """The task's stored floor (floor.json): the baseline F every score is measured against."""
+    b = fl["baseline"]
+    console.print(
+        f"baseline F = {b['raw']} (≈{float(Fraction(b['raw'])):.4f}; pipeline {b['pipeline']}, "
+        "floor.json): Robust BO-Eval's F and Multi-BO's f_t",
+        highlight=False,
+    )
 
 
 @tasks_app.command("validate")
@@ -942,10 +958,6 @@ def verify(
 
 
 DbOpt = Annotated[Path, typer.Option("--db", help="SQLite results store.")]
-BaselineOpt = Annotated[
-    str | None,
-    typer.Option("--baseline", help="Baseline entry id (or a unique prefix) for Multi-BO."),
-]
 
 
 @app.command("leaderboard")
@@ -960,17 +972,16 @@ def leaderboard_cmd(
     plots: Annotated[
         Path | None, typer.Option("--plots", help="Write PNG plots to this folder.")
     ] = None,
-    baseline: BaselineOpt = None,
     tasks_root: TasksRoot = TASKS_ROOT,
 ) -> None:
-    """One row per entry: artifacts, O-Eval mean ± std, Multi-BO, cost, gate-zeroed cells; per-task and per-suite tables."""
+    """One row per entry: artifacts, O-Eval mean ± std, Multi-BO (against each task's stored F), cost, gate-zeroed cells; per-task and per-suite tables."""
     from tbmm.leaderboard import to_csv, to_json, to_markdown, to_table
     from tbmm.results import ResultsError, leaderboard
 
     if fmt not in ("auto", "table", "md", "csv", "json"):
         raise _fail(f"unknown format {fmt!r}: use auto, table, md, csv or json")
     try:
-        lb, _, _ = leaderboard(db, baseline, tasks_root)
+        lb, _, _ = leaderboard(db, tasks_root)
     except ResultsError as exc:
         raise _fail(str(exc)) from exc
     if fmt == "auto":
@@ -994,7 +1005,6 @@ def leaderboard_cmd(
 def report_cmd(
     html: Annotated[Path, typer.Option("--html", help="Output HTML file.")],
     db: DbOpt = Path("runs/tbmm.sqlite"),
-    baseline: BaselineOpt = None,
     tasks_root: TasksRoot = TASKS_ROOT,
 ) -> None:
     """A static, self-contained HTML report: tables, plots, per-task drill-down with provenance."""
@@ -1002,7 +1012,7 @@ def report_cmd(
     from tbmm.results import ResultsError, leaderboard
 
     try:
-        lb, rows, tasks = leaderboard(db, baseline, tasks_root)
+        lb, rows, tasks = leaderboard(db, tasks_root)
     except ResultsError as exc:
         raise _fail(str(exc)) from exc
     out = write_html(lb, rows, tasks, html)
@@ -1019,7 +1029,7 @@ def tasks_baseline_artifacts(
     ] = None,
     tasks_root: TasksRoot = TASKS_ROOT,
 ) -> None:
-    """Write the baseline entry F as artifacts, for `tbmm run --agent replay --replay-dir OUT`."""
+    """Write the baseline pipeline's reported values as artifacts (`tbmm score` shows their raw = F)."""
     from tbmm import exact
     from tbmm.scoring import baseline_artifact
 

@@ -12,10 +12,10 @@ trial*):
   (gate failed, missing, unreadable, error) or is missing counts 0. Mean ± sample std
   over seeds; with one seed the std is "n/a", never 0.
 * **Multi-BO** (eq. 2): per seed, the mean over headline tasks of
-  ``multi_bo_cell(o_t, f_t)`` with ``f_t`` the baseline entry's mean O-Eval on task t over
-  its seeds (its missing trials count 0). A trial without a readable artifact (missing,
-  unreadable, error, or no row) scores the cell −1 ("a missing artifact scores −1"); a
-  gate-failed trial enters with o = 0. n/a when no baseline is given or it is absent.
+  ``multi_bo_cell(o_t, f_t)`` with ``f_t`` the task's stored baseline F (``floor.json``,
+  the same F as every verdict's Robust BO-Eval; `tbmm.floor`). A trial without a readable
+  artifact (missing, unreadable, error, or no row) scores the cell −1 ("a missing artifact
+  scores −1"); a gate-failed trial enters with o = 0. n/a when no F is given.
 * **Robust BO-Eval**: per seed, the mean over headline tasks of the trial's Robust
   BO-Eval; every trial that is not ``scored``, and every missing trial, counts −1.
 * **Cost**: per seed, the sum of the cost of the seed's trials (all tasks); mean over
@@ -62,6 +62,7 @@ ZERO = Fraction(0)
 ONE = Fraction(1)
 HUNDRED = Fraction(100)
 
+BASELINE_LABEL = "each task's stored baseline F (floor.json)"
 EMPTY_MESSAGE = "No trials in the results store: nothing to rank. Run `tbmm run --agent ...` first."
 
 COLUMN_HELP: dict[str, str] = {
@@ -69,7 +70,7 @@ COLUMN_HELP: dict[str, str] = {
     "Artifacts": "tasks (of all tasks) whose artifact was a readable JSON object, mean over seeds",
     "Cost": "US$ per full run of every task (sum over one seed's trials), mean over seeds",
     "O-Eval": "multi-reference O-Eval (%), mean over headline tasks, mean ± sample std over seeds",
-    "Multi-BO": "eq. (2) against the baseline entry (1.000 = on par), mean ± sample std over seeds",
+    "Multi-BO": "eq. (2) against each task's stored baseline F (1.000 = on par), mean ± sample std over seeds",
     "Robust BO": "Robust BO-Eval, mean over headline tasks, mean over seeds",
     "Gate-zeroed": "trials zeroed by the feasibility gate (all tasks, all seeds)",
     "Errors": "trials that ended with an infrastructure error (not scores: left out of every "
@@ -209,9 +210,13 @@ def row_from_record(
 
 
 def suite_config(tasks: Iterable[Any]) -> dict[str, Any]:
-    """`compute` keyword arguments from `tbmm.tasks.load_suite()`: tasks, task_suites, split_tasks."""
+    """`compute` keyword arguments from `tbmm.tasks.load_suite()`: tasks, task_suites,
+    split_tasks, incomplete_tasks and each task's stored baseline F (`tbmm.floor`)."""
+    from tbmm.floor import baseline_f
+
     ts = list(tasks)
     return {
+        "baseline_f": {t.slug: baseline_f(t) for t in ts},
         "tasks": [t.slug for t in ts],
         "task_suites": {t.slug: t.suite for t in ts},
         "split_tasks": {t.slug for t in ts if t.panel.literature_split},
@@ -376,8 +381,8 @@ class Leaderboard:
     tasks: tuple[str, ...]
     task_suites: dict[str, str]
     split_tasks: frozenset[str]
-    baseline: str | None
-    baseline_state: str  # "ok" | "none" (not given) | "missing" (not in the store)
+    baseline: str | None  # what F is (a label), None when no F was given
+    baseline_state: str  # "ok" | "none" (no F given)
     baseline_f: dict[str, Fraction]
     notes: tuple[str, ...]
     incomplete_tasks: frozenset[str] = frozenset()
@@ -398,14 +403,8 @@ class Leaderboard:
     @property
     def baseline_message(self) -> str:
         if self.baseline_state == "ok":
-            return f"Multi-BO baseline: {self.baseline} (1.000 = on par with it)."
-        if self.baseline_state == "none":
-            return "Multi-BO n/a: no baseline entry was given (pass --baseline ENTRY)."
-        present = ", ".join(e.entry for e in self.entries) or "none"
-        return (
-            f"Multi-BO n/a: baseline entry {self.baseline!r} is not in the results store "
-            f"(entries present: {present})."
-        )
+            return f"Multi-BO against {self.baseline} (1.000 = on par with it)."
+        return "Multi-BO n/a: no baseline F was given."
 
     def headline_note(self) -> str:
         parts = []
@@ -452,15 +451,18 @@ def _mean(xs: Sequence[Fraction]) -> Fraction:
 def compute(
     rows: Sequence[TrialRow],
     *,
-    baseline: str | None,
     tasks: Sequence[str],
     task_suites: Mapping[str, str],
     split_tasks: Iterable[str] = (),
     incomplete_tasks: Iterable[str] = (),
     names: Mapping[str, str] | None = None,
+    baseline_f: Mapping[str, Fraction] | None = None,
+    baseline: str = BASELINE_LABEL,
 ) -> Leaderboard:
     """Aggregate trials into the leaderboard; `tasks` is the fixed denominator (every task
-    slug). `names` maps entry ids to display names (tables and plots show them).
+    slug). `baseline_f` is each task's F for Multi-BO (`tbmm.floor.baseline_f`: the one F
+    every verdict's Robust BO-Eval uses; None = Multi-BO n/a), `baseline` says what it is.
+    `names` maps entry ids to display names (tables and plots show them).
 
     Raises ValueError on inconsistent input (duplicate trial, unknown status, O-Eval
     outside [0, 1], a task without a suite); rows for tasks outside `tasks` are ignored
@@ -504,20 +506,11 @@ def compute(
     seeds_of = {e: tuple(sorted({s for _, s in b})) for e, b in cells.items()}
 
     state, f_t = "none", {}
-    if baseline is not None:
-        if baseline in cells:
-            state = "ok"
-            b, bs = cells[baseline], seeds_of[baseline]
-            f_t = {}
-            for t in tasks:
-                kept = [b.get((t, s)) for s in bs if not _errored(b.get((t, s)))]
-                f_t[t] = _mean([_o(r) for r in kept]) if kept else ZERO
-                if not kept:
-                    notes.append(
-                        f"Baseline {baseline}: every trial of {t} errored; its F is taken as 0."
-                    )
-        else:
-            state = "missing"
+    if baseline_f is not None:
+        lacking = [t for t in tasks if t not in baseline_f]
+        if lacking:
+            raise ValueError(f"no baseline F for: {', '.join(lacking)}")
+        state, f_t = "ok", {t: baseline_f[t] for t in tasks}
 
     entries: list[EntryRow] = []
     for e, b in cells.items():
@@ -621,7 +614,7 @@ def compute(
         tasks=tasks,
         task_suites={t: task_suites[t] for t in tasks},
         split_tasks=split,
-        baseline=baseline,
+        baseline=baseline if state == "ok" else None,
         baseline_state=state,
         baseline_f=f_t,
         notes=tuple(notes),

@@ -20,6 +20,7 @@ from typing import Any
 
 from tbmm import leaderboard as L
 from tbmm.exact import fraction_to_text
+from tbmm.floor import baseline_f
 from tbmm.leaderboard import Leaderboard, TrialRow
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
@@ -255,7 +256,8 @@ def _provenance_html(task: Any) -> str:
     bl = task.baseline
     vals = bl.pipelines.get(bl.default_pipeline, {})
     out.append(
-        f"<h3>Robust BO-Eval baseline F (baseline.json, pipeline {esc(bl.default_pipeline)})</h3>"
+        f"<h3>Baseline F = {esc(fraction_to_text(baseline_f(task)))} (floor.json; "
+        f"Robust BO-Eval and Multi-BO; baseline.json, pipeline {esc(bl.default_pipeline)})</h3>"
     )
     out.append(
         _table(

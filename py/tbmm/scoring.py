@@ -342,10 +342,12 @@ def _raw_of(task: Task, doc: dict[str, Any] | None) -> Fraction:
 
 
 def baseline_raw(task: Task) -> Fraction:
-    """F: the baseline entry's raw score (unmapped metrics count as missing, i.e. 0); cached per task."""
-    if "baseline_raw" not in task._cache:
-        task._cache["baseline_raw"] = _raw_of(task, baseline_artifact(task))
-    return task._cache["baseline_raw"]
+    """F: the baseline pipeline's raw score, as stored once per task in floor.json (built by
+    `tbmm tasks build`, checked fresh by validate; unmapped metrics count as missing, i.e. 0).
+    The leaderboard's Multi-BO and the reward adapters read the same value (`tbmm.floor`)."""
+    from tbmm.floor import baseline_f
+
+    return baseline_f(task)
 
 
 def oracle_raw(task: Task) -> Fraction:

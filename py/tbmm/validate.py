@@ -181,7 +181,10 @@ def validate_task(task_dir: Path) -> list[Problem]:
         text = dockerfile.read_text(encoding="utf-8")
         for needed in ("requirements.lock", "--require-hashes", f"ARG TBMM_BASE={PYTHON_IMAGE}"):
             if needed not in text:
-                bad("dockerfile", f"environment/Dockerfile lacks {needed!r}: rerun `tbmm tasks build`")
+                bad(
+                    "dockerfile",
+                    f"environment/Dockerfile lacks {needed!r}: rerun `tbmm tasks build`",
+                )
     env_lock = task_dir / "environment" / "requirements.lock"
     if not env_lock.is_file() or env_lock.read_text(encoding="utf-8") != lock_text():
         bad(
@@ -360,7 +363,10 @@ def validate_task(task_dir: Path) -> list[Problem]:
         )
     for mt in metrics:
         if mt.spec.reference is None and not mt.spec.exclude:
-            bad("reference", f"metric {mt.id}: no reference stated (scoring.toml: metric.reference with kind and source)")
+            bad(
+                "reference",
+                f"metric {mt.id}: no reference stated (scoring.toml: metric.reference with kind and source)",
+            )
 
     # Exploits listed as not caught yet must be well-formed (the test suite checks the rest).
     from tbmm.exploits import known_exploits
@@ -403,6 +409,16 @@ def validate_task(task_dir: Path) -> list[Problem]:
         for k in ids:
             if k not in recorded and name == baseline.default_pipeline:
                 bad("baseline", f"pipeline {name}: metric {k} neither mapped nor recorded unmapped")
+
+    # The stored floor (baseline F, naive answers): what build would write now.
+    from tbmm.floor import stale
+
+    try:
+        why = stale(task)
+    except TaskFormatError as exc:
+        why = str(exc)
+    if why:
+        bad("floor", why)
 
     # Oracle script writes exactly the anchor (without the replay's outputs).
     solve = task_dir / "solution" / "solve.sh"

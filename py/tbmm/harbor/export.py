@@ -59,6 +59,7 @@ SCORING_FILES = (
     "gate.toml",
     "panel.json",
     "baseline.json",
+    "floor.json",
     "replay.toml",
     "reference.json",
     "manifest.json",
