@@ -46,6 +46,7 @@ CURATED = (
     "verification.md",
     "exploits.toml",
     "missing_attachments.toml",
+    "naive.toml",
 )
 
 

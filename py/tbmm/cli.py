@@ -312,11 +312,43 @@ def tasks_show(slug: str, tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag 
 
 
 def _print_floor(t: Task, fl: dict[str, Any]) -> None:
-    """The task's stored floor (floor.json): the baseline F every score is measured against."""
+    """The task's stored floor (floor.json): the baseline F and the naive answers."""
+    from tbmm import rules
+    from tbmm.tables import Col, emit
+
     b = fl["baseline"]
+    f_t = Fraction(fl.get("floor", b["raw"]))
+    emit(
+        console,
+        [
+            Col("naive answer", "id"),
+            Col("status", "num"),
+            Col("gate", "num"),
+            Col("raw", "num"),
+            Col("O-Eval", "num"),
+            Col("reward", "num"),
+            Col("how", "text", keep=40, min_width=16),
+        ],
+        [
+            [
+                n["name"],
+                n["status"],
+                n["gate"],
+                f"{float(Fraction(n['raw'])):.3f}",
+                f"{float(Fraction(n['o_eval'])):.3f}",
+                f"{float(rules.skill(Fraction(n['raw']), rules.ONE, f_t)):.3f}",
+                n["how"],
+            ]
+            for n in fl.get("naive", [])
+        ],
+        title="naive answers (floor.json; reward = the default reward, skill over F_t)",
+    )
+    best = fl.get("best_naive", {})
     console.print(
-        f"baseline F = {b['raw']} (≈{float(Fraction(b['raw'])):.4f}; pipeline {b['pipeline']}, "
-        "floor.json): Robust BO-Eval's F and Multi-BO's f_t",
+        f"baseline F = {b['raw']} (≈{float(Fraction(b['raw'])):.4f}; pipeline {b['pipeline']}): "
+        f"Robust BO-Eval's F and Multi-BO's f_t; best naive answer: {best.get('name', '—')} "
+        f"(raw ≈{float(Fraction(best.get('raw', '0'))):.4f}); naive floor F_t = max of the two "
+        f"≈{float(f_t):.4f}: the default reward measures skill over it",
         highlight=False,
     )
 
@@ -359,6 +391,20 @@ def tasks_validate(tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag = False
     raise typer.Exit(1 if problems else 0)
 
 
+def _naive_cell(t: Task) -> str:
+    """The best naive answer of a task (floor.json): name, the paper's O-Eval (the largest
+    over the naive set) and the largest default reward (skill over F_t) any of them earns."""
+    from tbmm import floor, rules
+
+    ns = floor.naive(t)
+    if not ns:
+        return "n/a"
+    f_t = floor.floor_f(t)
+    best = max(ns, key=lambda n: Fraction(n["o_eval"]))
+    reward = max(rules.skill(Fraction(n["raw"]), rules.ONE, f_t) for n in ns)
+    return f"{best['name']} {float(Fraction(best['o_eval'])):.2f} / {float(reward):.2f}"
+
+
 @tasks_app.command("exploits")
 def tasks_exploits(
     only: Annotated[str, typer.Option("--only", help="One task slug (default: all).")] = "",
@@ -368,6 +414,7 @@ def tasks_exploits(
 ) -> None:
     """Try the generated adversarial artifacts on every task (blind extremes, pushed claims,
     stripped support, omitted gated fields). Exit 1 if one earns credit unexplained."""
+    from tbmm import exact, floor
     from tbmm.exploits import KINDS, audit, summary
 
     try:
@@ -383,6 +430,10 @@ def tasks_exploits(
                     slug: {
                         "summary": summary(t, results[slug]),
                         "attempts": [a.to_json() for a in results[slug]],
+                        "naive": [
+                            {k: v for k, v in n.items() if k != "artifact"}
+                            for n in json.loads(exact.dumps(floor.naive(t)))
+                        ],
                     }
                     for slug, t in ((t.slug, t) for t in tasks)
                 },
@@ -392,8 +443,8 @@ def tasks_exploits(
         )
         raise typer.Exit(1 if open_ else 0)
     if markdown:
-        print("| task | " + " | ".join(KINDS) + " |")
-        print("|---|" + "---|" * len(KINDS))
+        print("| task | " + " | ".join(KINDS) + " | best naive answer (O-Eval / reward) |")
+        print("|---|" + "---|" * len(KINDS) + "---|")
         for t in tasks:
             found = results[t.slug]
             row = summary(t, found)
@@ -401,12 +452,13 @@ def tasks_exploits(
             for k in KINDS:
                 worst = max((a.o_eval for a in found if a.kind == k), default=None)
                 cells.append("n/a" if worst is None else f"{float(worst):.2f} {row[k]}")
-            print(f"| {t.slug} | " + " | ".join(cells) + " |")
+            print(f"| {t.slug} | " + " | ".join(cells) + f" | {_naive_cell(t)} |")
         raise typer.Exit(1 if open_ else 0)
     table = Table(title="exploits: max effective O-Eval per kind (caught ≤ 0.1)")
     table.add_column("task", overflow="fold")
     for k in KINDS:
         table.add_column(k, justify="right")
+    table.add_column("best naive (O-Eval / reward)", justify="right")
     style = {"caught": "green", "known": "yellow", "OPEN": "red", "n/a": "dim"}
     for t in tasks:
         found = results[t.slug]
@@ -416,7 +468,7 @@ def tasks_exploits(
             worst = max((a.o_eval for a in found if a.kind == k), default=None)
             shown = "—" if worst is None else f"{float(worst):.2f}"
             cells.append(f"[{style[row[k]]}]{shown} {row[k]}[/{style[row[k]]}]")
-        table.add_row(t.slug, *cells)
+        table.add_row(t.slug, *cells, _naive_cell(t))
     console.print(table)
     for a in open_:
         console.print(f"[red]open:[/red] {a.name} earns O-Eval {float(a.o_eval):.3f}")

@@ -267,7 +267,35 @@ def _provenance_html(task: Any) -> str:
         if vals
         else '<p class="note">no mapped baseline values</p>'
     )
+    out.append(_naive_html(task))
     return "".join(out)
+
+
+def _naive_html(task: Any) -> str:
+    """The task's naive answers (floor.json) with their verdicts and default reward."""
+    from tbmm import floor, rules
+
+    ns = floor.naive(task)
+    f_t = floor.floor_f(task)
+    head = (
+        f"<h3>Naive answers (floor F_t = {esc(fraction_to_text(f_t))}; "
+        "the default reward is skill over F_t)</h3>"
+    )
+    if not ns:
+        return head + '<p class="note">no naive answers stored</p>'
+    rows = [
+        [
+            esc(n["name"]),
+            esc(n["status"]),
+            esc(n["gate"]),
+            esc(_fmt_exact(n["raw"], 3)),
+            esc(_fmt_exact(n["o_eval"], 3)),
+            esc(L.fmt_fixed(rules.skill(Fraction(n["raw"]), rules.ONE, f_t), 3)),
+            esc(n["how"]),
+        ]
+        for n in ns
+    ]
+    return head + _table(["answer", "status", "gate", "raw", "O-Eval", "reward", "how"], rows)
 
 
 def _metrics_html(score: Mapping[str, Any]) -> str:

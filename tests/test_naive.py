@@ -1,0 +1,128 @@
+"""Naive answers (issue 22, item 2): generated from each task's data alone, evaluated
+through the full pipeline, stored once in floor.json, shown by `tbmm tasks show/exploits`."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from fractions import Fraction as F
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from tbmm import exact, floor
+from tbmm.cli import app
+from tbmm.naive import Generator, evaluate_all
+from tbmm.paths import resolve
+from tbmm.tasks import TASKS_ROOT, Task, load_task
+
+WORDLE = "mcm-2023-c-wordle"
+
+
+def test_every_task_has_stored_naive_answers_scored_by_the_pipeline(suite: list[Task]) -> None:
+    for t in suite:
+        ns = floor.naive(t)
+        names = [n["name"] for n in ns]
+        assert names[:2] == ["nothing", "midpoint"], t.slug
+        assert len(set(names)) == len(names)
+        best = max(F(n["raw"]) for n in ns)
+        assert F(floor.stored(t)["best_naive"]["raw"]) == best
+        assert floor.floor_f(t) == max(best, floor.baseline_f(t))
+        for n in ns:  # a naive answer that is not scored stands on raw 0
+            assert n["status"] == "scored" or F(n["raw"]) == 0, (t.slug, n["name"])
+            assert 0 <= F(n["o_eval"]) <= 1
+
+
+def _copy(slug: str, tmp: Path) -> Path:
+    src = next(TASKS_ROOT.glob(f"*/{slug}"))
+    dst = tmp / src.parent.name / slug
+    shutil.copytree(src, dst)
+    return dst
+
+
+def test_answers_never_read_the_reference(tmp_path: Path) -> None:
+    """An attacker's check: change every reference value (anchor, panel, baseline) and the
+    generated answers must not move: they come from statement, schema, gate and data."""
+    for slug in (WORDLE, "cumcm-2024-b-production-decision", "mcm-2023-b-maasai-mara"):
+        d = _copy(slug, tmp_path)
+        before = [exact.dumps(a.doc) for a in Generator(load_task(d)).answers()]
+        text = (d / "anchor.json").read_text(encoding="utf-8")
+        doc = json.loads(text)
+
+        def bump(x: object) -> object:
+            if isinstance(x, dict):
+                return {k: bump(v) for k, v in x.items()}
+            if isinstance(x, list):
+                return [bump(v) for v in x]
+            if isinstance(x, bool) or not isinstance(x, int | float):
+                return x
+            return x * 3 + 7
+
+        doc["artifact"] = bump(doc["artifact"])
+        (d / "anchor.json").write_text(json.dumps(doc), encoding="utf-8")
+        (d / "reference.json").unlink(missing_ok=True)
+        after = [exact.dumps(a.doc) for a in Generator(load_task(d)).answers()]
+        assert after == before, slug
+
+
+def test_generated_answers_respect_the_structure_they_can_read(suite: list[Task]) -> None:
+    """Sums at their totals, tags among their ids, declared lists at least their minimum."""
+    for t in suite:
+        for a in Generator(t).answers():
+            if not a.doc:
+                continue
+            for c in t.gate.check:
+                if c.form.value == "sum_to" and c.fields and "[*]" not in "".join(c.fields):
+                    got = sum(resolve(a.doc, p).value for p in c.fields)
+                    assert abs(got - exact.parse_decimal(c.total)) <= F(1, 10**6), (
+                        t.slug,
+                        a.name,
+                        c.id,
+                    )
+            for ls in t.artifact_map.lists:
+                if "[*]" in ls.path:
+                    continue
+                assert len(resolve(a.doc, ls.path)) >= max(ls.min_items, 1)
+
+
+def test_wordle_persistence_is_the_issues_naive_answer() -> None:
+    """The answer the issue names (last reported count ±50 %, column means as the
+    distribution) is generated, and the pipeline gives it what the issue measured."""
+    t = next(load_task(d) for d in TASKS_ROOT.glob(f"*/{WORDLE}"))
+    by = {r.name: r for r in evaluate_all(t)}
+    p = by["data-persistence"]
+    doc = p.doc
+    point = resolve(doc, "q1.reported_results_point_forecast").value
+    assert resolve(doc, "q1.reported_results_pi80_lower").value == point / 2
+    assert resolve(doc, "q1.reported_results_pi80_upper").value == point * 3 / 2
+    assert point == 20380  # the most recent day of the attachment (2022-12-31)
+    assert p.status == "scored" and p.gate == "pass"
+
+
+def test_stale_naive_floor_fails_validate(tmp_path: Path) -> None:
+    from tbmm.validate import validate_task
+
+    d = _copy(WORDLE, tmp_path)
+    assert [p for p in validate_task(d) if p.check == "floor"] == []
+    (d / "naive.toml").unlink()  # the hint changes the generated set: floor.json is stale
+    assert [p for p in validate_task(d) if p.check == "floor"]
+
+
+def test_show_and_exploits_list_the_naive_answers() -> None:
+    r = CliRunner().invoke(app, ["tasks", "show", WORDLE])
+    assert r.exit_code == 0, r.output
+    assert "naive answers" in r.output and "data-persistence" in r.output
+    assert "naive floor" in " ".join(r.output.split())
+    r = CliRunner().invoke(app, ["tasks", "exploits", "--only", WORDLE, "--json"])
+    doc = json.loads(r.output)
+    assert [n["name"] for n in doc[WORDLE]["naive"]][:2] == ["nothing", "midpoint"]
+    assert "artifact" not in doc[WORDLE]["naive"][0]
+
+
+def test_report_drill_down_lists_the_naive_answers() -> None:
+    from tbmm.report import _naive_html
+
+    t = next(load_task(d) for d in TASKS_ROOT.glob(f"*/{WORDLE}"))
+    html = _naive_html(t)
+    assert "Naive answers (floor F_t = " in html
+    assert all(n["name"] in html for n in floor.naive(t))
