@@ -516,3 +516,22 @@ def test_verdicts_reached_against_older_task_data_are_flagged(tmp_path) -> None:
     assert note.startswith("A: stored verdicts of 1 task(s)") and t.slug in note
     legacy = L.TrialRow(task=t.slug, report={"exit_code": 0}, **base)  # stored before digests
     assert stale_notes([legacy], [t])
+
+
+def test_skill_column_against_each_tasks_naive_floor() -> None:
+    """Skill = mean over headline tasks of rules.skill(R, 1, F_t); not scored counts 0."""
+    floors = {"c1": F(1, 2), "c2": F(19, 20), "m1": F(0), "ms": F(0)}
+    rows = [
+        replace(row("X", "c1", 0, "scored", F(3, 4)), raw=F(3, 4)),  # (3/4-1/2)/(1/2) = 1/2
+        replace(row("X", "c2", 0, "scored", 1), raw=F(1)),  # no headroom: 1 - 19/20 = 1/20
+        replace(row("X", "m1", 0, "gate_failed"), raw=F(0)),  # 0
+        replace(row("X", "ms", 0, "scored", 1), raw=F(1)),  # literature split: not headline
+    ]
+    lb = compute(rows, tasks=TASKS, task_suites=SUITES, split_tasks=SPLIT, floor_f=floors)
+    x = by(lb, "X")
+    assert x.skill is not None and x.skill.mean == (F(1, 2) + F(1, 20) + 0) / 3
+    assert L.to_json(lb)["entries"][0]["skill"]["mean_exact"] == "11/60"
+    assert "| 0.183 |" in L.to_markdown(lb)
+    assert by(board(rows), "X").skill is None  # no floor given: n/a
+    with pytest.raises(ValueError, match="no naive floor for: ms"):
+        compute(rows, tasks=TASKS, task_suites=SUITES, floor_f={"c1": F(0)} | {"c2": 0, "m1": 0})

@@ -126,3 +126,38 @@ def test_report_drill_down_lists_the_naive_answers() -> None:
     html = _naive_html(t)
     assert "Naive answers (floor F_t = " in html
     assert all(n["name"] in html for n in floor.naive(t))
+
+
+def test_default_reward_of_every_naive_answer_is_at_most_a_tenth(suite: list[Task]) -> None:
+    """Over the generated set: each naive answer, verified as an agent's answer would be,
+    earns at most 0.1 of the default reward (skill over the task's floor) through the API,
+    the verl/TRL adapters and the leaderboard's formula, while the anchor keeps O-Eval 1."""
+    import tbmm
+    from tbmm import rules
+    from tbmm.rewards import compute_score, trl_reward
+
+    for t in suite:
+        f_t = floor.floor_f(t)
+        texts = [exact.dumps(n["artifact"]) for n in floor.naive(t)]
+        for n, text in zip(floor.naive(t), texts, strict=True):
+            v = tbmm.verify(t, text.encode())
+            assert F(v.skill_exact) <= F(1, 10), (t.slug, n["name"], v.skill_exact)
+            assert F(v.skill_exact) == (
+                rules.skill(F(v.score.raw_exact), F(1), f_t) if v.status == "scored" else 0
+            )
+            assert v.o_eval_exact == n["o_eval"], (t.slug, n["name"])  # O-Eval as the paper
+        assert max(trl_reward(None, texts, task=[t.slug] * len(texts))) <= 0.1
+        assert max(compute_score("tbmm", x, t.slug) for x in texts) <= 0.1
+        anchor = tbmm.verify(t, t.anchor_artifact_bytes())
+        assert anchor.o_eval_exact == "1", t.slug
+        assert F(anchor.skill_exact) == rules.skill(F(1), F(1), f_t)
+
+
+def test_skill_rule_edges() -> None:
+    from tbmm.rules import skill
+
+    assert skill(F(1, 2), F(1), F(1, 2)) == 0  # at the floor: nothing earned
+    assert skill(F(3, 4), F(1), F(1, 2)) == F(1, 2)  # half the way from floor to reference
+    assert skill(F(1), F(1), F(1, 2)) == 1 and skill(F(2), F(1), F(1, 2)) == 1  # clipped
+    assert skill(F(0), F(1), F(1, 2)) == 0  # below the floor: 0, never negative
+    assert skill(F(1), F(1), F(19, 20)) == F(1, 20)  # no headroom: the raw gain only

@@ -16,6 +16,11 @@ trial*):
   the same F as every verdict's Robust BO-Eval; `tbmm.floor`). A trial without a readable
   artifact (missing, unreadable, error, or no row) scores the cell −1 ("a missing artifact
   scores −1"); a gate-failed trial enters with o = 0. n/a when no F is given.
+* **Skill** (the default reward of the RL adapters and `tbmm serve`): per seed, the mean
+  over headline tasks of ``rules.skill(R, 1, F_t)``, R the trial's raw score and F_t the
+  task's stored naive floor (``floor.json``: max of F and the best naive answer's raw
+  score); a trial that is not ``scored``, and a missing trial, counts 0. n/a when no floor
+  is given.
 * **Robust BO-Eval**: per seed, the mean over headline tasks of the trial's Robust
   BO-Eval; every trial that is not ``scored``, and every missing trial, counts −1.
 * **Cost**: per seed, the sum of the cost of the seed's trials (all tasks); mean over
@@ -51,7 +56,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tbmm.exact import fraction_to_text
-from tbmm.rules import multi_bo_cell
+from tbmm.rules import multi_bo_cell, skill
 
 STATUSES = ("scored", "gate_failed", "missing_artifact", "unreadable", "error", "infra_error")
 READABLE = frozenset({"scored", "gate_failed"})
@@ -72,6 +77,8 @@ COLUMN_HELP: dict[str, str] = {
     "O-Eval": "multi-reference O-Eval (%), mean over headline tasks, mean ± sample std over seeds",
     "Multi-BO": "eq. (2) against each task's stored baseline F (1.000 = on par), mean ± sample std over seeds",
     "Robust BO": "Robust BO-Eval, mean over headline tasks, mean over seeds",
+    "Skill": "the default reward: skill over each task's naive floor F_t (0 = no better than "
+    "the best naive answer), mean over headline tasks, mean over seeds",
     "Gate-zeroed": "trials zeroed by the feasibility gate (all tasks, all seeds)",
     "Errors": "trials that ended with an infrastructure error (not scores: left out of every "
     "mean; `tbmm run --resume` runs them again)",
@@ -96,6 +103,7 @@ class TrialRow:
     lean: str  # ok | fail | skipped
     literature_split: bool
     report: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    raw: Fraction = ZERO  # the task raw score R the verdict stands on; 0 unless scored
 
 
 def trial_row(
@@ -152,6 +160,7 @@ def trial_row(
         lean=str(rep.get("lean", "skipped")),
         literature_split=literature_split,
         report=rep,
+        raw=Fraction(str(rep.get("raw_exact", "0"))) if scored else ZERO,
     )
 
 
@@ -212,11 +221,12 @@ def row_from_record(
 def suite_config(tasks: Iterable[Any]) -> dict[str, Any]:
     """`compute` keyword arguments from `tbmm.tasks.load_suite()`: tasks, task_suites,
     split_tasks, incomplete_tasks and each task's stored baseline F (`tbmm.floor`)."""
-    from tbmm.floor import baseline_f
+    from tbmm.floor import baseline_f, floor_f
 
     ts = list(tasks)
     return {
         "baseline_f": {t.slug: baseline_f(t) for t in ts},
+        "floor_f": {t.slug: floor_f(t) for t in ts},
         "tasks": [t.slug for t in ts],
         "task_suites": {t.slug: t.suite for t in ts},
         "split_tasks": {t.slug for t in ts if t.panel.literature_split},
@@ -366,6 +376,7 @@ class EntryRow:
     pareto: bool = False
     errors: int = 0  # trials that ended with an infrastructure error (left out of the means)
     error_causes: tuple[str, ...] = ()  # their causes' kinds, most frequent first
+    skill: Stat | None = None  # None: no naive floor given
     label: str = ""  # display name (--name), else the entry id; unique in a leaderboard
 
     @property
@@ -458,6 +469,7 @@ def compute(
     names: Mapping[str, str] | None = None,
     baseline_f: Mapping[str, Fraction] | None = None,
     baseline: str = BASELINE_LABEL,
+    floor_f: Mapping[str, Fraction] | None = None,
 ) -> Leaderboard:
     """Aggregate trials into the leaderboard; `tasks` is the fixed denominator (every task
     slug). `baseline_f` is each task's F for Multi-BO (`tbmm.floor.baseline_f`: the one F
@@ -511,6 +523,8 @@ def compute(
         if lacking:
             raise ValueError(f"no baseline F for: {', '.join(lacking)}")
         state, f_t = "ok", {t: baseline_f[t] for t in tasks}
+    if floor_f is not None and (lacking := [t for t in tasks if t not in floor_f]):
+        raise ValueError(f"no naive floor for: {', '.join(lacking)}")
 
     entries: list[EntryRow] = []
     for e, b in cells.items():
@@ -518,6 +532,7 @@ def compute(
         first = next(iter(b.values()))
         errs = [r for r in b.values() if _errored(r)]
         o_seed, mb_seed, rb_seed, art_seed, cost_seed = {}, {}, {}, {}, {}
+        sk_seed: dict[int, Fraction] = {}
         suite_seed: dict[str, dict[int, Fraction]] = {}
         unknown_cost = 0
         for s in seeds:
@@ -538,6 +553,16 @@ def compute(
                         for r in [trial[t]]
                     ]
                 )
+                if floor_f is not None:
+                    sk_seed[s] = _mean(
+                        [
+                            skill(r.raw, ONE, floor_f[t])
+                            if r is not None and r.status == "scored"
+                            else ZERO
+                            for t in counted
+                            for r in [trial[t]]
+                        ]
+                    )
                 if state == "ok":
                     mb_seed[s] = _mean(
                         [
@@ -586,6 +611,7 @@ def compute(
                 per_task=per_task,
                 errors=len(errs),
                 error_causes=_causes(errs),
+                skill=Stat.of(sk_seed) if floor_f is not None else None,
             )
         )
         if unknown_cost:
@@ -690,6 +716,7 @@ def main_rows(lb: Leaderboard, *, stacked: bool = False) -> list[list[str]]:
                 fmt_fixed(x.robust_bo.mean, 3),
                 str(x.gate_zeroed),
                 str(x.errors),
+                fmt_fixed(None if x.skill is None else x.skill.mean, 3),
             ]
         )
     return out
@@ -706,6 +733,7 @@ MAIN_HEADER = [
     "Robust BO",
     "Gate-zeroed",
     "Errors",
+    "Skill",
 ]
 
 
@@ -789,6 +817,7 @@ _MAIN_COLS = (
     ("Robust BO", "num", 30),
     ("Gate-0", "num", 50),
     ("Errors", "num", 100),
+    ("Skill", "num", 35),
 )
 
 
@@ -903,6 +932,7 @@ def to_csv(lb: Leaderboard) -> str:
             "errors",
             "missing_trials",
             "pareto",
+            "skill",
         ]
         + [f"{s.lower()}_o_eval_pct" for s in suites]
         + [f"task:{t}" for t in lb.tasks]
@@ -930,6 +960,7 @@ def to_csv(lb: Leaderboard) -> str:
                 x.errors,
                 x.missing_trials,
                 "yes" if x.pareto else "no",
+                fmt_fixed(None if x.skill is None else x.skill.mean, 3),
             ]
             + [_pct(x.suites[s].mean if s in x.suites else None) for s in suites]
             + [_pct(x.per_task[t].mean) for t in lb.tasks]
@@ -965,6 +996,7 @@ def to_json(lb: Leaderboard) -> dict[str, Any]:
                 "o_eval": x.o_eval.to_json(100, 2),
                 "multi_bo": None if x.multi_bo is None else x.multi_bo.to_json(1, 3),
                 "robust_bo": x.robust_bo.to_json(1, 3),
+                "skill": None if x.skill is None else x.skill.to_json(1, 3),
                 "gate_zeroed": x.gate_zeroed,
                 "errors": x.errors,
                 "error_causes": list(x.error_causes),
