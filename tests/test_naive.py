@@ -161,3 +161,41 @@ def test_skill_rule_edges() -> None:
     assert skill(F(1), F(1), F(1, 2)) == 1 and skill(F(2), F(1), F(1, 2)) == 1  # clipped
     assert skill(F(0), F(1), F(1, 2)) == 0  # below the floor: 0, never negative
     assert skill(F(1), F(1), F(19, 20)) == F(1, 20)  # no headroom: the raw gain only
+
+
+def test_validate_fails_a_floor_that_lets_a_naive_answer_earn(tmp_path: Path) -> None:
+    """The attack: a floor.json whose F_t forgets the best naive answer would let it earn
+    0.9 of the default reward; validate names it (and the stale file)."""
+    from tbmm.validate import naive_problems, validate_task
+
+    d = _copy(WORDLE, tmp_path)
+    t = load_task(d)
+    doc = floor.stored(t)
+    t._cache["floor"] = {**doc, "floor": "0"}
+    msgs = naive_problems(t)
+    assert any("naive answer data-persistence earns" in m for m in msgs), msgs
+    forged = json.loads((d / "floor.json").read_text())
+    forged["floor"] = "0"
+    (d / "floor.json").write_text(json.dumps(forged))
+    assert any(p.check == "floor" and "stale" in p.message for p in validate_task(d))
+
+
+def test_validate_fails_no_headroom_unless_said_why(tmp_path: Path) -> None:
+    from tbmm.validate import validate_task
+
+    d = _copy(WORDLE, tmp_path)
+    assert [p for p in validate_task(d) if p.check == "naive"] == []  # acknowledged
+    text = (d / "naive.toml").read_text(encoding="utf-8")
+    start = text.index("headroom = ")
+    end = text.index('"""', text.index('"""', start) + 3) + 3
+    (d / "naive.toml").write_text(text[:start] + text[end:], encoding="utf-8")
+    msgs = [p.message for p in validate_task(d) if p.check == "naive"]
+    assert msgs and "no headroom" in msgs[0] and "data-persistence" in msgs[0]
+    # a hint whose quote is not in the statement is refused
+    bad = (
+        text
+        + '\n[[statement]]\nfield = "q1.reported_results_point_forecast"\nvalue = "123"\nquote = "no such sentence 123"\n'
+    )
+    (d / "naive.toml").write_text(bad, encoding="utf-8")
+    msgs = [p.message for p in validate_task(d) if p.check in ("naive", "floor")]
+    assert any("not in the statement" in m for m in msgs), msgs

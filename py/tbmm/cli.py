@@ -351,6 +351,11 @@ def _print_floor(t: Task, fl: dict[str, Any]) -> None:
         f"≈{float(f_t):.4f}: the default reward measures skill over it",
         highlight=False,
     )
+    from tbmm.naive import Generator
+
+    why = Generator(t).hints.headroom
+    if why:
+        console.print(f"[yellow]no headroom over the naive floor:[/yellow] {why}", highlight=False)
 
 
 @tasks_app.command("validate")
@@ -358,11 +363,22 @@ def tasks_validate(tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag = False
     """Exit 0 only if every task is consistent (paths, checksums, figures, panel, gate, schema).
 
     Tasks whose official attachments are missing are flagged `incomplete` (not an error:
-    they are declared, and `tbmm tasks fetch-assets` fills them in where a network exists)."""
+    they are declared, and `tbmm tasks fetch-assets` fills them in where a network exists).
+    A task whose naive floor is within 0.1 of the reference fails unless its naive.toml
+    says why (`headroom`); such a task is flagged `no headroom`."""
+    from tbmm import floor
+    from tbmm.naive import Generator
     from tbmm.validate import validate_all
 
     n, problems = validate_all(tasks_root)
-    incomplete = {t.slug: t.missing_attachments for t in load_suite(tasks_root) if t.incomplete}
+    suite = load_suite(tasks_root)
+    incomplete = {t.slug: t.missing_attachments for t in suite if t.incomplete}
+    no_headroom: dict[str, str] = {}  # acknowledged in naive.toml: the reward cannot discriminate
+    for t in suite:
+        with contextlib.suppress(TaskFormatError):
+            why = Generator(t).hints.headroom
+            if why and 1 - floor.floor_f(t) <= Fraction(1, 10):
+                no_headroom[t.slug] = why
     if as_json:
         print(
             json.dumps(
@@ -371,6 +387,7 @@ def tasks_validate(tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag = False
                     "tasks": n,
                     "problems": [p.to_json() for p in problems],
                     "incomplete": incomplete,
+                    "no_headroom": no_headroom,
                 },
                 indent=2,
                 ensure_ascii=False,
@@ -380,6 +397,11 @@ def tasks_validate(tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag = False
         for slug, files in incomplete.items():
             console.print(
                 f"[yellow]![/yellow] {slug} \\[incomplete] missing attachment(s): {', '.join(files)}",
+                highlight=False,
+            )
+        for slug, why in no_headroom.items():
+            console.print(
+                f"[yellow]![/yellow] {slug} \\[no headroom over the naive floor] {why}",
                 highlight=False,
             )
         for p in problems:
