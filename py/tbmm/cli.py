@@ -1025,7 +1025,7 @@ def verify(
     for g in lean.get("gaps", []) if lean else []:
         console.print(f"  [yellow]gap (not claimed):[/yellow] {g}", highlight=False)
     console.print(
-        f"O-Eval {rep.o_eval:.4f} [{rep.o_eval_exact}] | raw {rep.raw_exact} | Robust BO-Eval {rep.robust_bo_eval:.4f} | status {rep.status}",
+        f"O-Eval {rep.o_eval:.4f} [{rep.o_eval_exact}] | raw {rep.raw_exact} | Robust BO-Eval {rep.robust_bo_eval:.4f} | skill {rep.skill:.4f} | status {rep.status}",
         highlight=False,
     )
     raise typer.Exit(rep.exit_code)
