@@ -552,7 +552,7 @@ def _print_leaderboard(db: Path, tasks_root: Path | None) -> None:
     from tbmm.tasks import TASKS_ROOT, TaskFormatError
 
     try:
-        lb, _, _ = leaderboard(db, None, tasks_root or TASKS_ROOT)
+        lb, _, _ = leaderboard(db, tasks_root or TASKS_ROOT)
     except (ResultsError, TaskFormatError) as exc:
         Console(stderr=True).print(f"leaderboard unavailable: {exc}", highlight=False)
         return

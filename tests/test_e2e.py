@@ -101,7 +101,7 @@ def test_leaderboard_from_real_replay_runs(suite: list[Task], sandbox, tmp_path:
     entries = sorted({r.entry for r in rows})
     base_id = next(e for e in entries if "@baseline" in e)
     anch_id = next(e for e in entries if "@anchors" in e)
-    lb = compute(rows, baseline=base_id, **cfg)
+    lb = compute(rows, **cfg)  # Multi-BO against each task's stored F (floor.json)
 
     # Hand computation, independent of the leaderboard module: per-task O-Eval from scoring + gate.
     def o(t: Task, doc) -> F:  # noqa: ANN001
@@ -110,7 +110,9 @@ def test_leaderboard_from_real_replay_runs(suite: list[Task], sandbox, tmp_path:
 
     # headline tasks: the suite minus literature-split and incomplete tasks (from the data)
     n_head = sum(1 for t in suite if not t.panel.literature_split and not t.incomplete)
-    f = {t.slug: o(t, baseline_artifact(t)) for t in tasks}
+    # F: the baseline pipeline's reported values scored against the anchor, ungated
+    f = {t.slug: score_task(t, baseline_artifact(t)).raw for t in tasks}
+    assert all(lb.baseline_f[k] == v for k, v in f.items())
     bad_doc = read_artifact(dragon_bad)
     seed0 = (o(juneau, juneau.anchor_artifact) + o(dragon, bad_doc)) / n_head
     seed1 = o(dragon, bad_doc) / n_head
@@ -145,19 +147,12 @@ def test_leaderboard_from_real_replay_runs(suite: list[Task], sandbox, tmp_path:
     assert brow.o_eval.std is None  # one seed: n/a, never 0
     assert lb.entries[0].entry == anch_id  # sorted by O-Eval
 
-    # Multi-BO's fallback branch through the same path: against an entry with f = 1 on juneau,
-    # 1 - f = 0 < 0.10, so the baseline entry's juneau cell is 1 + clip(o - 1, -0.1, 0.1).
-    full = tmp_path / "full"
-    for t in tasks:
-        _write(full, t.slug, None, art[t.slug])
-    run_sweep(ReplayAgent(full), "full", tasks, 1, sandbox, 1, db, False, progress=False)
-    rows, cfg, _ = load_rows(db)
-    full_id = next(e for e in {r.entry for r in rows} if "@full" in e)
-    lb2 = compute(rows, baseline=full_id, **cfg)
-    o_base_j = o(juneau, baseline_artifact(juneau))
-    cell_j = 1 + max(F(-1, 10), min(F(1, 10), o_base_j - 1))
-    assert cell_j == rules.multi_bo_cell(o_base_j, F(1))
-    o_base_d = o(dragon, baseline_artifact(dragon))
-    cell_d = rules.multi_bo_cell(o_base_d, F(0))  # full's dragon is gate-zeroed: f = 0
-    b2 = next(e for e in lb2.entries if e.entry == base_id)
-    assert b2.multi_bo.mean == (cell_j + cell_d - others) / n_head
+    # Multi-BO's fallback branch through the same path: with F = 1 on juneau, 1 - f = 0 <
+    # 0.10, so the anchors' juneau cell is 1 + clip(o - 1, -0.1, 0.1).
+    f_full = {**cfg["baseline_f"], juneau.slug: F(1), dragon.slug: F(0)}
+    lb2 = compute(rows, **{**cfg, "baseline_f": f_full})
+    cell_j = 1 + max(F(-1, 10), min(F(1, 10), F(1) - 1))
+    assert cell_j == rules.multi_bo_cell(F(1), F(1))
+    cell_d = rules.multi_bo_cell(F(0), F(0))  # the anchors' dragon entry is gate-zeroed: o = 0
+    a2 = next(e for e in lb2.entries if e.entry == anch_id)
+    assert a2.multi_bo.per_seed[0][1] == (cell_j + cell_d - others) / n_head

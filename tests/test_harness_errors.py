@@ -111,7 +111,7 @@ def test_unreachable_endpoint_is_an_error_not_a_zero_and_resume_retries_it(
     assert r["o_eval"] is None and r["verdict"] is None  # never verified, never scored
     row = L.row_from_record(r, task_suites={task.slug: "CUMCM"})
     assert row.status == L.INFRA
-    lb = L.compute([row], baseline=None, tasks=[task.slug], task_suites={task.slug: "CUMCM"})
+    lb = L.compute([row], tasks=[task.slug], task_suites={task.slug: "CUMCM"})
     (x,) = lb.entries
     assert x.errors == 1 and x.o_eval.mean is None  # not a 0: no score at all
     assert x.partial and any("is partial" in n and "endpoint_unreachable" in n for n in lb.notes)

@@ -3,8 +3,9 @@
 Synthetic suite: tasks c1, c2 (CUMCM), m1, ms (MCM; ms is literature-split), so the
 headline tasks are c1, c2, m1. Entries:
 
-* B (the baseline), seeds 0 and 1; f = (c1 1/2, c2 39/40, m1 1/8). c2 has 1 − f = 1/40 <
-  1/10, so its Multi-BO cells use the ±0.10 fallback.
+* B (the baseline), seeds 0 and 1, whose per-task O-Eval is the stored F the board is given
+  (FB: c1 1/2, c2 39/40, m1 1/8, ms 1/2). c2 has 1 − f = 1/40 < 1/10, so its Multi-BO
+  cells use the ±0.10 fallback.
 * A, seeds 0, 1, 2, with a missing artifact (ms, seed 0), an unreadable one (c2, seed 1)
   and a missing trial (m1, seed 2: no row at all).
 * C, a single seed with a single scored trial and unknown cost.
@@ -98,8 +99,11 @@ def rows_c() -> list[TrialRow]:
     return [row("C", "c1", 7, "scored", F(1, 5), None)]
 
 
-def board(rows: list[TrialRow], baseline: str | None = "B") -> L.Leaderboard:
-    return compute(rows, baseline=baseline, tasks=TASKS, task_suites=SUITES, split_tasks=SPLIT)
+FB = {"c1": F(1, 2), "c2": F(39, 40), "m1": F(1, 8), "ms": F(1, 2)}
+
+
+def board(rows: list[TrialRow], baseline_f: dict[str, F] | None = FB) -> L.Leaderboard:
+    return compute(rows, baseline_f=baseline_f, tasks=TASKS, task_suites=SUITES, split_tasks=SPLIT)
 
 
 @pytest.fixture
@@ -192,21 +196,21 @@ def test_multi_bo_fallback_clip_and_missing_cell() -> None:
         row("X", "c2", 0, "scored", 1),  # 1 + clip(1/40, ±1/10) = 41/40
         row("X", "m1", 0, "missing_artifact"),  # −1
     ]
-    x = by(board(rows), "X")
+    x = by(board(rows, baseline_f=dict.fromkeys(TASKS, F(39, 40))), "X")
     assert multi_bo_cell(F(1, 2), F(39, 40)) == F(9, 10)
     assert x.multi_bo.mean == (F(9, 10) + F(41, 40) - 1) / 3
     assert x.o_eval.mean == F(1, 2)
 
 
 def test_single_entry_single_seed_renderers() -> None:
-    lb = board([row("solo|m|d", t, 0, "scored", F(1, 3), 0.1) for t in TASKS], baseline=None)
+    lb = board([row("solo|m|d", t, 0, "scored", F(1, 3), 0.1) for t in TASKS], baseline_f=None)
     (x,) = lb.entries
     assert L.fmt_stat(x.o_eval, 100, 2) == "33.33 ± n/a"
     assert x.multi_bo is None and lb.baseline_state == "none"
     assert x.cost == F(2, 5)  # 4 × 0.1, exact (from the float's shortest decimal text)
     md = L.to_markdown(lb)
     assert "| 1 | solo\\|m\\|d | 1 | 4/4 | $0.40 | 33.33 ± n/a | n/a | -0.167 | 0 |" in md
-    assert "no baseline entry was given" in md
+    assert "no baseline F was given" in md
     j = L.to_json(lb)
     assert j["entries"][0]["o_eval"]["std"] is None
     assert j["entries"][0]["o_eval"]["mean_exact"] == "1/3"
@@ -231,16 +235,14 @@ def test_empty_input() -> None:
     assert plots.figures(lb) == []
 
 
-def test_missing_baseline() -> None:
-    lb = board(rows_a() + rows_c(), baseline="B")
-    assert lb.baseline_state == "missing"
-    assert all(x.multi_bo is None for x in lb.entries)
-    msg = lb.baseline_message
-    assert "'B' is not in the results store" in msg and "entries present: A, C" in msg
-    md = L.to_markdown(lb)
-    assert msg in md and "| 1 | A | 3 | 3/4 | $1.83 | 69.44 ± 29.27 | n/a |" in md
-    assert L.to_json(lb)["baseline"]["state"] == "missing"
-    assert by(lb, "A").o_eval.mean == F(25, 36)  # O-Eval does not depend on the baseline
+def test_baseline_f_must_cover_every_task() -> None:
+    """Multi-BO's F comes from the tasks' stored floor; a task without one is an error,
+    never a silent F = 0."""
+    with pytest.raises(ValueError, match="no baseline F for: ms"):
+        board(rows_a() + rows_c(), baseline_f={k: v for k, v in FB.items() if k != "ms"})
+    lb = board(rows_a() + rows_c())  # the baseline entry's own trials are not needed
+    assert lb.baseline_state == "ok" and lb.baseline_f == FB
+    assert by(lb, "A").multi_bo is not None
 
 
 def test_bad_input_is_rejected() -> None:
@@ -251,7 +253,7 @@ def test_bad_input_is_rejected() -> None:
     with pytest.raises(ValueError, match=r"outside \[0, 1\]"):
         board([row("B", "c1", 0, "scored", F(3, 2))])
     with pytest.raises(ValueError, match="without a suite"):
-        compute([], baseline=None, tasks=["zz"], task_suites={})
+        compute([], tasks=["zz"], task_suites={})
     lb = board(rows_b() + [replace(row("B", "c1", 0, "scored", 1), task="other")])
     assert any("outside the suite were ignored: other" in n for n in lb.notes)
 
@@ -303,7 +305,7 @@ def test_markdown_csv_json_agree(lb: L.Leaderboard) -> None:
 def test_rich_table_shows_labels_literally() -> None:
     rows = [row("x[bold]y|m", t, 0, "scored", 1) for t in TASKS]
     con = Console(record=True, width=250)
-    con.print(L.to_table(board(rows, baseline="x[bold]y|m"), con.width))
+    con.print(L.to_table(board(rows, baseline_f=dict.fromkeys(TASKS, F(1))), con.width))
     text = con.export_text()
     assert "x[bold]y|m" in text and "100.00 ± n/a" in text and "1.000 ± n/a" in text
     assert "[gN]" in text  # the caption's legend is not eaten as markup
@@ -450,10 +452,9 @@ def test_row_from_store_record(suite: list[Task]) -> None:
 
 def test_incomplete_task_left_out_of_headline_with_a_note() -> None:
     """An incomplete task (missing attachment) stays in the per-task table, not the means."""
-    full = compute(rows_b(), baseline=None, tasks=TASKS, task_suites=SUITES, split_tasks=SPLIT)
+    full = compute(rows_b(), tasks=TASKS, task_suites=SUITES, split_tasks=SPLIT)
     lb = compute(
         rows_b(),
-        baseline=None,
         tasks=TASKS,
         task_suites=SUITES,
         split_tasks=SPLIT,
@@ -480,7 +481,6 @@ def test_an_incomplete_task_never_run_is_noted_as_a_deliberate_skip() -> None:
     rows += [row("E", t, 0, "scored", 1) for t in ("c1", "m1")]  # E: no c2 (headline), no ms
     lb = compute(
         rows,
-        baseline=None,
         tasks=TASKS,
         task_suites=SUITES,
         split_tasks=SPLIT,
@@ -574,7 +574,7 @@ def test_no_verdict_is_not_a_zero_and_selective_failure_cannot_raise_a_rank(stat
     assert nv.status == L.INFRA and nv.report["infra_error"] == f"no_verdict: {status}: budget 1 s"
     rows = [row("P", "c1", 0, "scored", 1), nv, row("P", "m1", 0, "scored", 1)]
     rows += [row("Q", t, 0, "scored", F(1, 2)) for t in ("c1", "c2", "m1")]
-    lb = board(rows, baseline=None)
+    lb = board(rows, baseline_f=None)
     p, q = by(lb, "P"), by(lb, "Q")
     assert p.o_eval.mean == 1 and q.o_eval.mean == F(1, 2)  # c2 left out of P's mean
     assert (p.errors, p.error_causes, p.partial, q.partial) == (1, ("no_verdict",), True, False)
@@ -596,3 +596,22 @@ def test_no_verdict_is_not_a_zero_and_selective_failure_cannot_raise_a_rank(stat
         report={"status": "scored", "o_eval_exact": "1/2"}, cost_usd=None, literature_split=False,
     )  # fmt: skip
     assert (scored.status, scored.o_eval) == ("scored", F(1, 2))
+
+
+def test_skill_column_against_each_tasks_naive_floor() -> None:
+    """Skill = mean over headline tasks of rules.skill(R, 1, F_t); not scored counts 0."""
+    floors = {"c1": F(1, 2), "c2": F(19, 20), "m1": F(0), "ms": F(0)}
+    rows = [
+        replace(row("X", "c1", 0, "scored", F(3, 4)), raw=F(3, 4)),  # (3/4-1/2)/(1/2) = 1/2
+        replace(row("X", "c2", 0, "scored", 1), raw=F(1)),  # no headroom: 1 - 19/20 = 1/20
+        replace(row("X", "m1", 0, "gate_failed"), raw=F(0)),  # 0
+        replace(row("X", "ms", 0, "scored", 1), raw=F(1)),  # literature split: not headline
+    ]
+    lb = compute(rows, tasks=TASKS, task_suites=SUITES, split_tasks=SPLIT, floor_f=floors)
+    x = by(lb, "X")
+    assert x.skill is not None and x.skill.mean == (F(1, 2) + F(1, 20) + 0) / 3
+    assert L.to_json(lb)["entries"][0]["skill"]["mean_exact"] == "11/60"
+    assert "| 0.183 |" in L.to_markdown(lb)
+    assert by(board(rows), "X").skill is None  # no floor given: n/a
+    with pytest.raises(ValueError, match="no naive floor for: ms"):
+        compute(rows, tasks=TASKS, task_suites=SUITES, floor_f={"c1": F(0)} | {"c2": 0, "m1": 0})

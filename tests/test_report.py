@@ -21,6 +21,8 @@ import matplotlib.image as mpimg
 import pytest
 
 from tbmm import leaderboard as L
+from tbmm.exact import fraction_to_text
+from tbmm.floor import baseline_f
 from tbmm.leaderboard import TrialRow, compute, suite_config, trial_row
 from tbmm.report import render_html, write_html
 from tbmm.tasks import Task
@@ -132,7 +134,7 @@ def data(suite: list[Task]) -> tuple[L.Leaderboard, list[TrialRow], list[Task]]:
                     entry=BASE, agent="flash", model="ds", seed=0, report=None, cost_usd=0.01, **kw
                 )
             )
-    lb = compute(rows, baseline=BASE, **suite_config(suite))
+    lb = compute(rows, **suite_config(suite))
     return lb, rows, suite
 
 
@@ -163,7 +165,9 @@ def test_html_is_self_contained_and_escaped(data: Any, tmp_path: Path) -> None:
     assert f"{n} obligation(s) checked by the Lean kernel, 3 failing" in text
     assert "check_head_speed_limit (q5.max_head_speed_mps): the kernel proved" in text
     assert "literature split" in text and "mcm-2024-c-tennis-momentum" in text
-    assert "Multi-BO baseline: flash|ds|default" in text
+    assert "Multi-BO against each task&#x27;s stored baseline F (floor.json)" in text
+    juneau = next(t for t in suite if t.slug == JUNEAU)
+    assert f"Baseline F = {fraction_to_text(baseline_f(juneau))} (floor.json" in text
 
 
 def test_html_in_chromium(data: Any, chromium: str, tmp_path: Path) -> None:
@@ -216,7 +220,7 @@ def test_console_check_catches_a_blocked_resource(chromium: str, tmp_path: Path)
 
 def test_empty_and_missing_baseline_pages(suite: list[Task], tmp_path: Path) -> None:
     cfg = suite_config(suite)
-    empty = compute([], baseline=None, **cfg)
+    empty = compute([], **cfg)
     text = write_html(empty, [], None, tmp_path / "e.html").read_text(encoding="utf-8")
     assert L.EMPTY_MESSAGE in text and "<img" not in text
     t = suite[0]
@@ -232,8 +236,8 @@ def test_empty_and_missing_baseline_pages(suite: list[Task], tmp_path: Path) -> 
         literature_split=False,
         error="agent <crashed>",
     )
-    lb = compute([r, replace(r, seed=1)], baseline="nope", **cfg)
+    lb = compute([r, replace(r, seed=1)], **{**cfg, "baseline_f": None})
     text = render_html(lb, [r, replace(r, seed=1)], {t.slug: t})
-    assert "baseline entry &#x27;nope&#x27; is not in the results store" in text
+    assert "Multi-BO n/a: no baseline F was given" in text
     assert "agent &lt;crashed&gt;" in text
     assert "No task information" in text  # tasks absent from tasks_info are said so

@@ -390,9 +390,7 @@ def test_report_links_each_trials_files(tmp_path: Path) -> None:
         infra_error="endpoint_unreachable: refused",
     )
     err.report["files"] = files
-    lb = L.compute(
-        [ok, err], baseline=None, tasks=["t"], task_suites={"t": "CUMCM"}, names={"e": "My entry"}
-    )
+    lb = L.compute([ok, err], tasks=["t"], task_suites={"t": "CUMCM"}, names={"e": "My entry"})
     (x,) = lb.entries
     assert x.o_eval.mean == Fraction(1) and x.errors == 1 and x.shown == "My entry"
     out = write_html(lb, [ok, err], {}, tmp_path / "site" / "report.html")

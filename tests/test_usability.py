@@ -195,7 +195,6 @@ def test_names_and_price_flags_for_a_command_agent_and_line_progress(
     rows, _, _ = load_rows(db, TASKS_ROOT)
     lb = L.compute(
         rows,
-        baseline=None,
         tasks=[t.slug for t in tasks],
         task_suites={t.slug: "CUMCM" for t in tasks},
         names=names,
@@ -279,7 +278,7 @@ def _board(n_entries: int) -> L.Leaderboard:
         f"codex@gpt-5-mini#{e:08x}": f"codex gpt-5-mini, long display name {e}"
         for e in range(n_entries)
     }
-    return L.compute(rows, baseline=None, tasks=tasks, task_suites=suites, names=names)
+    return L.compute(rows, tasks=tasks, task_suites=suites, names=names)
 
 
 def test_leaderboard_fits_80_columns() -> None:

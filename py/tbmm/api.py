@@ -76,6 +76,8 @@ class ScoreResult(_Model):
     robust_bo: float
     robust_bo_exact: str
     raw_exact: str
+    skill: float = 0.0  # the default reward: skill over the naive floor (tbmm.rules.skill)
+    skill_exact: str = "0"
     metrics: list[MetricResult]
     notes: list[str]
 
@@ -118,6 +120,8 @@ class Verdict(_Model):
     o_eval_exact: str
     robust_bo: float
     robust_bo_exact: str
+    skill: float = 0.0  # the default reward: skill over the naive floor, 0 unless scored
+    skill_exact: str = "0"
     gate: Literal["pass", "warn", "fail", "skipped"]
     lean: Literal["ok", "fail", "skipped", "disagreement", "unavailable"]
     failing: list[str]
@@ -236,6 +240,8 @@ def _score_from_json(j: dict[str, Any], status: str) -> ScoreResult:
         robust_bo=j["robust_bo_eval"],
         robust_bo_exact=j["robust_bo_eval_exact"],
         raw_exact=j["raw_exact"],
+        skill=j.get("skill", 0.0),
+        skill_exact=j.get("skill_exact", "0"),
         metrics=[
             MetricResult(
                 id=m["id"],
@@ -354,6 +360,8 @@ def verdict_from_report(task: Any, rep: Any) -> Verdict:
         o_eval_exact=rep.o_eval_exact,
         robust_bo=rep.robust_bo_eval,
         robust_bo_exact=rep.robust_bo_eval_exact,
+        skill=rep.skill,
+        skill_exact=rep.skill_exact,
         gate=rep.gate,
         lean=lean_state,
         failing=list(rep.failing),

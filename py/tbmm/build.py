@@ -33,7 +33,7 @@ from tbmm.paths import PathError, resolve, set_path
 from tbmm.split import HELDOUT_DIR, split_workbook
 from tbmm.split import load_spec as load_split_spec
 from tbmm.stack import PYTHON_IMAGE, PYTHON_MINOR, lock_text
-from tbmm.tasks import REPO_ROOT, TASKS_ROOT, Task, TaskFormatError, load_model
+from tbmm.tasks import REPO_ROOT, TASKS_ROOT, Task, TaskFormatError, load_model, load_task
 
 DEFAULT_SOURCE = REPO_ROOT.parent / "shared" / "tbmm-source"
 CONTAINER_DATA = "/root/data"
@@ -50,6 +50,7 @@ CURATED = (
     "exploits.toml",
     "missing_attachments.toml",
     "split.toml",
+    "naive.toml",
 )
 
 
@@ -537,6 +538,9 @@ def build_task(src: Path, source_root: Path, out_root: Path) -> BuildResult:
     write_text_if_changed(dst / "tests" / "test.sh", test_sh(slug, output_path))
     for sh in (dst / "solution" / "solve.sh", dst / "tests" / "test.sh"):
         sh.chmod(0o755)
+    from tbmm.floor import write_floor
+
+    write_floor(load_task(dst))  # after anchor.json: F and the naive floor are scored against it
     return BuildResult(
         slug,
         sum(a.present for a in attachments),

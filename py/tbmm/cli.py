@@ -6,6 +6,7 @@ import contextlib
 import json
 import sys
 from collections.abc import Iterator
+from fractions import Fraction
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -252,6 +253,9 @@ def _reference_kinds(t: Task) -> dict[str, int]:
 @tasks_app.command("show")
 def tasks_show(slug: str, tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag = False) -> None:
     """One task in full: provenance, attachments, figures, metric panel, gate, panel papers."""
+    from tbmm import exact
+    from tbmm import floor as floor_mod
+
     t = _task(slug, tasks_root)
     try:
         metrics = t.metrics
@@ -263,6 +267,7 @@ def tasks_show(slug: str, tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag 
             "gate": t.gate.model_dump(mode="json", exclude_none=True),
             "panel": t.panel.model_dump(mode="json"),
             "baseline": t.baseline.model_dump(mode="json"),
+            "floor": json.loads(exact.dumps(floor_mod.stored(t))),
             "schema": t.schema,
         }
     except TaskFormatError as exc:
@@ -367,6 +372,7 @@ def tasks_show(slug: str, tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag 
     if not t.gate.anchor.feasible:
         console.print(f"[yellow]anchor infeasible:[/yellow] {t.gate.anchor.evidence}")
     _show_panel(t)
+    _print_floor(t, doc["floor"])
 
 
 def _show_panel(t: Task) -> None:
@@ -424,16 +430,74 @@ def _show_panel(t: Task) -> None:
         )
 
 
+def _print_floor(t: Task, fl: dict[str, Any]) -> None:
+    """The task's stored floor (floor.json): the baseline F and the naive answers."""
+    from tbmm import rules
+    from tbmm.tables import Col, emit
+
+    b = fl["baseline"]
+    f_t = Fraction(fl.get("floor", b["raw"]))
+    emit(
+        console,
+        [
+            Col("naive answer", "id"),
+            Col("status", "num"),
+            Col("gate", "num"),
+            Col("raw", "num"),
+            Col("O-Eval", "num"),
+            Col("reward", "num"),
+            Col("how", "text", keep=40, min_width=16),
+        ],
+        [
+            [
+                n["name"],
+                n["status"],
+                n["gate"],
+                f"{float(Fraction(n['raw'])):.3f}",
+                f"{float(Fraction(n['o_eval'])):.3f}",
+                f"{float(rules.skill(Fraction(n['raw']), rules.ONE, f_t)):.3f}",
+                n["how"],
+            ]
+            for n in fl.get("naive", [])
+        ],
+        title="naive answers (floor.json; reward = the default reward, skill over F_t)",
+    )
+    best = fl.get("best_naive", {})
+    console.print(
+        f"baseline F = {b['raw']} (≈{float(Fraction(b['raw'])):.4f}; pipeline {b['pipeline']}): "
+        f"Robust BO-Eval's F and Multi-BO's f_t; best naive answer: {best.get('name', '—')} "
+        f"(raw ≈{float(Fraction(best.get('raw', '0'))):.4f}); naive floor F_t = max of the two "
+        f"≈{float(f_t):.4f}: the default reward measures skill over it",
+        highlight=False,
+    )
+    from tbmm.naive import Generator
+
+    why = Generator(t).hints.headroom
+    if why:
+        console.print(f"[yellow]no headroom over the naive floor:[/yellow] {why}", highlight=False)
+
+
 @tasks_app.command("validate")
 def tasks_validate(tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag = False) -> None:
     """Exit 0 only if every task is consistent (paths, checksums, figures, panel, gate, schema).
 
     Tasks whose official attachments are missing are flagged `incomplete` (not an error:
-    they are declared, and `tbmm tasks fetch-assets` fills them in where a network exists)."""
+    they are declared, and `tbmm tasks fetch-assets` fills them in where a network exists).
+    A task whose naive floor is within 0.1 of the reference fails unless its naive.toml
+    says why (`headroom`); such a task is flagged `no headroom`."""
+    from tbmm import floor
+    from tbmm.naive import Generator
     from tbmm.validate import validate_all
 
     n, problems = validate_all(tasks_root)
-    incomplete = {t.slug: t.missing_attachments for t in load_suite(tasks_root) if t.incomplete}
+    suite = load_suite(tasks_root)
+    incomplete = {t.slug: t.missing_attachments for t in suite if t.incomplete}
+    no_headroom: dict[str, str] = {}  # acknowledged in naive.toml: the reward cannot discriminate
+    for t in suite:
+        with contextlib.suppress(TaskFormatError):
+            why = Generator(t).hints.headroom
+            if why and 1 - floor.floor_f(t) <= Fraction(1, 10):
+                no_headroom[t.slug] = why
     if as_json:
         print(
             json.dumps(
@@ -442,6 +506,7 @@ def tasks_validate(tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag = False
                     "tasks": n,
                     "problems": [p.to_json() for p in problems],
                     "incomplete": incomplete,
+                    "no_headroom": no_headroom,
                 },
                 indent=2,
                 ensure_ascii=False,
@@ -453,6 +518,11 @@ def tasks_validate(tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag = False
                 f"[yellow]![/yellow] {slug} \\[incomplete] missing attachment(s): {', '.join(files)}",
                 highlight=False,
             )
+        for slug, why in no_headroom.items():
+            console.print(
+                f"[yellow]![/yellow] {slug} \\[no headroom over the naive floor] {why}",
+                highlight=False,
+            )
         for p in problems:
             console.print(f"[red]✗[/red] {p.task} [{p.check}] {p.message}", highlight=False)
         if problems:
@@ -460,6 +530,20 @@ def tasks_validate(tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag = False
         else:
             console.print(f"[green]✓ {n} tasks validate[/green]")
     raise typer.Exit(1 if problems else 0)
+
+
+def _naive_cell(t: Task) -> str:
+    """The best naive answer of a task (floor.json): name, the paper's O-Eval (the largest
+    over the naive set) and the largest default reward (skill over F_t) any of them earns."""
+    from tbmm import floor, rules
+
+    ns = floor.naive(t)
+    if not ns:
+        return "n/a"
+    f_t = floor.floor_f(t)
+    best = max(ns, key=lambda n: Fraction(n["o_eval"]))
+    reward = max(rules.skill(Fraction(n["raw"]), rules.ONE, f_t) for n in ns)
+    return f"{best['name']} {float(Fraction(best['o_eval'])):.2f} / {float(reward):.2f}"
 
 
 @tasks_app.command("exploits")
@@ -471,6 +555,7 @@ def tasks_exploits(
 ) -> None:
     """Try the generated adversarial artifacts on every task (blind extremes, pushed claims,
     stripped support, omitted gated fields). Exit 1 if one earns credit unexplained."""
+    from tbmm import exact, floor
     from tbmm.exploits import KINDS, audit, summary
 
     try:
@@ -486,6 +571,10 @@ def tasks_exploits(
                     slug: {
                         "summary": summary(t, results[slug]),
                         "attempts": [a.to_json() for a in results[slug]],
+                        "naive": [
+                            {k: v for k, v in n.items() if k != "artifact"}
+                            for n in json.loads(exact.dumps(floor.naive(t)))
+                        ],
                     }
                     for slug, t in ((t.slug, t) for t in tasks)
                 },
@@ -495,8 +584,8 @@ def tasks_exploits(
         )
         raise typer.Exit(1 if open_ else 0)
     if markdown:
-        print("| task | " + " | ".join(KINDS) + " |")
-        print("|---|" + "---|" * len(KINDS))
+        print("| task | " + " | ".join(KINDS) + " | best naive answer (O-Eval / reward) |")
+        print("|---|" + "---|" * len(KINDS) + "---|")
         for t in tasks:
             found = results[t.slug]
             row = summary(t, found)
@@ -504,12 +593,13 @@ def tasks_exploits(
             for k in KINDS:
                 worst = max((a.o_eval for a in found if a.kind == k), default=None)
                 cells.append("n/a" if worst is None else f"{float(worst):.2f} {row[k]}")
-            print(f"| {t.slug} | " + " | ".join(cells) + " |")
+            print(f"| {t.slug} | " + " | ".join(cells) + f" | {_naive_cell(t)} |")
         raise typer.Exit(1 if open_ else 0)
     table = Table(title="exploits: max effective O-Eval per kind (caught ≤ 0.1)")
     table.add_column("task", overflow="fold")
     for k in KINDS:
         table.add_column(k, justify="right")
+    table.add_column("best naive (O-Eval / reward)", justify="right")
     style = {"caught": "green", "known": "yellow", "OPEN": "red", "n/a": "dim"}
     for t in tasks:
         found = results[t.slug]
@@ -519,7 +609,7 @@ def tasks_exploits(
             worst = max((a.o_eval for a in found if a.kind == k), default=None)
             shown = "—" if worst is None else f"{float(worst):.2f}"
             cells.append(f"[{style[row[k]]}]{shown} {row[k]}[/{style[row[k]]}]")
-        table.add_row(t.slug, *cells)
+        table.add_row(t.slug, *cells, _naive_cell(t))
     console.print(table)
     for a in open_:
         console.print(f"[red]open:[/red] {a.name} earns O-Eval {float(a.o_eval):.3f}")
@@ -1130,17 +1220,13 @@ def verify(
         console.print(f"  [yellow]gap (not claimed):[/yellow] {g}", highlight=False)
     _print_lean_scope(rep.lean_scope)
     console.print(
-        f"O-Eval {rep.o_eval:.4f} [{rep.o_eval_exact}] | raw {rep.raw_exact} | Robust BO-Eval {rep.robust_bo_eval:.4f} | status {rep.status}",
+        f"O-Eval {rep.o_eval:.4f} [{rep.o_eval_exact}] | raw {rep.raw_exact} | Robust BO-Eval {rep.robust_bo_eval:.4f} | skill {rep.skill:.4f} | status {rep.status}",
         highlight=False,
     )
     raise typer.Exit(rep.exit_code)
 
 
 DbOpt = Annotated[Path, typer.Option("--db", help="SQLite results store.")]
-BaselineOpt = Annotated[
-    str | None,
-    typer.Option("--baseline", help="Baseline entry id (or a unique prefix) for Multi-BO."),
-]
 
 
 @app.command("leaderboard")
@@ -1155,17 +1241,16 @@ def leaderboard_cmd(
     plots: Annotated[
         Path | None, typer.Option("--plots", help="Write PNG plots to this folder.")
     ] = None,
-    baseline: BaselineOpt = None,
     tasks_root: TasksRoot = TASKS_ROOT,
 ) -> None:
-    """One row per entry: artifacts, O-Eval mean ± std, Multi-BO, cost, gate-zeroed cells; per-task and per-suite tables."""
+    """One row per entry: artifacts, O-Eval mean ± std, Multi-BO (against each task's stored F), cost, gate-zeroed cells; per-task and per-suite tables."""
     from tbmm.leaderboard import to_csv, to_json, to_markdown, to_table
     from tbmm.results import ResultsError, leaderboard
 
     if fmt not in ("auto", "table", "md", "csv", "json"):
         raise _fail(f"unknown format {fmt!r}: use auto, table, md, csv or json")
     try:
-        lb, _, _ = leaderboard(db, baseline, tasks_root)
+        lb, _, _ = leaderboard(db, tasks_root)
     except ResultsError as exc:
         raise _fail(str(exc)) from exc
     if fmt == "auto":
@@ -1189,7 +1274,6 @@ def leaderboard_cmd(
 def report_cmd(
     html: Annotated[Path, typer.Option("--html", help="Output HTML file.")],
     db: DbOpt = Path("runs/tbmm.sqlite"),
-    baseline: BaselineOpt = None,
     tasks_root: TasksRoot = TASKS_ROOT,
 ) -> None:
     """A static, self-contained HTML report: tables, plots, per-task drill-down with provenance."""
@@ -1197,7 +1281,7 @@ def report_cmd(
     from tbmm.results import ResultsError, leaderboard
 
     try:
-        lb, rows, tasks = leaderboard(db, baseline, tasks_root)
+        lb, rows, tasks = leaderboard(db, tasks_root)
     except ResultsError as exc:
         raise _fail(str(exc)) from exc
     out = write_html(lb, rows, tasks, html)
@@ -1219,7 +1303,7 @@ def tasks_baseline_artifacts(
     ] = None,
     tasks_root: TasksRoot = TASKS_ROOT,
 ) -> None:
-    """Write the baseline entry F as artifacts, for `tbmm run --agent replay --replay-dir OUT`."""
+    """Write the baseline pipeline's reported values as artifacts (`tbmm score` shows their raw = F)."""
     from tbmm import exact
     from tbmm.scoring import baseline_artifact
 

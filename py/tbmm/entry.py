@@ -125,7 +125,9 @@ def print_score(result: Any) -> None:
     print(
         f"status {result.status} | raw R = {fraction_to_text(result.raw)} | O-Eval (panel) = "
         f"{float(result.o_eval):.4f} [{fraction_to_text(result.o_eval)}] | O-Eval (anchor) = "
-        f"{float(result.o_eval_anchor):.4f} | Robust BO-Eval = {float(result.robust_bo):.4f}"
+        f"{float(result.o_eval_anchor):.4f} | Robust BO-Eval = {float(result.robust_bo):.4f} | "
+        f"skill (default reward) = {float(result.skill):.4f} over F_t = "
+        f"{float(result.floor_raw):.4f}"
     )
     for n in result.notes:
         print(f"note: {n}")

@@ -12,10 +12,15 @@ trial*):
   (gate failed, missing, unreadable, error) or is missing counts 0. Mean ± sample std
   over seeds; with one seed the std is "n/a", never 0.
 * **Multi-BO** (eq. 2): per seed, the mean over headline tasks of
-  ``multi_bo_cell(o_t, f_t)`` with ``f_t`` the baseline entry's mean O-Eval on task t over
-  its seeds (its missing trials count 0). A trial without a readable artifact (missing,
-  unreadable, error, or no row) scores the cell −1 ("a missing artifact scores −1"); a
-  gate-failed trial enters with o = 0. n/a when no baseline is given or it is absent.
+  ``multi_bo_cell(o_t, f_t)`` with ``f_t`` the task's stored baseline F (``floor.json``,
+  the same F as every verdict's Robust BO-Eval; `tbmm.floor`). A trial without a readable
+  artifact (missing, unreadable, error, or no row) scores the cell −1 ("a missing artifact
+  scores −1"); a gate-failed trial enters with o = 0. n/a when no F is given.
+* **Skill** (the default reward of the RL adapters and `tbmm serve`): per seed, the mean
+  over headline tasks of ``rules.skill(R, 1, F_t)``, R the trial's raw score and F_t the
+  task's stored naive floor (``floor.json``: max of F and the best naive answer's raw
+  score); a trial that is not ``scored``, and a missing trial, counts 0. n/a when no floor
+  is given.
 * **Robust BO-Eval**: per seed, the mean over headline tasks of the trial's Robust
   BO-Eval; every trial that is not ``scored``, and every missing trial, counts −1.
 * **Cost**: per seed, the sum of the cost of the seed's trials (all tasks); mean over
@@ -58,7 +63,7 @@ from rich.table import Table
 from rich.text import Text
 
 from tbmm.exact import fraction_to_text
-from tbmm.rules import multi_bo_cell
+from tbmm.rules import multi_bo_cell, skill
 
 STATUSES = ("scored", "gate_failed", "missing_artifact", "unreadable", "error", "infra_error")
 # VerifyReport statuses of a verification that reached no verdict (exit code 3): not a score
@@ -71,6 +76,7 @@ ZERO = Fraction(0)
 ONE = Fraction(1)
 HUNDRED = Fraction(100)
 
+BASELINE_LABEL = "each task's stored baseline F (floor.json)"
 EMPTY_MESSAGE = "No trials in the results store: nothing to rank. Run `tbmm run --agent ...` first."
 
 COLUMN_HELP: dict[str, str] = {
@@ -78,8 +84,10 @@ COLUMN_HELP: dict[str, str] = {
     "Artifacts": "tasks (of all tasks) whose artifact was a readable JSON object, mean over seeds",
     "Cost": "US$ per full run of every task (sum over one seed's trials), mean over seeds",
     "O-Eval": "multi-reference O-Eval (%), mean over headline tasks, mean ± sample std over seeds",
-    "Multi-BO": "eq. (2) against the baseline entry (1.000 = on par), mean ± sample std over seeds",
+    "Multi-BO": "eq. (2) against each task's stored baseline F (1.000 = on par), mean ± sample std over seeds",
     "Robust BO": "Robust BO-Eval, mean over headline tasks, mean over seeds",
+    "Skill": "the default reward: skill over each task's naive floor F_t (0 = no better than "
+    "the best naive answer), mean over headline tasks, mean over seeds",
     "Gate-zeroed": "trials zeroed by the feasibility gate (all tasks, all seeds)",
     "Errors": "trials without a score: infrastructure errors and verifications with no verdict "
     "(left out of every mean; the entry is marked partial and ranks after complete entries "
@@ -105,6 +113,7 @@ class TrialRow:
     lean: str  # ok | fail | skipped
     literature_split: bool
     report: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    raw: Fraction = ZERO  # the task raw score R the verdict stands on; 0 unless scored
 
 
 def trial_row(
@@ -171,6 +180,7 @@ def trial_row(
         lean=str(rep.get("lean", "skipped")),
         literature_split=literature_split,
         report=rep,
+        raw=Fraction(str(rep.get("raw_exact", "0"))) if scored else ZERO,
     )
 
 
@@ -229,9 +239,14 @@ def row_from_record(
 
 
 def suite_config(tasks: Iterable[Any]) -> dict[str, Any]:
-    """`compute` keyword arguments from `tbmm.tasks.load_suite()`: tasks, task_suites, split_tasks."""
+    """`compute` keyword arguments from `tbmm.tasks.load_suite()`: tasks, task_suites,
+    split_tasks, incomplete_tasks and each task's stored baseline F (`tbmm.floor`)."""
+    from tbmm.floor import baseline_f, floor_f
+
     ts = list(tasks)
     return {
+        "baseline_f": {t.slug: baseline_f(t) for t in ts},
+        "floor_f": {t.slug: floor_f(t) for t in ts},
         "tasks": [t.slug for t in ts],
         "task_suites": {t.slug: t.suite for t in ts},
         "split_tasks": {t.slug for t in ts if t.panel.literature_split},
@@ -381,6 +396,7 @@ class EntryRow:
     pareto: bool = False
     errors: int = 0  # trials that ended with an infrastructure error (left out of the means)
     error_causes: tuple[str, ...] = ()  # their causes' kinds, most frequent first
+    skill: Stat | None = None  # None: no naive floor given
     label: str = ""  # display name (--name), else the entry id; unique in a leaderboard
     o_eval_floor: Stat | None = None  # O-Eval with the error trials counted 0 (when partial)
 
@@ -402,8 +418,8 @@ class Leaderboard:
     tasks: tuple[str, ...]
     task_suites: dict[str, str]
     split_tasks: frozenset[str]
-    baseline: str | None
-    baseline_state: str  # "ok" | "none" (not given) | "missing" (not in the store)
+    baseline: str | None  # what F is (a label), None when no F was given
+    baseline_state: str  # "ok" | "none" (no F given)
     baseline_f: dict[str, Fraction]
     notes: tuple[str, ...]
     incomplete_tasks: frozenset[str] = frozenset()
@@ -424,14 +440,8 @@ class Leaderboard:
     @property
     def baseline_message(self) -> str:
         if self.baseline_state == "ok":
-            return f"Multi-BO baseline: {self.baseline} (1.000 = on par with it)."
-        if self.baseline_state == "none":
-            return "Multi-BO n/a: no baseline entry was given (pass --baseline ENTRY)."
-        present = ", ".join(e.entry for e in self.entries) or "none"
-        return (
-            f"Multi-BO n/a: baseline entry {self.baseline!r} is not in the results store "
-            f"(entries present: {present})."
-        )
+            return f"Multi-BO against {self.baseline} (1.000 = on par with it)."
+        return "Multi-BO n/a: no baseline F was given."
 
     def headline_note(self) -> str:
         parts = []
@@ -478,15 +488,19 @@ def _mean(xs: Sequence[Fraction]) -> Fraction:
 def compute(
     rows: Sequence[TrialRow],
     *,
-    baseline: str | None,
     tasks: Sequence[str],
     task_suites: Mapping[str, str],
     split_tasks: Iterable[str] = (),
     incomplete_tasks: Iterable[str] = (),
     names: Mapping[str, str] | None = None,
+    baseline_f: Mapping[str, Fraction] | None = None,
+    baseline: str = BASELINE_LABEL,
+    floor_f: Mapping[str, Fraction] | None = None,
 ) -> Leaderboard:
     """Aggregate trials into the leaderboard; `tasks` is the fixed denominator (every task
-    slug). `names` maps entry ids to display names (tables and plots show them).
+    slug). `baseline_f` is each task's F for Multi-BO (`tbmm.floor.baseline_f`: the one F
+    every verdict's Robust BO-Eval uses; None = Multi-BO n/a), `baseline` says what it is.
+    `names` maps entry ids to display names (tables and plots show them).
 
     Raises ValueError on inconsistent input (duplicate trial, unknown status, O-Eval
     outside [0, 1], a task without a suite); rows for tasks outside `tasks` are ignored
@@ -530,20 +544,13 @@ def compute(
     seeds_of = {e: tuple(sorted({s for _, s in b})) for e, b in cells.items()}
 
     state, f_t = "none", {}
-    if baseline is not None:
-        if baseline in cells:
-            state = "ok"
-            b, bs = cells[baseline], seeds_of[baseline]
-            f_t = {}
-            for t in tasks:
-                kept = [b.get((t, s)) for s in bs if not _errored(b.get((t, s)))]
-                f_t[t] = _mean([_o(r) for r in kept]) if kept else ZERO
-                if not kept:
-                    notes.append(
-                        f"Baseline {baseline}: every trial of {t} errored; its F is taken as 0."
-                    )
-        else:
-            state = "missing"
+    if baseline_f is not None:
+        lacking = [t for t in tasks if t not in baseline_f]
+        if lacking:
+            raise ValueError(f"no baseline F for: {', '.join(lacking)}")
+        state, f_t = "ok", {t: baseline_f[t] for t in tasks}
+    if floor_f is not None and (lacking := [t for t in tasks if t not in floor_f]):
+        raise ValueError(f"no naive floor for: {', '.join(lacking)}")
 
     entries: list[EntryRow] = []
     for e, b in cells.items():
@@ -552,6 +559,7 @@ def compute(
         errs = [r for r in b.values() if _errored(r)]
         o_seed, mb_seed, rb_seed, art_seed, cost_seed = {}, {}, {}, {}, {}
         floor_seed: dict[int, Fraction] = {}
+        sk_seed: dict[int, Fraction] = {}
         suite_seed: dict[str, dict[int, Fraction]] = {}
         unknown_cost = 0
         # incomplete tasks this entry never ran: `tbmm run --tasks all` skips them on purpose
@@ -584,6 +592,16 @@ def compute(
                         for r in [trial[t]]
                     ]
                 )
+                if floor_f is not None:
+                    sk_seed[s] = _mean(
+                        [
+                            skill(r.raw, ONE, floor_f[t])
+                            if r is not None and r.status == "scored"
+                            else ZERO
+                            for t in counted
+                            for r in [trial[t]]
+                        ]
+                    )
                 if state == "ok":
                     mb_seed[s] = _mean(
                         [
@@ -633,6 +651,7 @@ def compute(
                 errors=len(errs),
                 error_causes=_causes(errs),
                 o_eval_floor=Stat.of(floor_seed) if errs else None,
+                skill=Stat.of(sk_seed) if floor_f is not None else None,
             )
         )
         if skipped:
@@ -670,7 +689,7 @@ def compute(
         tasks=tasks,
         task_suites={t: task_suites[t] for t in tasks},
         split_tasks=split,
-        baseline=baseline,
+        baseline=baseline if state == "ok" else None,
         baseline_state=state,
         baseline_f=f_t,
         notes=tuple(notes),
@@ -746,6 +765,7 @@ def main_rows(lb: Leaderboard, *, stacked: bool = False) -> list[list[str]]:
                 fmt_fixed(x.robust_bo.mean, 3),
                 str(x.gate_zeroed),
                 str(x.errors),
+                fmt_fixed(None if x.skill is None else x.skill.mean, 3),
             ]
         )
     return out
@@ -762,6 +782,7 @@ MAIN_HEADER = [
     "Robust BO",
     "Gate-zeroed",
     "Errors",
+    "Skill",
 ]
 
 
@@ -845,6 +866,7 @@ _MAIN_COLS = (
     ("Robust BO", "num", 30),
     ("Gate-0", "num", 50),
     ("Errors", "num", 100),
+    ("Skill", "num", 35),
 )
 
 
@@ -961,6 +983,7 @@ def to_csv(lb: Leaderboard) -> str:
             "partial",
             "missing_trials",
             "pareto",
+            "skill",
         ]
         + [f"{s.lower()}_o_eval_pct" for s in suites]
         + [f"task:{t}" for t in lb.tasks]
@@ -989,6 +1012,7 @@ def to_csv(lb: Leaderboard) -> str:
                 "yes" if x.partial else "no",
                 x.missing_trials,
                 "yes" if x.pareto else "no",
+                fmt_fixed(None if x.skill is None else x.skill.mean, 3),
             ]
             + [_pct(x.suites[s].mean if s in x.suites else None) for s in suites]
             + [_pct(x.per_task[t].mean) for t in lb.tasks]
@@ -1024,6 +1048,7 @@ def to_json(lb: Leaderboard) -> dict[str, Any]:
                 "o_eval": x.o_eval.to_json(100, 2),
                 "multi_bo": None if x.multi_bo is None else x.multi_bo.to_json(1, 3),
                 "robust_bo": x.robust_bo.to_json(1, 3),
+                "skill": None if x.skill is None else x.skill.to_json(1, 3),
                 "gate_zeroed": x.gate_zeroed,
                 "errors": x.errors,
                 "error_causes": list(x.error_causes),

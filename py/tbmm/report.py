@@ -20,6 +20,7 @@ from typing import Any
 
 from tbmm import leaderboard as L
 from tbmm.exact import fraction_to_text
+from tbmm.floor import baseline_f
 from tbmm.leaderboard import Leaderboard, TrialRow
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'"
@@ -281,7 +282,8 @@ def _provenance_html(task: Any) -> str:
     bl = task.baseline
     vals = bl.pipelines.get(bl.default_pipeline, {})
     out.append(
-        f"<h3>Robust BO-Eval baseline F (baseline.json, pipeline {esc(bl.default_pipeline)})</h3>"
+        f"<h3>Baseline F = {esc(fraction_to_text(baseline_f(task)))} (floor.json; "
+        f"Robust BO-Eval and Multi-BO; baseline.json, pipeline {esc(bl.default_pipeline)})</h3>"
     )
     out.append(
         _table(
@@ -291,7 +293,35 @@ def _provenance_html(task: Any) -> str:
         if vals
         else '<p class="note">no mapped baseline values</p>'
     )
+    out.append(_naive_html(task))
     return "".join(out)
+
+
+def _naive_html(task: Any) -> str:
+    """The task's naive answers (floor.json) with their verdicts and default reward."""
+    from tbmm import floor, rules
+
+    ns = floor.naive(task)
+    f_t = floor.floor_f(task)
+    head = (
+        f"<h3>Naive answers (floor F_t = {esc(fraction_to_text(f_t))}; "
+        "the default reward is skill over F_t)</h3>"
+    )
+    if not ns:
+        return head + '<p class="note">no naive answers stored</p>'
+    rows = [
+        [
+            esc(n["name"]),
+            esc(n["status"]),
+            esc(n["gate"]),
+            esc(_fmt_exact(n["raw"], 3)),
+            esc(_fmt_exact(n["o_eval"], 3)),
+            esc(L.fmt_fixed(rules.skill(Fraction(n["raw"]), rules.ONE, f_t), 3)),
+            esc(n["how"]),
+        ]
+        for n in ns
+    ]
+    return head + _table(["answer", "status", "gate", "raw", "O-Eval", "reward", "how"], rows)
 
 
 def _metrics_html(score: Mapping[str, Any]) -> str:

@@ -11,7 +11,7 @@ from tbmm.tasks import TASKS_ROOT, load_suite
 
 
 class ResultsError(ValueError):
-    """The store or the requested baseline cannot be used; the message says why."""
+    """The store cannot be used; the message says why."""
 
 
 def load_rows(
@@ -46,27 +46,13 @@ def load_rows(
     return rows, cfg, tasks
 
 
-def resolve_baseline(rows: list[TrialRow], baseline: str | None) -> str | None:
-    """An exact entry id, or a unique prefix of one (e.g. `replay@question_results`)."""
-    if baseline is None:
-        return None
-    entries = sorted({r.entry for r in rows})
-    if baseline in entries:
-        return baseline
-    matches = [e for e in entries if e.startswith(baseline)]
-    if len(matches) == 1:
-        return matches[0]
-    if len(matches) > 1:
-        raise ResultsError(f"baseline {baseline!r} is ambiguous: {', '.join(matches)}")
-    return baseline  # compute() reports a missing baseline entry clearly
-
-
 def leaderboard(
-    db: Path, baseline: str | None = None, tasks_root: Path = TASKS_ROOT
+    db: Path, tasks_root: Path = TASKS_ROOT
 ) -> tuple[Leaderboard, list[TrialRow], list[Any]]:
+    """The leaderboard of the store at `db`; Multi-BO against each task's stored F."""
     rows, cfg, tasks = load_rows(db, tasks_root)  # ResultsError passes through
     try:
-        lb = compute(rows, baseline=resolve_baseline(rows, baseline), **cfg)
+        lb = compute(rows, **cfg)
     except ValueError as exc:
         raise ResultsError(str(exc)) from exc
     stale = stale_notes(rows, tasks)

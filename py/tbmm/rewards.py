@@ -1,10 +1,15 @@
 """Reward functions in the conventions RL frameworks use, on top of `tbmm.api`.
 
-The reward of a completion is the O-Eval of the JSON answer found in it (`reward="o_eval"`,
-in [0, 1]) or its Robust BO-Eval (`reward="robust_bo"`, in [−1, 1]). An answer that cannot
-be found or read, fails the gate (including a claim that disagrees with its replay) or
-exceeds the input caps gets the floor: 0 for O-Eval, −1 for Robust BO-Eval. The task is
-named by its slug (the dataset's `ground_truth`/`label`/`task` column).
+The default reward of a completion is the **skill** of the JSON answer found in it over the
+task's naive floor (`reward="skill"`, in [0, 1]): clip((R − F_t)/(O − F_t), 0, 1), F_t the
+stronger of the baseline F and the best naive answer's raw score (`tbmm.naive`, stored in
+the task's floor.json), so an answer a modeller writes without modelling (the statement's
+numbers, data means, persistence, uniform splits, p = 0.5) earns 0. The paper's O-Eval
+(`reward="o_eval"`, in [0, 1]) and Robust BO-Eval (`reward="robust_bo"`, in [−1, 1]) stay
+selectable. An answer that cannot be found or read, fails the gate (including a claim that
+disagrees with its replay) or exceeds the input caps gets the floor: 0 for skill and O-Eval,
+−1 for Robust BO-Eval. The task is named by its slug (the dataset's
+`ground_truth`/`label`/`task` column).
 
 * verl: `compute_score(data_source, solution_str, ground_truth, extra_info=None) -> float`
 * TRL (GRPOTrainer `reward_funcs`): `trl_reward(prompts, completions, task, **kwargs)`
@@ -19,17 +24,18 @@ from typing import Any, Literal
 
 from tbmm.api import Verdict, verify_completion
 
-Reward = Literal["o_eval", "robust_bo"]
-FLOOR = {"o_eval": 0.0, "robust_bo": -1.0}
+Reward = Literal["skill", "o_eval", "robust_bo"]
+DEFAULT: Reward = "skill"
+FLOOR = {"skill": 0.0, "o_eval": 0.0, "robust_bo": -1.0}
 
 
-def reward_of(v: Verdict, reward: Reward = "o_eval") -> float:
-    """The reward of a verdict: its O-Eval or Robust BO-Eval, the floor unless scored."""
+def reward_of(v: Verdict, reward: Reward = DEFAULT) -> float:
+    """The reward of a verdict: its skill, O-Eval or Robust BO-Eval; the floor unless scored."""
     if reward not in FLOOR:
-        raise ValueError(f"unknown reward {reward!r}: use o_eval or robust_bo")
+        raise ValueError(f"unknown reward {reward!r}: use skill, o_eval or robust_bo")
     if v.status not in ("scored",):
         return FLOOR[reward]
-    return v.o_eval if reward == "o_eval" else v.robust_bo
+    return {"skill": v.skill, "o_eval": v.o_eval, "robust_bo": v.robust_bo}[reward]
 
 
 def _slug(ground_truth: Any, data_source: str = "") -> str:
@@ -62,20 +68,20 @@ def compute_score(
     ground_truth: Any,
     extra_info: dict[str, Any] | None = None,
 ) -> float:
-    """verl's custom reward function signature. `extra_info={"reward": "robust_bo"}` selects
-    Robust BO-Eval; `extra_info={"lean": True}` adds the Lean kernel check (slower)."""
+    """verl's custom reward function signature. `extra_info={"reward": "o_eval"}` (or
+    "robust_bo") selects the paper's O-Eval (Robust BO-Eval) instead of the default skill; `extra_info={"lean": True}` adds the Lean kernel check (slower)."""
     info = extra_info or {}
     v = verify_completion(
         _slug(ground_truth, data_source), solution_str, lean=bool(info.get("lean", False))
     )
-    return reward_of(v, info.get("reward", "o_eval"))
+    return reward_of(v, info.get("reward", DEFAULT))
 
 
 def trl_reward(
     prompts: Sequence[Any] | None,
     completions: Sequence[Any],
     task: Sequence[str] | None = None,
-    reward: Reward = "o_eval",
+    reward: Reward = DEFAULT,
     **kwargs: Any,
 ) -> list[float]:
     """A TRL reward function: one float per completion; the dataset's `task` column names
@@ -91,7 +97,7 @@ def trl_reward(
 
 
 def batch_rewards(
-    completions: Sequence[str], tasks: Sequence[str], reward: Reward = "o_eval"
+    completions: Sequence[str], tasks: Sequence[str], reward: Reward = DEFAULT
 ) -> tuple[list[float], list[Verdict]]:
     """Rewards and verdicts of a batch of (completion, task slug) pairs."""
     if len(completions) != len(tasks):
@@ -100,7 +106,7 @@ def batch_rewards(
     return [reward_of(v, reward) for v in verdicts], verdicts
 
 
-def openrlhf_reward(payload: dict[str, Any], reward: Reward = "o_eval") -> dict[str, Any]:
+def openrlhf_reward(payload: dict[str, Any], reward: Reward = DEFAULT) -> dict[str, Any]:
     """OpenRLHF's remote reward protocol: `query` (prompt + response texts), `prompts`,
     `labels` (the task slugs) in; `rewards` (and `scores`, `extra_logs`) out."""
     queries = payload.get("query") or []
@@ -118,6 +124,7 @@ def openrlhf_reward(payload: dict[str, Any], reward: Reward = "o_eval") -> dict[
         "scores": rewards,
         "extra_logs": {
             "status": [v.status for v in verdicts],
+            "skill": [v.skill for v in verdicts],
             "o_eval": [v.o_eval for v in verdicts],
             "robust_bo": [v.robust_bo for v in verdicts],
         },

@@ -15,6 +15,8 @@ A value outside the metric's domain (probability outside [0,1], correlation outs
 value. Task level: R = sum(w r)/sum(w); O-Eval = clamp(R/O, 0, 1); Robust BO-Eval =
 clip((R-F)/(O-F), -1, 1) when O-F > 1/10, else clip(R-F, -1, 1). Multi-BO cell for a
 task = 1 + clip((o-f)/(1-f), -1, 1) when 1-f >= 1/10, else 1 + clip(o-f, -1/10, 1/10).
+Skill (the default reward) = clip((R-F_t)/(O-F_t), 0, 1) when O-F_t > 1/10, else
+clip(R-F_t, 0, 1), F_t = max(F, best naive raw score) (`tbmm.floor`); 0 when not scored.
 All arithmetic is on `Fraction`.
 """
 
@@ -144,6 +146,16 @@ def o_eval(raw: Fraction, oracle_raw: Fraction) -> Fraction:
     if oracle_raw <= 0:
         return ZERO
     return clamp(raw if oracle_raw == ONE else raw / oracle_raw, ZERO, ONE)
+
+
+def skill(raw: Fraction, oracle_raw: Fraction, floor_raw: Fraction) -> Fraction:
+    """The default reward: skill over the naive floor F_t (max of the baseline F and the best
+    naive answer's raw score), Robust BO-Eval's shape clipped at 0: (R - F_t)/(O - F_t) when
+    O - F_t > 1/10, else R - F_t, in [0, 1]. A naive answer (R <= F_t) earns 0."""
+    gap = oracle_raw - floor_raw
+    if gap > GAP_MIN:
+        return clamp((raw - floor_raw) / gap, ZERO, ONE)
+    return clamp(raw - floor_raw, ZERO, ONE)
 
 
 def robust_bo(raw: Fraction, oracle_raw: Fraction, baseline_raw: Fraction) -> Fraction:

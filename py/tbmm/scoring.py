@@ -294,6 +294,8 @@ class TaskScore:
     robust_bo: Fraction
     literature_split: bool
     notes: list[str] = field(default_factory=list)
+    floor_raw: Fraction = rules.ZERO  # F_t: max(F, best naive raw), floor.json
+    skill: Fraction = rules.ZERO  # the default reward: skill over F_t, 0 unless scored
 
     def to_json(self) -> dict[str, Any]:
         r = lambda q: round(float(q), ROUND)  # noqa: E731 - display rounding only
@@ -312,6 +314,9 @@ class TaskScore:
             else fraction_to_text(self.baseline_raw),
             "robust_bo_eval": r(self.robust_bo),
             "robust_bo_eval_exact": fraction_to_text(self.robust_bo),
+            "floor_raw_exact": fraction_to_text(self.floor_raw),
+            "skill": r(self.skill),
+            "skill_exact": fraction_to_text(self.skill),
             "literature_split": self.literature_split,
             "panel": [p.to_json() for p in self.panel],
             "metrics": [m.to_json() for m in self.metrics],
@@ -342,10 +347,12 @@ def _raw_of(task: Task, doc: dict[str, Any] | None) -> Fraction:
 
 
 def baseline_raw(task: Task) -> Fraction:
-    """F: the baseline entry's raw score (unmapped metrics count as missing, i.e. 0); cached per task."""
-    if "baseline_raw" not in task._cache:
-        task._cache["baseline_raw"] = _raw_of(task, baseline_artifact(task))
-    return task._cache["baseline_raw"]
+    """F: the baseline pipeline's raw score, as stored once per task in floor.json (built by
+    `tbmm tasks build`, checked fresh by validate; unmapped metrics count as missing, i.e. 0).
+    The leaderboard's Multi-BO and the reward adapters read the same value (`tbmm.floor`)."""
+    from tbmm.floor import baseline_f
+
+    return baseline_f(task)
 
 
 def oracle_raw(task: Task) -> Fraction:
@@ -405,6 +412,10 @@ def score_task(
         o_anchor = rules.o_eval(raw, o_raw)
         o_eval = panel_o_eval(task, doc, o_anchor, panel)
         robust = rules.robust_bo(raw, o_raw, f)
+    from tbmm.floor import floor_f
+
+    f_t = floor_f(task)
+    skill = rules.skill(raw, o_raw, f_t) if status == "scored" else rules.ZERO
     if task.panel.literature_split:
         notes.append(
             f"literature-split task: kept in per-task tables, left out of headline means ({task.panel.literature_split_note})"
@@ -422,4 +433,6 @@ def score_task(
         robust,
         task.panel.literature_split,
         notes,
+        f_t,
+        skill,
     )

@@ -54,7 +54,10 @@ class VerifyItem(BaseModel):
 
 class VerifyRequest(BaseModel):
     items: list[VerifyItem] = Field(max_length=MAX_ITEMS)
-    reward: Literal["o_eval", "robust_bo"] = "o_eval"
+    reward: Literal["skill", "o_eval", "robust_bo"] = Field(
+        default="skill",
+        description="skill over the task's naive floor (default), or the paper's O-Eval / Robust BO-Eval",
+    )
 
 
 class VerifyResponse(BaseModel):
@@ -72,9 +75,9 @@ def _items(doc: Any) -> tuple[list[dict[str, Any]], str]:
     """Validate a parsed /v1/verify body (exact tree) into plain items."""
     if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
         raise HttpError(422, "the body must be an object with an `items` list")
-    reward = doc.get("reward", "o_eval")
-    if reward not in ("o_eval", "robust_bo"):
-        raise HttpError(422, "reward must be o_eval or robust_bo")
+    reward = doc.get("reward", "skill")
+    if reward not in ("skill", "o_eval", "robust_bo"):
+        raise HttpError(422, "reward must be skill, o_eval or robust_bo")
     if len(doc["items"]) > MAX_ITEMS:
         raise HttpError(413, f"at most {MAX_ITEMS} items per request")
     out = []

@@ -259,6 +259,7 @@ class Task:
         "anchor.json",
         "artifact_map.toml",
         "baseline.json",
+        "floor.json",
         "gate.toml",
         "panel.json",
         "reference.json",

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,8 @@ from tbmm.split import heldout_leaks
 from tbmm.stack import PYTHON_IMAGE, lock_text
 from tbmm.tasks import TaskFormatError, load_task, task_dirs
 
+# No naive answer (tbmm.naive) may earn more than this share of the default reward.
+NAIVE_REWARD_MAX = Fraction(1, 10)
 BOOKKEEPING = re.compile(
     r"(^|[._\[])(rows|.*_rows|row_count|search_rows|sample_rows|grid_size|n_cells|simulations|particles|iterations|generations|sample_size)($|[._\]])"
 )
@@ -424,6 +427,27 @@ def validate_task(task_dir: Path) -> list[Problem]:
             if k not in recorded and name == baseline.default_pipeline:
                 bad("baseline", f"pipeline {name}: metric {k} neither mapped nor recorded unmapped")
 
+    # The stored floor (baseline F, naive answers): what build would write now.
+    from tbmm.floor import stale
+
+    try:
+        why = stale(task)
+    except TaskFormatError as exc:
+        why = str(exc)
+    from tbmm.naive import hint_problems
+
+    try:
+        hints = hint_problems(task)
+    except TaskFormatError as exc:
+        hints = [str(exc)]
+    for msg in hints:
+        bad("naive", msg)
+    if why:
+        bad("floor", why)
+    else:
+        for msg in naive_problems(task):
+            bad("naive", msg)
+
     # Oracle script writes exactly the anchor (without the replay's outputs).
     solve = task_dir / "solution" / "solve.sh"
     if solve.is_file() and exact.dumps(strip_replayed(anchor)[0]) not in solve.read_text(
@@ -500,6 +524,37 @@ def paper_record_problems(
             out.append(
                 "recorded infeasible_value but its recorded values pass every evaluable check"
             )
+
+
+def naive_problems(task: Any) -> list[str]:
+    """The naive floor's rules (floor.json fresh): no naive answer earns more than 1/10 of
+    the default reward, and the floor leaves the reference more than 1/10 above it (else a
+    perfect answer earns at most that much: the metric cannot tell a model from a guess)
+    unless naive.toml says why it cannot be reworked yet."""
+    from tbmm import floor, rules
+    from tbmm.naive import Generator
+    from tbmm.scoring import oracle_raw
+
+    out: list[str] = []
+    o, f_t = oracle_raw(task), floor.floor_f(task)
+    for n in floor.naive(task):
+        raw = Fraction(n["raw"])
+        r = rules.skill(raw, o, f_t) if n["status"] == "scored" else rules.ZERO
+        if r > NAIVE_REWARD_MAX:
+            out.append(
+                f"naive answer {n['name']} earns {exact.fraction_to_text(r)} of the default "
+                f"reward (> {exact.fraction_to_text(NAIVE_REWARD_MAX)})"
+            )
+    if o - f_t <= rules.GAP_MIN and not Generator(task).hints.headroom:
+        best = floor.stored(task).get("best_naive", {})
+        out.append(
+            f"no headroom: the naive floor F_t = {float(f_t):.4f} (baseline F "
+            f"{float(floor.baseline_f(task)):.4f}, best naive answer {best.get('name')} "
+            f"{float(Fraction(best.get('raw', '0'))):.4f}) is within 0.1 of the reference, so "
+            "a perfect answer earns at most that of the default reward: rework the metric "
+            "(ground truth, a replayed quantity, a tighter band) or say why in naive.toml "
+            "`headroom`"
+        )
     return out
 
 

@@ -42,6 +42,10 @@ class VerifyReport(BaseModel):
     raw_exact: str = "0"
     robust_bo_eval: float = -1.0
     robust_bo_eval_exact: str = "-1"
+    # the default reward: skill over the naive floor (tbmm.rules.skill), 0 unless scored;
+    # computed in Python from the kernel-checked raw score and the task's stored floor
+    skill: float = 0.0
+    skill_exact: str = "0"
     status: str = "unreadable"
     score: dict[str, Any] = {}
     gate_report: dict[str, Any] = {}
@@ -233,6 +237,8 @@ def _finish(task: Task, doc: Any, ev: Any, lr: Any, *, lean: bool) -> VerifyRepo
         raw_exact=sj["raw_exact"],
         robust_bo_eval=sj["robust_bo_eval"],
         robust_bo_eval_exact=sj["robust_bo_eval_exact"],
+        skill=sj["skill"],
+        skill_exact=sj["skill_exact"],
         status=s.status,
         score=sj,
         gate_report=g.to_json(),

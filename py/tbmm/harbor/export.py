@@ -69,6 +69,7 @@ SCORING_FILES = (
     "gate.toml",
     "panel.json",
     "baseline.json",
+    "floor.json",
     "replay.toml",
     "reference.json",
     "manifest.json",
