@@ -524,6 +524,7 @@ def paper_record_problems(
             out.append(
                 "recorded infeasible_value but its recorded values pass every evaluable check"
             )
+    return out
 
 
 def naive_problems(task: Any) -> list[str]:
