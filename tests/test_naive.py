@@ -149,7 +149,8 @@ def test_default_reward_of_every_naive_answer_is_at_most_a_tenth(suite: list[Tas
         assert max(trl_reward(None, texts, task=[t.slug] * len(texts))) <= 0.1
         assert max(compute_score("tbmm", x, t.slug) for x in texts) <= 0.1
         anchor = tbmm.verify(t, t.anchor_artifact_bytes())
-        assert anchor.o_eval_exact == "1", t.slug
+        # the single reference (eq. 1 over a multi-paper panel may put the anchor below 1)
+        assert anchor.score is not None and anchor.score.raw_exact == "1", t.slug
         assert F(anchor.skill_exact) == rules.skill(F(1), F(1), f_t)
 
 
