@@ -17,40 +17,7 @@ set_option maxRecDepth 65536 in
 theorem baseline : Eq (Rat.beq (Verdict.baseline task) (Rat.frac 0 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem check_q4_total_length_replayed : Eq (Flag.listBeq (Verdict.checkFlags task 0 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_q4_missed_share_replayed : Eq (Flag.listBeq (Verdict.checkFlags task 1 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_q4_excess_overlap_replayed : Eq (Flag.listBeq (Verdict.checkFlags task 2 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_q4_lines_inside_area : Eq (Flag.listBeq (Verdict.checkFlags task 3 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_q4_segments_have_length : Eq (Flag.listBeq (Verdict.checkFlags task 4 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_q4_area_is_surveyed : Eq (Flag.listBeq (Verdict.checkFlags task 5 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_q4_missed_share_is_percent : Eq (Flag.listBeq (Verdict.checkFlags task 6 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_q4_excess_overlap_within_lines : Eq (Flag.listBeq (Verdict.checkFlags task 7 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_q3_line_count : Eq (Flag.listBeq (Verdict.checkFlags task 8 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_q3_length_covers_area : Eq (Flag.listBeq (Verdict.checkFlags task 9 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem items_q4_lines : Eq (Flag.listBeq (Verdict.listFlags task 0 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem verdict : Eq (Verdict.is (Verdict.given task artifact (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil List.nil)))))))))) (List.cons List.nil List.nil) (Rat.frac 1 1) (Rat.frac 0 1)) Bool.true (Rat.frac 1 1) (Rat.frac 1 1)) Bool.true := (rfl)
+theorem verdict : Eq (and (Verdict.is (Verdict.eval task artifact) Bool.true (Rat.frac 1 1) (Rat.frac 1 1)) (Verdict.flagsAre task artifact (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil List.nil)))))))))) (List.cons List.nil List.nil))) Bool.true := (rfl)
 
 end TBMM.Cert.Cumcm2023BMultibeamLines
 end

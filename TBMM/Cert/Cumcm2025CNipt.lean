@@ -17,34 +17,7 @@ set_option maxRecDepth 65536 in
 theorem baseline : Eq (Rat.beq (Verdict.baseline task) (Rat.frac 0 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem check_q4_f1_claim : Eq (Flag.listBeq (Verdict.checkFlags task 0 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_q4_balanced_accuracy_claim : Eq (Flag.listBeq (Verdict.checkFlags task 1 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_q3_week_in_test_window : Eq (Flag.listBeq (Verdict.checkFlags task 2 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_q3_qualified_probability_range : Eq (Flag.listBeq (Verdict.checkFlags task 3 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_q3_group_interval_ordered : Eq (Flag.listBeq (Verdict.checkFlags task 4 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_q3_groups_do_not_overlap : Eq (Flag.listBeq (Verdict.checkFlags task 5 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem items_q4_rules : Eq (Flag.listBeq (Verdict.listFlags task 0 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem items_q4_rules_terms : Eq (Flag.listBeq (Verdict.listFlags task 1 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem items_q3_groups : Eq (Flag.listBeq (Verdict.listFlags task 2 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem verdict : Eq (Verdict.is (Verdict.given task artifact (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil List.nil)))))) (List.cons List.nil (List.cons List.nil (List.cons List.nil List.nil))) (Rat.frac 1 1) (Rat.frac 0 1)) Bool.true (Rat.frac 1 1) (Rat.frac 1 1)) Bool.true := (rfl)
+theorem verdict : Eq (and (Verdict.is (Verdict.eval task artifact) Bool.true (Rat.frac 1 1) (Rat.frac 1 1)) (Verdict.flagsAre task artifact (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil List.nil)))))) (List.cons List.nil (List.cons List.nil (List.cons List.nil List.nil))))) Bool.true := (rfl)
 
 end TBMM.Cert.Cumcm2025CNipt
 end
