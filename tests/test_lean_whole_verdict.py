@@ -268,3 +268,34 @@ def test_crop_per_rule_counts_that_disagree_with_the_plan_are_refused(suite: lis
 
     ok = certify._accepted({"honest": honest[name], "lie": stmt}, ROOT, find_toolchain(), [])
     assert ok == {"honest"}
+
+
+# --- the artifact term: runs of nulls as one numeral ----------------------------------------
+
+
+def test_a_run_of_nulls_is_the_same_list_to_the_kernel() -> None:
+    """Entries no path reads are `null`s kept for the list's length: a run is written
+    `Json.nulls k` (elaborated as one numeral, not k constructors) and the kernel sees
+    exactly the list of k nulls — its length, and every entry `null`."""
+    from tbmm.lean import terms
+    from tbmm.lean.runtime import find_toolchain
+
+    items = ["(Json.num (Rat.frac 1 2))", *["Json.null"] * 9, "Json.null", "(Json.bool Bool.true)"]
+    term = terms._entries(items)
+    assert term.count("Json.nulls 10") == 1 and "(List.cons Json.null" not in term
+    assert terms._entries(["Json.null"] * 3) == terms._cons(["Json.null"] * 3)  # short: as is
+    length = f"Nat.beq (List.length ({term})) {len(items)}"
+    shorter = f"Nat.beq (List.length ({term})) {len(items) - 1}"
+
+    def is_null(i: int) -> str:  # entry i is `Json.null` (the constructors in `lookup`'s order)
+        return (
+            f"Option.casesOn (motive := fun _ => Bool) (List.nth ({term}) {i}) Bool.false "
+            "(fun j => Json.casesOn (motive_1 := fun _ => Bool) j Bool.true (fun _ => Bool.false) "
+            "(fun _ => Bool.false) (fun _ => Bool.false) Bool.false (fun _ => Bool.false) "
+            "(fun _ _ => Bool.false))"
+        )
+
+    claims = {"length": length, "shorter": shorter, "first": is_null(0), "last": is_null(11)}
+    claims |= {f"null{i}": is_null(i) for i in (1, 10)}
+    ok = certify._accepted(claims, ROOT, find_toolchain(), [])
+    assert ok == {"length", "null1", "null10"}
