@@ -96,6 +96,11 @@ def Option.getD {α : Type} (o : Option α) (d : α) : α :=
 
 namespace Json
 
+/-- `k` nulls: a run of list entries no path reads (only the list's length counts), written
+by the certificate generator as one numeral instead of `k` nested constructors, so the
+elaborator's cost follows what the paths reach, not a long list's length. -/
+def nulls (k : Nat) : List Json := Nat.rec List.nil (fun _ t => List.cons Json.null t) k
+
 /-- The value under key `k` in the parallel lists `ks`, `vs` (the first match). -/
 def fieldIn (k : Nat) (ks : List Nat) (vs : List Json) : Option Json :=
   List.rec (motive := fun _ => List Json → Option Json)

@@ -21,7 +21,9 @@ artifact, recomputed from the task's data and the artifact alone:
    `oEval (mean) 1` — or, with no such paper, `oEval R O`;
 6. the gate zeroes: `Reward.gatedOEval` and `Reward.gatedRobustBo` (infeasible: 0 and −1).
 
-A certificate states `Verdict.is (Verdict.eval task art) feasible oEval robustBo`.
+A certificate states `and (Verdict.is (Verdict.eval task art) feasible oEval robustBo)
+(Verdict.flagsAre task art fs ls)`: the verdict, and which instances fail, as the task term
+(generated once per task, imported by every verify certificate) runs every check.
 -/
 
 set_option genCtorIdx false
@@ -191,6 +193,20 @@ def lists (t : Task) (art : Json) : List (List Flag) :=
 /-- The verdict on an artifact. -/
 def eval (t : Task) (art : Json) : Verdict :=
   given t art (flags t art) (lists t art) (oracle t) (baseline t)
+
+/-- Flags group by group: as many groups, each the same flags in the same order. -/
+def groupsBeq (xs ys : List (List Flag)) : Bool :=
+  List.rec (motive := fun _ => List (List Flag) → Bool)
+    (fun ys => List.casesOn (motive := fun _ => Bool) ys Bool.true (fun _ _ => Bool.false))
+    (fun x _ r ys => List.casesOn (motive := fun _ => Bool) ys Bool.false
+      (fun y yt => and (Flag.listBeq x y) (r yt)))
+    xs ys
+
+/-- Whether the artifact's flags are exactly `fs` (per check, in the task's order) and `ls`
+(per declared list): the failing instances a certificate names, every check run by the task
+term itself, so none can be left out. -/
+def flagsAre (t : Task) (art : Json) (fs ls : List (List Flag)) : Bool :=
+  and (groupsBeq (flags t art) fs) (groupsBeq (lists t art) ls)
 
 /-- Whether the verdict is `⟨feasible, oEval, robustBo⟩` (rationals compared as numbers). -/
 def is (v : Verdict) (feasible : Bool) (oEval robustBo : Rat) : Bool :=

@@ -330,3 +330,15 @@ def trial_record(**fields: object) -> object:
         "cost_usd": None,
     }
     return TrialRecord(**{**base, **fields})
+
+
+def lean_project_with(tasks: list[Task], dst: Path) -> Path:
+    """A copy of the Lean project (its build included) at `dst` holding the certificate
+    modules of `tasks` too: a verify certificate imports its task's term from there, so a
+    task outside the committed suite (a synthetic one) is verified against a copy."""
+    from tbmm.lean.build import copy_project
+    from tbmm.lean.certify import install_task_modules
+
+    root = copy_project(dst)
+    install_task_modules(tasks, root)
+    return root

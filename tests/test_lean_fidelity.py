@@ -43,8 +43,8 @@ def _task() -> Task:
     return next(t for t in load_suite() if t.slug == SLUG)
 
 
-_CHECKS = [c.id for c in _task().gate.check]
-FIRST_CHECK, SECOND_CHECK = (f"check_{c}" for c in _CHECKS[:2])
+# The theorems of a committed module edited below: its verdict (over every check) and F.
+FIRST_CHECK, SECOND_CHECK = "verdict", "baseline"
 
 
 def _line(root: Path, start: str) -> tuple[list[str], int]:
@@ -437,8 +437,13 @@ MUTATIONS = [
         "fidelity",
     ),
     M(
-        "check_lemma_points_elsewhere",  # the second lemma states check 0's flags (both pass)
-        on_line(theorem(SECOND_CHECK), "checkFlags task 1 artifact", "checkFlags task 0 artifact"),
+        "verdict_from_given_flags",  # true (it is `eval` unfolded), but flags Python could pick
+        on_line(
+            theorem(FIRST_CHECK),
+            "(Verdict.is (Verdict.eval task artifact)",
+            "(Verdict.is (Verdict.given task artifact (Verdict.flags task artifact) "
+            "(Verdict.lists task artifact) (Verdict.oracle task) (Verdict.baseline task))",
+        ),
         True,
         "allowlist",
         "fidelity",
@@ -497,8 +502,8 @@ def test_project_mutations_forged_consistently_are_caught(
     """The project's own mutation list (`tbmm.mutate.violations`, one breakable instance per
     task), written into each committed certificate as a regenerated-looking forgery that
     claims the mutated anchor passes (module and sidecar both rendered by the generator,
-    with the anchor's own claims): the kernel refuses each false claim at the broken
-    check, and the audit reports every module as not what the data generate."""
+    with the anchor's own claims): the kernel refuses each false claim at the verdict
+    (which runs every check), and the audit reports every module as not what the data generate."""
     from tbmm.lean.certify import expected_from
     from tbmm.scoring import score_task
 
@@ -511,7 +516,7 @@ def test_project_mutations_forged_consistently_are_caught(
         f = root / CERT_DIR / f"{cert.stem}.lean"
         f.write_text(cert.text)
         f.with_suffix(".json").write_text(json.dumps(cert.sidecar(), indent=1) + "\n")
-        named[cert.module] = "check_" + inst.check.id
+        named[cert.module] = "verdict"  # it runs every check, the broken one included
     res = audit(root, tasks=suite)
     assert not res.ok and "build" in caught(res)
     stale = {s.split(" ", 1)[0] for s in res.stale}

@@ -1,4 +1,5 @@
-"""Adding a task is data plus `tbmm tasks build`: a synthetic extra task, in a new contest
+"""Adding a task is data plus `tbmm tasks build` (and `tbmm lean certify` for its Lean
+module): a synthetic extra task, in a new contest
 folder the code has never heard of, goes through build, validate, a kernel-checked
 certificate and an oracle trial in the sandbox with zero code changes."""
 
@@ -14,6 +15,8 @@ from tbmm.build import build_all
 from tbmm.lean.certify import check_artifact
 from tbmm.tasks import TASKS_ROOT, load_suite
 from tbmm.validate import validate_all
+
+from .conftest import lean_project_with
 
 SLUG = "xcm-2031-d-toy-tank"
 
@@ -155,7 +158,9 @@ def _suite_copy(tmp: Path) -> Path:
     return out
 
 
-def test_a_new_task_in_a_new_suite_needs_no_code(tmp_path: Path) -> None:
+def test_a_new_task_in_a_new_suite_needs_no_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     source = _source_release(tmp_path / "source")
     tasks_root = _suite_copy(tmp_path)
     built = build_all(source, tasks_root, only={SLUG})
@@ -170,6 +175,12 @@ def test_a_new_task_in_a_new_suite_needs_no_code(tmp_path: Path) -> None:
     assert task.suite == "XCM" and task.manifest.year == 2031 and task.manifest.problem == "D"
     assert "tank of volume" in task.instruction and task.output_path in task.instruction
 
+    # `tbmm lean certify` writes the new task's module (here into a copy of the project,
+    # which every verification of this test then uses)
+    from tbmm.lean import build
+
+    lean_root = lean_project_with([task], tmp_path / "lean")
+    monkeypatch.setattr(build, "project_root", lambda start=None: lean_root)
     lean = check_artifact(task, task.anchor_artifact)
     assert lean.ok, lean.failing
 

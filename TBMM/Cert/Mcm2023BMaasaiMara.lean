@@ -17,34 +17,7 @@ set_option maxRecDepth 65536 in
 theorem baseline : Eq (Rat.beq (Verdict.baseline task) (Rat.frac 0 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem check_sanctuary_share_range : Eq (Flag.listBeq (Verdict.checkFlags task 0 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_community_use_share_range : Eq (Flag.listBeq (Verdict.checkFlags task 1 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_tourism_share_range : Eq (Flag.listBeq (Verdict.checkFlags task 2 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_hunting_share_range : Eq (Flag.listBeq (Verdict.checkFlags task 3 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_other_use_share_range : Eq (Flag.listBeq (Verdict.checkFlags task 4 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_zoning_partitions_preserve : Eq (Flag.listBeq (Verdict.checkFlags task 5 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_plan_beats_conservation_first : Eq (Flag.listBeq (Verdict.checkFlags task 6 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_plan_beats_agriculture_first : Eq (Flag.listBeq (Verdict.checkFlags task 7 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_economic_benefit_nonneg : Eq (Flag.listBeq (Verdict.checkFlags task 8 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem verdict : Eq (Verdict.is (Verdict.given task artifact (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil List.nil))))))))) List.nil (Rat.frac 1 1) (Rat.frac 0 1)) Bool.true (Rat.frac 1 1) (Rat.frac 1 1)) Bool.true := (rfl)
+theorem verdict : Eq (and (Verdict.is (Verdict.eval task artifact) Bool.true (Rat.frac 1 1) (Rat.frac 1 1)) (Verdict.flagsAre task artifact (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil List.nil))))))))) List.nil)) Bool.true := (rfl)
 
 end TBMM.Cert.Mcm2023BMaasaiMara
 end

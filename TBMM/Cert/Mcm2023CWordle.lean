@@ -17,43 +17,7 @@ set_option maxRecDepth 65536 in
 theorem baseline : Eq (Rat.beq (Verdict.baseline task) (Rat.frac 0 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem check_point_forecast_above_lower : Eq (Flag.listBeq (Verdict.checkFlags task 0 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_point_forecast_below_upper : Eq (Flag.listBeq (Verdict.checkFlags task 1 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_reported_results_nonneg : Eq (Flag.listBeq (Verdict.checkFlags task 2 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_eerie_distribution_sums_to_100 : Eq (Flag.listBeq (Verdict.checkFlags task 3 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_eerie_pct_1_try_is_percentage : Eq (Flag.listBeq (Verdict.checkFlags task 4 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_eerie_pct_2_tries_is_percentage : Eq (Flag.listBeq (Verdict.checkFlags task 5 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_eerie_pct_3_tries_is_percentage : Eq (Flag.listBeq (Verdict.checkFlags task 6 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_eerie_pct_4_tries_is_percentage : Eq (Flag.listBeq (Verdict.checkFlags task 7 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_eerie_pct_5_tries_is_percentage : Eq (Flag.listBeq (Verdict.checkFlags task 8 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_eerie_pct_6_tries_is_percentage : Eq (Flag.listBeq (Verdict.checkFlags task 9 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_eerie_pct_failed_is_percentage : Eq (Flag.listBeq (Verdict.checkFlags task 10 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_classifier_accuracy_is_share : Eq (Flag.listBeq (Verdict.checkFlags task 11 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem verdict : Eq (Verdict.is (Verdict.given task artifact (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil List.nil)))))))))))) List.nil (Rat.frac 1 1) (Rat.frac 0 1)) Bool.true (Rat.frac 19958858369 50400000000) (Rat.frac 1 1)) Bool.true := (rfl)
+theorem verdict : Eq (and (Verdict.is (Verdict.eval task artifact) Bool.true (Rat.frac 19958858369 50400000000) (Rat.frac 1 1)) (Verdict.flagsAre task artifact (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil List.nil)))))))))))) List.nil)) Bool.true := (rfl)
 
 end TBMM.Cert.Mcm2023CWordle
 end

@@ -17,34 +17,7 @@ set_option maxRecDepth 65536 in
 theorem baseline : Eq (Rat.beq (Verdict.baseline task) (Rat.frac 0 1)) Bool.true := (rfl)
 
 set_option maxRecDepth 65536 in
-theorem check_find_probability_6h_is_probability : Eq (Flag.listBeq (Verdict.checkFlags task 0 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_find_probability_18h_is_probability : Eq (Flag.listBeq (Verdict.checkFlags task 1 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_find_probability_10h_start_1h_is_probability : Eq (Flag.listBeq (Verdict.checkFlags task 2 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_find_probability_10h_start_3h_is_probability : Eq (Flag.listBeq (Verdict.checkFlags task 3 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_find_probability_10h_start_5h_is_probability : Eq (Flag.listBeq (Verdict.checkFlags task 4 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_find_probability_nondecreasing_in_time : Eq (Flag.listBeq (Verdict.checkFlags task 5 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_later_start_not_likelier_3h : Eq (Flag.listBeq (Verdict.checkFlags task 6 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_later_start_not_likelier_5h : Eq (Flag.listBeq (Verdict.checkFlags task 7 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem check_uncertainty_area_positive : Eq (Flag.listBeq (Verdict.checkFlags task 8 artifact) List.nil) Bool.true := (rfl)
-
-set_option maxRecDepth 65536 in
-theorem verdict : Eq (Verdict.is (Verdict.given task artifact (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil List.nil))))))))) List.nil (Rat.frac 1 1) (Rat.frac 0 1)) Bool.true (Rat.frac 1 1) (Rat.frac 1 1)) Bool.true := (rfl)
+theorem verdict : Eq (and (Verdict.is (Verdict.eval task artifact) Bool.true (Rat.frac 1 1) (Rat.frac 1 1)) (Verdict.flagsAre task artifact (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil (List.cons List.nil List.nil))))))))) List.nil)) Bool.true := (rfl)
 
 end TBMM.Cert.Mcm2024BSubmersibleSearch
 end

@@ -110,11 +110,34 @@ structure Data where
   /-- Number of planned years. -/
   years : Nat
 
-/-- What a plan achieves: broken rules (counted as the Python replay counts them) and the
-profit under the sale rule. -/
+/-- Broken rules per rule, counted as the Python replay counts them (`RULES` of
+`tbmm.replay.crop_planting`, in that order), plus `form`: a plan not in the written form
+(a season's crops not strictly increasing or an area not positive, a plot without one
+`Year` per planned year, or not one list per plot) — the generator never writes one. -/
+structure Counts where
+  /-- Plantings the statistics do not list for their land type and season. -/
+  suitability : Nat
+  /-- Seasons planted beyond their plot's area. -/
+  plotArea : Nat
+  /-- Plantings below the minimum area. -/
+  minArea : Nat
+  /-- Irrigated plots with rice and anything else in one year. -/
+  irrigatedMode : Nat
+  /-- Irrigated plots with more than one second-season crop. -/
+  irrigatedSecond : Nat
+  /-- Repeated cropping. -/
+  rotation : Nat
+  /-- Legume windows short of the plot's area. -/
+  legume : Nat
+  /-- (year, season, crop) on more than `maxPlots` plots. -/
+  scatter : Nat
+  /-- A plan not in the written form. -/
+  form : Nat
+
+/-- What a plan achieves: broken rules per rule and the profit under the sale rule. -/
 structure Result where
-  /-- Rule violations. -/
-  violations : Nat
+  /-- Rule violations, per rule. -/
+  counts : Counts
   /-- Total profit in yuan. -/
   profit : Rat
 
@@ -146,6 +169,37 @@ def boolEq (a b : Bool) : Bool := cond a b (not b)
 
 /-- `a < b`. -/
 def lt (a b : Nat) : Bool := not (Nat.ble b a)
+
+/-- No broken rule. -/
+def Counts.zero : Counts := Counts.mk 0 0 0 0 0 0 0 0 0
+
+/-- Counts added rule by rule. -/
+def Counts.add (a b : Counts) : Counts :=
+  Counts.mk (Nat.add (Counts.suitability a) (Counts.suitability b))
+    (Nat.add (Counts.plotArea a) (Counts.plotArea b)) (Nat.add (Counts.minArea a) (Counts.minArea b))
+    (Nat.add (Counts.irrigatedMode a) (Counts.irrigatedMode b))
+    (Nat.add (Counts.irrigatedSecond a) (Counts.irrigatedSecond b))
+    (Nat.add (Counts.rotation a) (Counts.rotation b)) (Nat.add (Counts.legume a) (Counts.legume b))
+    (Nat.add (Counts.scatter a) (Counts.scatter b)) (Nat.add (Counts.form a) (Counts.form b))
+
+/-- Every broken rule, summed (the replay's `rule_violations`). -/
+def Counts.total (c : Counts) : Nat :=
+  Nat.add (Counts.suitability c) (Nat.add (Counts.plotArea c) (Nat.add (Counts.minArea c)
+    (Nat.add (Counts.irrigatedMode c) (Nat.add (Counts.irrigatedSecond c) (Nat.add
+      (Counts.rotation c) (Nat.add (Counts.legume c) (Nat.add (Counts.scatter c)
+        (Counts.form c))))))))
+
+/-- Rule-by-rule equality. -/
+def Counts.beq (a b : Counts) : Bool :=
+  and (Nat.beq (Counts.suitability a) (Counts.suitability b))
+    (and (Nat.beq (Counts.plotArea a) (Counts.plotArea b))
+      (and (Nat.beq (Counts.minArea a) (Counts.minArea b))
+        (and (Nat.beq (Counts.irrigatedMode a) (Counts.irrigatedMode b))
+          (and (Nat.beq (Counts.irrigatedSecond a) (Counts.irrigatedSecond b))
+            (and (Nat.beq (Counts.rotation a) (Counts.rotation b))
+              (and (Nat.beq (Counts.legume a) (Counts.legume b))
+                (and (Nat.beq (Counts.scatter a) (Counts.scatter b))
+                  (Nat.beq (Counts.form a) (Counts.form b)))))))))
 
 /-- The element at index `i`, or `d` past the end. -/
 def nth {α : Type} (d : α) (xs : List α) (i : Nat) : α :=
@@ -221,23 +275,23 @@ def minArea (d : Data) (kind : Nat) : Nat :=
 /-- Violations of one season of one plot: plantings below the minimum area, an overfull
 season (scale `k`), a season not in the written form. (Unsuitable plantings are counted
 by the tallies, which look every planting up anyway.) -/
-def seasonViolations (d : Data) (k kind area : Nat) (xs : List Planting) : Nat :=
-  Nat.add
-    (countIf (fun a => lt (Planting.area a) (Nat.mul (minArea d kind) k)) xs)
-    (Nat.add (cond (lt (Nat.mul area k) (sumArea xs)) 1 0) (cond (wellFormed xs) 0 1))
+def seasonViolations (d : Data) (k kind area : Nat) (xs : List Planting) : Counts :=
+  Counts.mk 0 (cond (lt (Nat.mul area k) (sumArea xs)) 1 0)
+    (countIf (fun a => lt (Planting.area a) (Nat.mul (minArea d kind) k)) xs) 0 0 0 0 0
+    (cond (wellFormed xs) 0 1)
 
 /-- Violations of one year of one plot: both seasons; on irrigated land, rice with anything
 else that year, and more than one second-season crop. -/
-def yearViolations (d : Data) (k : Nat) (p : Plot) (y : Year) : Nat :=
+def yearViolations (d : Data) (k : Nat) (p : Plot) (y : Year) : Counts :=
   let irr := Nat.beq (Plot.kind p) (Data.irrigated d)
   let f := Year.first y
   let s := Year.second y
-  Nat.add (seasonViolations d k (Plot.kind p) (Plot.area p) f)
-    (Nat.add (seasonViolations d k (Plot.kind p) (Plot.area p) s)
-      (Nat.add
+  Counts.add (seasonViolations d k (Plot.kind p) (Plot.area p) f)
+    (Counts.add (seasonViolations d k (Plot.kind p) (Plot.area p) s)
+      (Counts.mk 0 0 0
         (cond (and irr (and (mem (Data.rice d) f)
           (or (lt 1 (List.length f)) (not (isNil s))))) 1 0)
-        (cond (and irr (lt 1 (List.length s))) 1 0)))
+        (cond (and irr (lt 1 (List.length s))) 1 0) 0 0 0 0))
 
 /-- Crops of `xs` also in `ys`. -/
 def common (xs ys : List Planting) : Nat := countIf (fun a => mem (Planting.crop a) ys) xs
@@ -283,22 +337,21 @@ def legume (d : Data) (k : Nat) (p : Plot) (ys : List Year) : Nat :=
 
 /-- Every per-plot violation of a plan (scale `k`): seasons, years, rotation, legumes, and
 a plot whose list of years is not `years` long. -/
-def plotViolations (d : Data) (k : Nat) (p : Plot) (ys : List Year) : Nat :=
-  Nat.add (List.foldr (fun y n => Nat.add (yearViolations d k p y) n) 0 ys)
-    (Nat.add (rotation d (Plot.history p) ys)
-      (Nat.add (legume d k p ys)
-        (cond (Nat.beq (List.length ys) (Data.years d)) 0 1)))
+def plotViolations (d : Data) (k : Nat) (p : Plot) (ys : List Year) : Counts :=
+  Counts.add (List.foldr (fun y n => Counts.add (yearViolations d k p y) n) Counts.zero ys)
+    (Counts.mk 0 0 0 0 0 (rotation d (Plot.history p) ys) (legume d k p ys) 0
+      (cond (Nat.beq (List.length ys) (Data.years d)) 0 1))
 
 /-- `f` over plots and their plan years in parallel, summed; a plan with a different number
-of plots than 附件1 counts one violation. -/
-def overPlots (d : Data) (f : Plot → List Year → Nat) (plan : List (List Year)) : Nat :=
-  Nat.add
-    (List.rec (motive := fun _ => List (List Year) → Nat) (fun _ => 0)
+of plots than 附件1 is not in the written form. -/
+def overPlots (d : Data) (f : Plot → List Year → Counts) (plan : List (List Year)) : Counts :=
+  Counts.add
+    (List.rec (motive := fun _ => List (List Year) → Counts) (fun _ => Counts.zero)
       (fun p _ rest plan =>
-        List.casesOn (motive := fun _ => Nat) plan 0
-          (fun ys plan' => Nat.add (f p ys) (rest plan')))
+        List.casesOn (motive := fun _ => Counts) plan Counts.zero
+          (fun ys plan' => Counts.add (f p ys) (rest plan')))
       (Data.plots d) plan)
-    (cond (Nat.beq (List.length plan) (List.length (Data.plots d))) 0 1)
+    (Counts.mk 0 0 0 0 0 0 0 0 (cond (Nat.beq (List.length plan) (List.length (Data.plots d))) 0 1))
 
 /-- `c` with one more plot producing `q`, at crop number `i` of the cells. -/
 def addCell (xs : List Cell) (i q : Nat) : List Cell :=
@@ -336,10 +389,13 @@ def tally (d : Data) (plan : List (List Year)) (i season : Nat) : Tally :=
             (cond (Nat.beq season 0) (Year.first y) (Year.second y)) (rest plan')))
     (Data.plots d) plan
 
-/-- Sums of a season: rule violations, and revenue in yuan times `20·k·priceDen`. -/
+/-- Sums of a season: unsuitable plantings, scattered crops, and revenue and cost in yuan
+times `20·k·priceDen`. -/
 structure Sums where
-  /-- Violations (scatter, unsuitable plantings). -/
-  violations : Nat
+  /-- Unsuitable plantings. -/
+  unsuitable : Nat
+  /-- Crops on more than `maxPlots` plots. -/
+  scatter : Nat
   /-- Revenue. -/
   revenue : Nat
   /-- Cost, in yuan times `20·k·priceDen`. -/
@@ -350,7 +406,7 @@ revenue per crop `2·p·min(Q, D)`, plus `p·(Q − min(Q, D))` when the surplus
 price (`half`); the cost. One walk over the crop numbers. -/
 def seasonSums (d : Data) (half : Bool) (k season : Nat) (t : Tally) : Sums :=
   List.rec (motive := fun _ => List Nat → List Nat → Sums)
-    (fun _ _ => Sums.mk (Tally.unsuitable t) 0
+    (fun _ _ => Sums.mk (Tally.unsuitable t) 0 0
       (Nat.mul (Nat.mul 2 (Data.priceDen d)) (Tally.cost t)))
     (fun c _ rest prices demand =>
       List.casesOn (motive := fun _ => Sums) prices (rest List.nil List.nil) (fun p prices' =>
@@ -359,8 +415,9 @@ def seasonSums (d : Data) (half : Bool) (k season : Nat) (t : Tally) : Sums :=
           let dk := Nat.mul dm k
           let sold := cond (Nat.ble q dk) q dk
           let r := rest prices' demand'
-          Sums.mk (cond (lt (Data.maxPlots d) (Cell.plots c)) (Nat.succ (Sums.violations r))
-              (Sums.violations r))
+          Sums.mk (Sums.unsuitable r)
+            (cond (lt (Data.maxPlots d) (Cell.plots c)) (Nat.succ (Sums.scatter r))
+              (Sums.scatter r))
             (Nat.add (Nat.add (Nat.mul 2 (Nat.mul p sold))
                 (cond half (Nat.mul p (Nat.sub q sold)) 0))
               (Sums.revenue r))
@@ -369,28 +426,31 @@ def seasonSums (d : Data) (half : Bool) (k season : Nat) (t : Tally) : Sums :=
 
 /-- Two sums added. -/
 def Sums.add (a b : Sums) : Sums :=
-  Sums.mk (Nat.add (Sums.violations a) (Sums.violations b))
+  Sums.mk (Nat.add (Sums.unsuitable a) (Sums.unsuitable b)) (Nat.add (Sums.scatter a) (Sums.scatter b))
     (Nat.add (Sums.revenue a) (Sums.revenue b)) (Nat.add (Sums.cost a) (Sums.cost b))
 
 /-- The replay of a plan at scale `k` (areas in `1/(10·k)` mu) under the sale rule `half`
 (false: case 1, surplus wasted; true: case 2, surplus at half price). -/
 def replay (d : Data) (half : Bool) (k : Nat) (plan : List (List Year)) : Result :=
-  let sums := Nat.rec (motive := fun _ => Sums) (Sums.mk 0 0 0)
+  let sums := Nat.rec (motive := fun _ => Sums) (Sums.mk 0 0 0 0)
     (fun i acc =>
       Sums.add (Sums.add (seasonSums d half k 0 (tally d plan i 0))
         (seasonSums d half k 1 (tally d plan i 1))) acc)
     (Data.years d)
   Result.mk
-    (Nat.add (overPlots d (plotViolations d k) plan) (Sums.violations sums))
+    (Counts.add (overPlots d (plotViolations d k) plan)
+      (Counts.mk (Sums.unsuitable sums) 0 0 0 0 0 0 (Sums.scatter sums) 0))
     (Rat.ofNumDen (Int.subNatNat (Sums.revenue sums) (Sums.cost sums))
       (Nat.mul (Nat.mul 20 k) (Data.priceDen d)))
 
-/-- The certificate's statement: the replay finds `violations` broken rules and the profit
-`profit` (compared as rationals). -/
-def agrees (d : Data) (half : Bool) (k : Nat) (plan : List (List Year)) (violations : Nat)
-    (profit : Rat) : Bool :=
+/-- The certificate's statement: the replay finds exactly the broken rules `counts`, rule
+by rule (what the gate reads), `violations` of them in all, and the profit `profit`
+(compared as rationals). -/
+def agrees (d : Data) (half : Bool) (k : Nat) (plan : List (List Year)) (counts : Counts)
+    (violations : Nat) (profit : Rat) : Bool :=
   let r := replay d half k plan
-  and (Nat.beq (Result.violations r) violations) (Rat.beq (Result.profit r) profit)
+  and (Counts.beq (Result.counts r) counts)
+    (and (Nat.beq (Counts.total (Result.counts r)) violations) (Rat.beq (Result.profit r) profit))
 
 /-- Consistency of generated data: each statistics row's crop has a price for that season
 (the revenue reads one price per season and crop). -/

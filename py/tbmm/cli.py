@@ -1208,7 +1208,8 @@ def verify(
     console.print(
         f"[{style}]{verdict}[/{style}] {rep.task}: gate {rep.gate}, Lean {rep.lean}"
         + (
-            f" ({lean.get('obligations', 0)} obligations, {lean.get('toolchain', '')})"
+            f" ({lean.get('obligations', 0)} obligations over {lean.get('instances', 0)} check"
+            f" instances, {lean.get('toolchain', '')})"
             if lean
             else ""
         ),

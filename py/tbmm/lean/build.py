@@ -545,7 +545,8 @@ def check_module(
     text = path.read_text(encoding="utf-8")
     deps = [m for m in read_imports(text) if m == LIBRARY or m.startswith(LIBRARY + ".")]
     lp = lean_path(root, tc)
-    if build_deps and deps and not (tc.lake is None and _library_fresh(root, tc)):
+    fresh = tc.lake is None and _library_fresh(root, tc) and _imported_certs_fresh(root, deps)
+    if build_deps and deps and not fresh:
         built = build(root, targets=deps, toolchain=tc, use_lake=None if tc.lake else False)
         if built.failure is not None:
             return CheckResult(
@@ -602,6 +603,23 @@ def _library_fresh(root: Path, tc: Toolchain) -> bool:
         return min(o.stat().st_mtime_ns for o in oleans) >= newest
     except (OSError, ValueError):
         return False
+
+
+def _imported_certs_fresh(root: Path, deps: Sequence[str]) -> bool:
+    """Whether each certificate module among `deps` (a verify certificate imports its task's)
+    has an .olean newer than its source and than the library root's (a stat of each)."""
+    out = build_dir(root)
+    cert_prefix = ".".join(CERT_DIR.parts) + "."
+    try:
+        lib = olean_file(out, LIBRARY).stat().st_mtime_ns
+        for mod in deps:
+            if mod.startswith(cert_prefix):
+                t = olean_file(out, mod).stat().st_mtime_ns
+                if t < module_file(root, mod).stat().st_mtime_ns or t < lib:
+                    return False
+    except OSError:
+        return False
+    return True
 
 
 def copy_project(dst: Path, root: Path | None = None, *, with_build: bool = True) -> Path:

@@ -1,25 +1,30 @@
 """Certificates: the verdict on an artifact, recomputed by the Lean kernel.
 
-For one resolved artifact of one task this module writes an Init-free Lean module that
-carries the task and the artifact as Lean terms (`tbmm.lean.terms`) and states what
-Python decided about it, each statement proved by `rfl`, i.e. by the kernel evaluating
-the library's own definitions (`TBMM.Json`, `TBMM.Gate`, `TBMM.Verdict`):
+Each task's term is generated once, by `tbmm lean certify`, into the task's committed
+module `TBMM/Cert/<Task>.lean` (audited against the task files by regenerate-and-compare),
+which also checks the task's anchor artifact:
 
-    def task : Task := …            -- gate checks, metric panel, reference panel, baseline
-    def artifact : Json := …        -- the artifact, pruned to what the task's paths reach
-    theorem check_<id> : Eq (Flag.listBeq (Verdict.checkFlags task k artifact) FLAGS) Bool.true
-    theorem verdict : Eq (Verdict.is (Verdict.given task artifact ALLFLAGS) FEASIBLE O R) Bool.true
+    def task : Task := …            -- gate checks with protects, declared lists, panel, …
+    def artifact : Json := …        -- the anchor, pruned to what the task's paths reach
+    theorem oracle / baseline       -- O and F of the task
+    theorem verdict : Eq (and (Verdict.is (Verdict.eval task artifact) FEASIBLE O R)
+                              (Verdict.flagsAre task artifact FLAGS LISTS)) Bool.true
     theorem replay_<name> : Eq (TERM) Bool.true    -- an exact replay's own restatement
 
-* ``check_<id>`` — one per gate check, over every instance of a list at once: the kernel
-  expands and evaluates the check (`Check.run`) and confirms exactly which instances do
-  not pass (index and status: fail, bad, missing, noList) — none for a passing check.
-  A failure is thereby named by its check and instance, hence its field.
-* ``verdict`` — from those flags, the kernel computes feasibility, unverifiable metrics,
-  every metric score, the raw score, the panel mean (eq. 1), the gate zeroing, O-Eval and
-  Robust BO-Eval, and confirms Python's `⟨feasible, oEval, robustBo⟩`. Together with the
-  check lemmas this is `Verdict.eval task artifact = ⟨…⟩` (`eval` is `given` of the
-  checks' flags), with the gate evaluated once.
+A verify certificate (`check_artifact`, `check_batch`) imports the task's module, checks
+first that its `task` is exactly the term the current task files generate (`task_module`:
+else `StaleTaskModule`, no verdict), defines only the artifact, and states the same
+`verdict` over `TBMM.Cert.<Task>.task`. All statements are proved by `rfl`, i.e. by the
+kernel evaluating the library's own definitions (`TBMM.Json`, `TBMM.Gate`, `TBMM.Verdict`).
+
+* ``verdict`` — ONE statement: `Verdict.eval` runs every check and every declared list of
+  the task term (expansion, lookup, missing and bad inputs, each form), then every metric
+  score, the panel mean, O and F, the gate zeroing, O-Eval and Robust BO-Eval; and
+  `Verdict.flagsAre` confirms exactly which instances of every check and list do not pass
+  (index and status: fail, bad, missing, noList). Python chooses neither the checks nor
+  the task: both lists come from the task term.
+* ``check_<id>``/``items_<list>`` — a lemma per flag group (`checks="all"`), stated only
+  when a verdict is refuted, to name the check the kernel differs on.
 * ``replay_<name>`` — for a task whose replay module defines ``lean_obligations(task,
   doc) -> [(name, Bool term, fields)]``: the replay restated in Lean, as that module says.
 
@@ -28,9 +33,9 @@ own outcome, both sides shown), never a verdict. Only numerals and identifiers g
 here reach the Lean text, never an artifact string. A sidecar JSON lists every theorem
 with its task, kind, check and fields.
 
-Many artifacts can share one module (`render_batch`, one Lean process for a batch): each
-task's term and each artifact's term is a `def` of its own, each artifact's theorems
-carry a prefix, and a refuted theorem concerns only its own artifact.
+Many artifacts can share one module (`check_batch`, one Lean process for a batch): each
+artifact's term is a `def` of its own, each artifact's theorems carry a prefix, and a
+refuted theorem concerns only its own artifact.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ from tbmm.files import write_text_if_changed
 from tbmm.lean import serialize as S
 from tbmm.lean import terms as T
 from tbmm.lean.allowlist import BATCH_HEADER
+from tbmm.lean.runtime import ToolchainError
 from tbmm.models import REPLAYED
 
 CERT_DIR = Path("TBMM") / "Cert"
@@ -251,6 +257,7 @@ class Certificate:
     text: str = ""
     task_obligations: dict[str, list[Obligation]] = field(default_factory=dict)  # per task def
     batch: Obligation | None = None  # a batch's one theorem (`render_items(combined="batch")`)
+    imports: list[str] = field(default_factory=list)  # the task modules it imports
 
     @property
     def task(self) -> str:
@@ -310,11 +317,17 @@ def _task_obligations(item: Item) -> list[Obligation]:
     ]
 
 
-def _obligations(item: Item) -> list[Obligation]:
+def _obligations(item: Item, checks: str = "none") -> list[Obligation]:
+    """An artifact's theorems: the verdict, one equation over `Verdict.eval` and
+    `Verdict.flagsAre` (which run every check and every declared list of the task term
+    themselves), with `checks="all"` a lemma per flag group too (to name the group a refuted
+    verdict differs in), and the replay's restatements."""
     t, e, p = item.task, item.expected, item.prefix
     obs = []
     gs = groups(t)
     for g, fl in zip(gs, e.flags, strict=True):
+        if checks != "all":
+            continue
         obs.append(
             Obligation(
                 f"{p}{g.name()}",
@@ -325,14 +338,10 @@ def _obligations(item: Item) -> list[Obligation]:
                 g.paths,
             )
         )
-    checks = _cons([flags_term(f) for g, f in zip(gs, e.flags, strict=True) if g.kind == "check"])
-    lists = _cons([flags_term(f) for g, f in zip(gs, e.flags, strict=True) if g.kind == "items"])
     obs.append(
         Obligation(
             f"{p}verdict",
-            f"Verdict.is (Verdict.given {item.task_def} {item.artifact_def} {checks} {lists} "
-            f"{S.rat(e.oracle)} {S.rat(e.baseline)}) "
-            f"{S.boolean(e.feasible)} {S.rat(e.o_eval)} {S.rat(e.robust_bo)}",
+            verdict_statement(item.task_def, item.artifact_def, e, t),
             "verdict",
             "verdict",
             "verdict",
@@ -345,6 +354,20 @@ def _obligations(item: Item) -> list[Obligation]:
             Obligation(_safe(f"{p}replay_{name}"), term, "replay", spec.module, name, tuple(fields))
         )
     return obs
+
+
+def verdict_statement(task_def: str, artifact_def: str, e: Expected, task: Any) -> str:
+    """The whole verdict as one Bool equation over the task term and the artifact: the
+    kernel's `Verdict.eval` (every check and list the task term holds, run by the kernel)
+    is Python's verdict, and the flags of every check and list are Python's."""
+    gs = groups(task)
+    fs = _cons([flags_term(f) for g, f in zip(gs, e.flags, strict=True) if g.kind == "check"])
+    ls = _cons([flags_term(f) for g, f in zip(gs, e.flags, strict=True) if g.kind == "items"])
+    return (
+        f"and (Verdict.is (Verdict.eval {task_def} {artifact_def}) "
+        f"{S.boolean(e.feasible)} {S.rat(e.o_eval)} {S.rat(e.robust_bo)}) "
+        f"(Verdict.flagsAre {task_def} {artifact_def} {fs} {ls})"
+    )
 
 
 def _conjunction(item: Item) -> Obligation:
@@ -361,33 +384,44 @@ def _def_line(name: str, typ: str, term: str) -> str:
 
 
 def render_items(
-    module: str, items: Sequence[Item], header: str, *, combined: str = ""
+    module: str,
+    items: Sequence[Item],
+    header: str,
+    *,
+    combined: str = "",
+    imported: bool = False,
+    checks: str = "none",
 ) -> Certificate:
-    """The module stating every item's claims (tasks and artifacts as defs): each claim a
-    lemma of its own (`combined=""`), each artifact's claims as one theorem (`"item"`), or
-    the whole batch's as one theorem `batch` (`"batch"`: the cheapest to check — one
-    evaluation context for all — and, when refuted, checked again item by item). An item's
-    lemmas stay in `Item.obligations` in every mode."""
+    """The module stating every item's claims (artifacts as defs; tasks as defs, or, with
+    `imported`, the committed task terms `TBMM.Cert.<Task>.task` their modules define):
+    each claim a lemma of its own (`combined=""`), each artifact's claims as one theorem
+    (`"item"`), or the whole batch's as one theorem `batch` (`"batch"`: the cheapest to
+    check — one evaluation context for all — and, when refuted, checked again item by
+    item). An item's lemmas stay in `Item.obligations` in every mode."""
     body = [header, "noncomputable section", f"namespace {module}", ""]
     defs: list[tuple[str, str]] = []
+    imports: list[str] = []
     task_obs: dict[str, list[Obligation]] = {}
     seen_tasks: dict[str, str] = {}
     for it in items:  # the data first: each task once, each artifact
-        if it.task.slug not in seen_tasks:
+        if it.task.slug in seen_tasks:
+            it.task_def = seen_tasks[it.task.slug]
+        elif imported:
+            imports.append(module_name(it.task.slug))
+            it.task_def = seen_tasks[it.task.slug] = f"{imports[-1]}.task"
+        else:
             seen_tasks[it.task.slug] = it.task_def
             body.append(_def_line(it.task_def, "Task", T.task_term(it.task)))
             defs.append((it.task_def, "Task"))
             task_obs[it.task_def] = _task_obligations(it)
-        else:
-            it.task_def = seen_tasks[it.task.slug]
         body.append(_def_line(it.artifact_def, "Json", T.artifact_term(it.task, it.doc)))
         defs.append((it.artifact_def, "Json"))
     for obs in task_obs.values():
         body += [S.theorem(o.name, o.statement) for o in obs]
     for it in items:
-        it.obligations = _obligations(it)
+        it.obligations = _obligations(it, checks)
         it.combined = _conjunction(it) if combined else None
-    cert = Certificate(module, list(items), defs, task_obligations=task_obs)
+    cert = Certificate(module, list(items), defs, task_obligations=task_obs, imports=imports)
     if combined == "batch":
         whole = _balanced([it.combined.statement for it in items if it.combined is not None])
         cert.batch = Obligation("batch", whole, "batch", "all", "all", ())
@@ -397,7 +431,7 @@ def render_items(
             for o in [it.combined] if it.combined is not None else it.obligations:
                 body.append(S.theorem(o.name, o.statement))
     body += [f"end {module}", "end", ""]
-    cert.text = S.module(body)
+    cert.text = S.module(body, ("TBMM", *imports))
     return cert
 
 
@@ -417,9 +451,11 @@ def render(
     expected: Expected | None = None,
     gate_report: Any = None,
     score: Any = None,
+    checks: str = "none",
 ) -> Certificate:
-    """The certificate of one resolved artifact; Python's claims default to its own verdict
-    (`run_gate` and `score_task` on `doc`)."""
+    """The certificate of one resolved artifact, its task term defined inline (a task's
+    committed module, or a standalone one); Python's claims default to its own verdict
+    (`run_gate` and `score_task` on `doc`). `checks="all"`: a lemma per flag group too."""
     if expected is None:
         from tbmm.gate import run_gate
         from tbmm.scoring import score_task
@@ -431,7 +467,7 @@ def render(
         expected = expected_from(task, g, s, doc)
     module = module or module_name(task.slug)
     header = HEADER.format(slug=S.ident(_safe(task.slug)))
-    return render_items(module, [Item(task, doc, expected)], header)
+    return render_items(module, [Item(task, doc, expected)], header, checks=checks)
 
 
 def anchor_certificates(tasks: Sequence[Any]) -> list[Certificate]:
@@ -495,6 +531,17 @@ def stale_certificates(
     return out
 
 
+def install_task_modules(tasks: Sequence[Any], root: Path) -> list[Certificate]:
+    """Write the certificate modules of `tasks` (their task terms, checked on their anchors)
+    into the Lean project at `root`, leaving every other module alone: `tbmm lean certify`
+    for a few tasks, e.g. a new task's, or a test's in a copy of the project."""
+    certs = anchor_certificates(tasks)
+    (root / CERT_DIR).mkdir(parents=True, exist_ok=True)
+    for rel, text in certificate_files(certs).items():
+        write_text_if_changed(root / rel, text)
+    return certs
+
+
 # --- checking an artifact -------------------------------------------------------------
 
 VERIFY_MODULE = "TBMMVerify"
@@ -503,6 +550,51 @@ VALUES_MODULE = "TBMMValues"  # the module that reads the kernel's values back
 
 class CertificateError(RuntimeError):
     """A generated certificate left the allowed grammar: a generator bug, never a verdict."""
+
+
+class StaleTaskModule(ToolchainError):
+    """The committed task module is missing or not what the task files generate: the
+    kernel would check the artifact against another task. No verdict (like a missing
+    toolchain: the Lean side cannot be used until `tbmm lean certify` is run)."""
+
+
+_TASK_LINE = "def task : Task := "
+_TASK_LINES: dict[tuple[str, int, int], str] = {}  # (path, mtime, size) -> its task term
+
+
+def _committed_task_term(path: Path) -> str | None:
+    """The task term a committed certificate module defines (None: no such line)."""
+    st = path.stat()
+    key = (str(path), st.st_mtime_ns, st.st_size)
+    if key not in _TASK_LINES:
+        found = None
+        with path.open(encoding="utf-8") as fh:
+            for line in fh:  # the task's def comes before the artifact's
+                if line.startswith(_TASK_LINE):
+                    found = line[len(_TASK_LINE) :].rstrip("\n")
+                    break
+        if len(_TASK_LINES) > 64:
+            _TASK_LINES.clear()
+        _TASK_LINES[key] = found  # type: ignore[assignment]
+    return _TASK_LINES[key]
+
+
+def task_module(task: Any, root: Path) -> str:
+    """The committed module holding the task's term (`TBMM.Cert.<Task>`), after checking
+    that its `task` is exactly the term the task files generate now (else StaleTaskModule:
+    a verify certificate imports the term, so a stale one would reframe the verdict)."""
+    mod = module_name(task.slug)
+    rel = (CERT_DIR / mod.rsplit(".", 1)[-1]).with_suffix(".lean")
+    path = root / rel
+    how = f"run `{REGENERATE}` (then `tbmm lean build`)"
+    if not path.is_file():
+        raise StaleTaskModule(f"{rel.as_posix()} is missing (task {task.slug}): {how}")
+    if _committed_task_term(path) != T.task_term(task):
+        raise StaleTaskModule(
+            f"{rel.as_posix()} defines another task term than the files of task {task.slug} "
+            f"generate (stale or edited): {how}"
+        )
+    return mod
 
 
 @dataclass(frozen=True)
@@ -551,6 +643,9 @@ class LeanResult:
     # paths (under `replayed`) whose value the kernel recomputed from the decisions (an exact
     # replay's `replay_*` obligations); every other replayed value the kernel takes as given
     recomputed: list[str] = field(default_factory=list)
+    # check instances (one check on one list entry, and each declared list) the verdict's
+    # `Verdict.eval` evaluates: as many as the Python gate reported
+    instances: int = 0
 
     @property
     def outcome(self) -> str:
@@ -571,6 +666,7 @@ class LeanResult:
             "gaps": self.gaps,
             "verdict": {"python": self.python_verdict, "lean": self.lean_verdict},
             "recomputed": self.recomputed,
+            "instances": self.instances,
             "toolchain": self.toolchain,
             "error": self.error,
         }
@@ -704,6 +800,7 @@ def _check(
     root: Path | None,
     diagnose: bool,
     combined: str = "",
+    checks: str = "none",
 ) -> list[LeanResult]:
     from tbmm.lean.allowlist import check_certificate, library_names
     from tbmm.lean.build import project_root
@@ -729,8 +826,12 @@ def _check(
                 source=(g, s),
             )
         )
+    for it in items:  # refuse a stale task term before anything is stated over it
+        task_module(it.task, root)
     header = HEADER.format(slug=S.ident(_safe(items[0].task.slug))) if single else BATCH_HEADER
-    cert = render_items(VERIFY_MODULE, items, header, combined=combined)
+    cert = render_items(
+        VERIFY_MODULE, items, header, combined=combined, imported=True, checks=checks
+    )
     bad = check_certificate(
         cert.text,
         cert.module,
@@ -738,6 +839,7 @@ def _check(
         expected=[o.name for o in cert.obligations],
         defs=cert.defs,
         header=header,
+        imports=cert.imports,
     )
     if bad:
         raise CertificateError("; ".join(str(b) for b in bad[:3]))
@@ -773,6 +875,10 @@ def _check(
     if cert.batch is not None and cert.batch.name in refused and not error_all:
         # refuted somewhere: each artifact's claims as a theorem of their own, to say which
         return _check(entries, root=root, diagnose=diagnose, combined="item")
+    verdicts = {f"{it.prefix}verdict" for it in items}
+    if not combined and checks == "none" and verdicts & set(refused) and not error_all:
+        # the kernel's verdict differs: every check stated on its own, to name the one
+        return _check(entries, root=root, diagnose=diagnose, checks="all")
     lean_side = (
         _diagnose(cert, items, refused, root, tc) if refused and diagnose and not combined else {}
     )
@@ -793,12 +899,17 @@ def _check(
             python, lean = _sides(it, o, refused[o.name], lean_side)
             name = o.name.removeprefix(it.prefix).removeprefix(it.task_prefix)
             dis.append(Disagreement(name, o.fields, python, lean, refused[o.name]))
+        if len(dis) > 1 and any(d.decl == "verdict" and d.python == d.lean for d in dis):
+            # the kernel's verdict is Python's: only the flags differ, each named by its check
+            dis = [d for d in dis if d.decl != "verdict"]
         failing, gaps = _failing(it) if not error_all else ([], [])
         verdict_lean = lean_side.get(f"{it.prefix}__verdict", "") if dis else ""
         out.append(
             LeanResult(
                 ok=not dis and not error_all,
-                obligations=len(mine) if it.combined is None else len(it.obligations) + 2,
+                obligations=len(mine)
+                if it.combined is None
+                else len(it.obligations) + len(cert.task_obligations.get(it.task_def, [])),
                 failing=failing,
                 gaps=gaps,
                 seconds=seconds,
@@ -817,6 +928,7 @@ def _check(
                 ),
                 lean_verdict=verdict_lean
                 or ("" if dis or error_all else it.expected.verdict_text()),
+                instances=len(it.source[0].instances) if it.source[0] is not None else 0,
             )
         )
     return out
@@ -848,6 +960,7 @@ def _diagnose(
     computes it — confirmed in one theorem when Python's rules applied to the kernel's
     flags predict it, else read back component by component."""
     defs = _def_block(cert.text)
+    imps = tuple(cert.imports)
     out: dict[str, str] = {}
     nats: dict[str, str] = {}
     checks: dict[str, tuple[Item, int]] = {}
@@ -868,7 +981,7 @@ def _diagnose(
                     nats[f"{o.name}.i{j}"] = f"Option.getD ({get} (Flag.index f))) 0"
                     nats[f"{o.name}.s{j}"] = f"Option.getD ({get} (Status.code (Flag.status f)))) 0"
                 checks[o.name] = (it, k)
-    got = kernel_nats(nats, root, toolchain=tc, preamble=defs) if nats else {}
+    got = kernel_nats(nats, root, toolchain=tc, preamble=defs, imports=imps) if nats else {}
     lean_flags: dict[tuple[int, int], tuple[Flag, ...] | None] = {}
     for name, (it, k) in checks.items():
         n = got.get(f"{name}.n")
@@ -918,7 +1031,7 @@ def _diagnose(
             f"(Verdict.given {it.task_def} {it.artifact_def} {cs} {ls} "
             f"(Verdict.oracle {it.task_def}) (Verdict.baseline {it.task_def}))"
         )
-    confirmed = _accepted(questions, root, tc, defs) if questions else set()
+    confirmed = _accepted(questions, root, tc, defs, imps) if questions else set()
     rats: dict[str, str] = {}
     for it in items:
         key = f"{it.prefix}__verdict"
@@ -941,7 +1054,11 @@ def _diagnose(
             claimed = _claimed_value(o.statement) if o.kind == "replay" else None
             if claimed is not None and refused.get(o.name, "").startswith(_REFUTED):
                 rats[o.name], replays[o.name] = claimed
-    vals = kernel_values(rats, root, toolchain=tc, preamble=defs, limit=len(rats)) if rats else {}
+    vals = (
+        kernel_values(rats, root, toolchain=tc, preamble=defs, limit=len(rats), imports=imps)
+        if rats
+        else {}
+    )
     for obs in cert.task_obligations.values():
         for o in obs:
             if o.name in rats:
@@ -981,14 +1098,21 @@ def _predict(it: Item, flags: tuple[tuple[Flag, ...], ...]) -> Expected:
     return Expected(flags, feasible, s.o_eval, s.robust_bo)
 
 
-def _accepted(theorems: dict[str, str], root: Path, tc: Any, preamble: Sequence[str]) -> set[str]:
-    """The names of the Bool statements the kernel proves `true` (one Lean run)."""
+def _accepted(
+    theorems: dict[str, str],
+    root: Path,
+    tc: Any,
+    preamble: Sequence[str],
+    imports: Sequence[str] = (),
+) -> set[str]:
+    """The names of the Bool statements the kernel proves `true` (one Lean run; `imports`:
+    the task modules the preamble's statements name besides `TBMM`)."""
     body = ["noncomputable section", f"namespace {VALUES_MODULE}", "", *preamble]
     body += [S.theorem(n, stmt) for n, stmt in theorems.items()]
     body += [f"end {VALUES_MODULE}", "end", ""]
     with tempfile.TemporaryDirectory(prefix="tbmm-values-") as tmp:
         path = Path(tmp) / f"{VALUES_MODULE}.lean"
-        path.write_text(S.module(body), encoding="utf-8")
+        path.write_text(S.module(body, ("TBMM", *imports)), encoding="utf-8")
         try:  # a diagnosis of a disagreement (already no verdict): none when it runs out
             res = _run_certificate(
                 path, root, tc, 1, "reading the kernel's values back", wall=KERNEL_VALUES_TIMEOUT
@@ -1006,7 +1130,12 @@ NAT_BITS = 32  # a natural read back by `kernel_nats` is below 2^NAT_BITS (else 
 
 
 def kernel_nats(
-    exprs: dict[str, str], root: Path, *, toolchain: Any = None, preamble: Sequence[str] = ()
+    exprs: dict[str, str],
+    root: Path,
+    *,
+    toolchain: Any = None,
+    preamble: Sequence[str] = (),
+    imports: Sequence[str] = (),
 ) -> dict[str, int | None]:
     """The value the kernel computes for each natural-number expression, bit by bit (one
     Lean run; None when it is not below 2^`NAT_BITS`)."""
@@ -1015,7 +1144,7 @@ def kernel_nats(
         qs[f"n{i}_bound"] = f"Nat.beq (Nat.shiftRight ({e}) {NAT_BITS}) 0"
         for b in range(NAT_BITS):
             qs[f"n{i}_b{b}"] = f"Nat.beq (Nat.land (Nat.shiftRight ({e}) {b}) 1) 1"
-    ok = _accepted(qs, root, toolchain, preamble)
+    ok = _accepted(qs, root, toolchain, preamble, imports)
     out: dict[str, int | None] = {}
     for i, name in enumerate(exprs):
         out[name] = (
@@ -1051,6 +1180,7 @@ def kernel_values(
     toolchain: Any = None,
     preamble: Sequence[str] = (),
     limit: int = KERNEL_VALUES_MAX,
+    imports: Sequence[str] = (),
 ) -> dict[str, Fraction | None]:
     """The value the Lean kernel computes for each rational expression (None: too large).
 
@@ -1062,7 +1192,7 @@ def kernel_values(
     """
 
     def run(theorems: dict[str, str]) -> set[str]:
-        return _accepted(theorems, root, toolchain, preamble)
+        return _accepted(theorems, root, toolchain, preamble, imports)
 
     keys = {f"v{i}": name for i, name in enumerate(list(exprs)[:limit])}
     parts = {}  # the value in lowest terms: |num| / g and den / g, g = gcd (kernel: GMP)

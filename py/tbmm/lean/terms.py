@@ -44,6 +44,33 @@ def _cons(items: Sequence[str]) -> str:
     return "".join(f"(List.cons {x} " for x in items) + "List.nil" + ")" * len(items)
 
 
+NULL_RUN = 8  # a run of at least this many `null` entries is written `Json.nulls k`
+
+
+def _entries(items: Sequence[str]) -> str:
+    """A `List Json` whose runs of `NULL_RUN` or more nulls (entries of a list no path reads,
+    kept for its length) are `Json.nulls k` — the same list to the kernel, a fraction of the
+    elaborator's work: `(List.cons a (List.append (Json.nulls k) (List.cons b List.nil)))`."""
+    head: list[str] = []
+    closes, i, tail = 0, 0, "List.nil"
+    while i < len(items):
+        j = i
+        while j < len(items) and items[j] == "Json.null":
+            j += 1
+        if j - i >= NULL_RUN:
+            if j == len(items):
+                tail = f"(Json.nulls {j - i})"
+            else:
+                head.append(f"(List.append (Json.nulls {j - i}) ")
+                closes += 1
+            i = j
+            continue
+        head.append(f"(List.cons {items[i]} ")
+        closes += 1
+        i += 1
+    return "".join(head) + tail + ")" * closes
+
+
 def _cons_nat(items: Iterable[int]) -> str:
     return _cons([str(int(i)) for i in items])
 
@@ -319,7 +346,7 @@ class _Render:
                 )
                 return f"(Json.obj {ks} {_cons([self.term(v) for _, v in n[1]])})"
             if n[0] == "arr":
-                return f"(Json.arr {_cons([self.term(v) for v in n[1]])})"
+                return f"(Json.arr {_entries([self.term(v) for v in n[1]])})"
             return "Json.null"
         if n is None:
             return "Json.null"

@@ -797,9 +797,10 @@ def lean_plan(plan: Plan, data: CropData, rules: Rules, k: int) -> str:
 
 
 def lean_obligations(task: Any, doc: dict[str, Any]) -> list[tuple[str, str, tuple[str, ...]]]:
-    """Per case: the Lean replay of the plan (`Crop.replay`) finds the replayed number of
-    broken rules and the replayed profit, both as scored (`Crop.agrees`). Nothing when the
-    plans are unusable (the Python replay produced nothing to restate)."""
+    """Per case: the Lean replay of the plan (`Crop.replay`) finds the replayed count of
+    every rule the gate reads (`violations.<rule>`, rule by rule, and none outside the
+    written form), their total and the replayed profit, all as scored (`Crop.agrees`).
+    Nothing when the plans are unusable (the Python replay produced nothing to restate)."""
     from tbmm.models import REPLAYED
     from tbmm.paths import PathError, resolve
 
@@ -814,15 +815,15 @@ def lean_obligations(task: Any, doc: dict[str, Any]) -> list[tuple[str, str, tup
     obs: list[tuple[str, str, tuple[str, ...]]] = []
     for case, plan in plans.items():
         base = f"{REPLAYED}.q1.{case}"
+        rule_paths = [f"{base}.violations.{r}" for r in RULES]
         try:
             profit_v = resolve(doc, f"{base}.profit_yuan")
             viol_v = resolve(doc, f"{base}.rule_violations")
+            per_rule = [resolve(doc, p) for p in rule_paths]
         except PathError:
             continue
-        if not isinstance(profit_v, exact.Num) or not isinstance(viol_v, exact.Num):
-            continue
-        viol = viol_v.value
-        if viol.denominator != 1 or viol < 0:
+        counts = [_count(v) for v in (viol_v, *per_rule)]
+        if not isinstance(profit_v, exact.Num) or any(c is None for c in counts):
             continue
         k = plan_scale([plan])
         q = profit_v.value
@@ -832,18 +833,31 @@ def lean_obligations(task: Any, doc: dict[str, Any]) -> list[tuple[str, str, tup
             else f"(Rat.negFrac {-q.numerator} {q.denominator})"
         )
         half = "Bool.true" if case == "case2" else "Bool.false"
+        rule_counts = "(Crop.Counts.mk " + " ".join(str(c) for c in counts[1:]) + " 0)"
         term = (
             f"Crop.agrees {LEAN_DATA} {half} {k} {lean_plan(plan, data, rules, k)} "
-            f"{viol.numerator} {lit}"
+            f"{rule_counts} {counts[0]} {lit}"
         )
         obs.append(
             (
                 f"crop_{case}",
                 term,
-                (f"{base}.profit_yuan", f"{base}.rule_violations", f"q1.{case}.plan"),
+                (
+                    f"{base}.profit_yuan",
+                    f"{base}.rule_violations",
+                    *rule_paths,
+                    f"q1.{case}.plan",
+                ),
             )
         )
     return obs
+
+
+def _count(v: Any) -> int | None:
+    """A replayed violation count as a natural number (None: not one)."""
+    if not isinstance(v, exact.Num) or v.value.denominator != 1 or v.value < 0:
+        return None
+    return int(v.value)
 
 
 def _task_dir() -> Path:
