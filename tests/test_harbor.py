@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import zipfile
@@ -185,6 +186,13 @@ def _blobs(path: Path) -> list[bytes]:
     return out
 
 
+def _has_number(blob: bytes, text: str) -> bool:
+    """Whether the number `text` stands in `blob` as a whole number, not as the first
+    digits of a longer one (0.186656 is no leak inside a data cell 0.18665612)."""
+    pat = rb"(?<![0-9.])" + re.escape(text.encode()) + rb"(?![0-9])"
+    return re.search(pat, blob) is not None
+
+
 def leaks(task_dir: Path, task: Task) -> list[str]:
     """What of the task's scoring data the export put into the agent's environment/ (the
     instruction is checked to be the task's own, byte for byte: what it says is the task
@@ -196,7 +204,7 @@ def leaks(task_dir: Path, task: Task) -> list[str]:
         if p.name in SCORING_NAMES or p.suffix == ".whl":
             found.append(f"file {p.relative_to(task_dir)}")
         for blob in _blobs(p):
-            found += [f"{p.relative_to(task_dir)}: {n}" for n in numbers if n.encode() in blob]
+            found += [f"{p.relative_to(task_dir)}: {n}" for n in numbers if _has_number(blob, n)]
     return found
 
 
