@@ -49,7 +49,7 @@ Design rules of this core (and of every TBMM module):
     is its constructor, so a literal is exactly the term the kernel builds);
   - `Lean.reduceBool`, `Lean.reduceNat`: the kernel replaces `Lean.reduceBool c` by the
     value of *compiled* code for `c`. They are declared `opaque` here (no equation, so
-    that value proves nothing about `c` without Lean's `ofReduceBool` axiom, which the
+    that value proves nothing about `c` without the axiom Lean pairs with it (`Lean.ofReduce…`), which the
     audit refuses), and no module can give them a body;
   - `Eq`, which the kernel requires (with its exact shape) for quotients; `init_quot`,
     the command that would add quotient types and their reduction rule, is refused by
@@ -271,7 +271,7 @@ structure String where
   data : List Char
 
 /-- The kernel evaluates `Lean.reduceBool c` by running compiled code for `c`. Opaque:
-nothing relates the result to `c` (that needs Lean's `ofReduceBool` axiom, which the
+nothing relates the result to `c` (that needs the axiom Lean pairs with it, `Lean.ofReduce…`, which the
 audit refuses), and no other module can declare the name with a body. -/
 noncomputable opaque Lean.reduceBool (b : Bool) : Bool := b
 
