@@ -22,6 +22,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from tbmm.files import user_cache_dir
 from tbmm.forms import Form
 from tbmm.rules import Direction, Domain
 from tbmm.specs import METHODS
@@ -33,11 +34,7 @@ _HERE = Path(__file__).resolve().parent
 
 def cache_dir() -> Path:
     """$TBMM_CACHE_DIR, else $XDG_CACHE_HOME/tbmm, else ~/.cache/tbmm; entries in compiled/."""
-    base = os.environ.get("TBMM_CACHE_DIR")
-    if base:
-        return Path(base) / "compiled"
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg) / "tbmm" / "compiled"
+    return user_cache_dir("compiled")
 
 
 _CODE_DIGEST: bytes | None = None

@@ -3,7 +3,18 @@
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
+
+
+def user_cache_dir(name: str) -> Path:
+    """A tbmm cache folder: $TBMM_CACHE_DIR/NAME, else $XDG_CACHE_HOME/tbmm/NAME, else
+    ~/.cache/tbmm/NAME (one rule for every cache, so one variable moves them all)."""
+    base = os.environ.get("TBMM_CACHE_DIR")
+    if base:
+        return Path(base) / name
+    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(xdg) / "tbmm" / name
 
 
 def sha256_file(path: Path) -> str:

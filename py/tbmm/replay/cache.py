@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from tbmm import exact
+from tbmm.files import user_cache_dir
 
 MAX_ENTRIES = 512
 MAX_BYTES = 64 * 1024 * 1024
@@ -68,11 +69,7 @@ def mode() -> str:
 
 def disk_dir() -> Path:
     """$TBMM_CACHE_DIR/replays, else $XDG_CACHE_HOME/tbmm/replays, else ~/.cache/tbmm/replays."""
-    base = os.environ.get("TBMM_CACHE_DIR")
-    if base:
-        return Path(base) / "replays"
-    xdg = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(xdg) / "tbmm" / "replays"
+    return user_cache_dir("replays")
 
 
 _CODE: bytes | None = None
