@@ -88,7 +88,7 @@ def _ul(items: Iterable[Any], cls: str = "") -> str:
     return f'<ul class="{cls}">{lis}</ul>' if cls else f"<ul>{lis}</ul>"
 
 
-def _fmt_exact(text: Any, places: int = 4) -> str:
+def fmt_exact(text: Any, places: int = 4) -> str:
     """A report's exact number text (decimal or p/q) rounded for display; as is if unparsable."""
     if text is None:
         return "—"
@@ -170,7 +170,7 @@ def _panel_value(task: Any, pp: Any, metric_id: str, value: str) -> str:
     return f"{metric_id} = {value}" + (f" (p{rec.page}, {rec.locator})" if rec else "")
 
 
-def _reference_text(ref: Any) -> str:
+def reference_text(ref: Any) -> str:
     """A metric reference's source, note and replaced values, as one line."""
     if ref is None:
         return ""
@@ -230,7 +230,7 @@ def _provenance_html(task: Any) -> str:
                     esc(mt.spec.band),
                     esc(mt.anchor_text),
                     esc(mt.spec.reference.kind if mt.spec.reference else "unstated"),
-                    esc(_reference_text(mt.spec.reference)),
+                    esc(reference_text(mt.spec.reference)),
                     esc(mt.spec.exclude),
                 ]
                 for mt in task.metrics
@@ -314,8 +314,8 @@ def _naive_html(task: Any) -> str:
             esc(n["name"]),
             esc(n["status"]),
             esc(n["gate"]),
-            esc(_fmt_exact(n["raw"], 3)),
-            esc(_fmt_exact(n["o_eval"], 3)),
+            esc(fmt_exact(n["raw"], 3)),
+            esc(fmt_exact(n["o_eval"], 3)),
             esc(L.fmt_fixed(rules.skill(Fraction(n["raw"]), rules.ONE, f_t), 3)),
             esc(n["how"]),
         ]
@@ -330,7 +330,7 @@ def _metrics_html(score: Mapping[str, Any]) -> str:
         return '<p class="note">no metric scores in the report</p>'
     rows = []
     for m in ms:
-        reward = "excluded" if m.get("excluded") else _fmt_exact(m.get("reward_exact"), 4)
+        reward = "excluded" if m.get("excluded") else fmt_exact(m.get("reward_exact"), 4)
         rows.append(
             [
                 esc(m.get("id")),
@@ -456,7 +456,7 @@ def _trial_html(x: L.EntryRow, seed: int, row: TrialRow | None, base: Path | Non
         ("status", row.status),
         ("O-Eval (eq. 1)", f"{o}% (exact {fraction_to_text(row.o_eval)})"),
         ("Robust BO-Eval", f"{L.fmt_fixed(row.robust_bo, 4)}"),
-        ("raw score R", _fmt_exact(rep.get("raw_exact"), 6)),
+        ("raw score R", fmt_exact(rep.get("raw_exact"), 6)),
         ("cost", "unknown" if row.cost_usd is None else f"${row.cost_usd:.4f}"),
     ]
     if rep.get("error"):
@@ -476,7 +476,7 @@ def _trial_html(x: L.EntryRow, seed: int, row: TrialRow | None, base: Path | Non
                     [
                         esc(p.get("paper_id")),
                         esc(", ".join(p.get("fields", []))),
-                        esc(_fmt_exact(p.get("score_exact"))),
+                        esc(fmt_exact(p.get("score_exact"))),
                     ]
                     for p in panel
                 ],

@@ -24,6 +24,7 @@ from typing import Any
 
 from tbmm import leaderboard as L
 from tbmm.exact import fraction_to_text
+from tbmm.report import fmt_exact, reference_text
 
 TEMPLATES = Path(__file__).parent / "templates" / "viewer"
 CSP = "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'"
@@ -69,26 +70,11 @@ def sniff_image(head: bytes) -> str | None:
     return None
 
 
-def fmt_exact(text: Any, places: int = 4) -> str:
-    if text is None:
-        return "—"
-    try:
-        return L.fmt_fixed(Fraction(str(text)), places)
-    except (ValueError, ZeroDivisionError):
-        return str(text)
-
-
 def _pct(text: Any) -> str:
     try:
         return L.fmt_fixed(Fraction(str(text)) * 100, 2) + "%"
     except (ValueError, ZeroDivisionError):
         return str(text)
-
-
-def reference_text(ref: Any) -> str:
-    from tbmm.report import _reference_text
-
-    return _reference_text(ref)
 
 
 def _text(x: Any) -> str:
