@@ -1,11 +1,13 @@
 """Test doubles shared by the harness tests and their subprocesses: a fake task folder, a
 stand-in verifier with the `tbmm.verify` interface, and a scripted model server on
-127.0.0.1 that speaks OpenAI Chat Completions and Responses, as JSON or, when the request
-asks for `stream`, as server-sent events the way the real API frames them (what the codex
-CLI needs: it only speaks the streamed Responses API)."""
+127.0.0.1 that speaks OpenAI Chat Completions and Responses and Anthropic Messages, as JSON
+or, when the request asks for `stream`, as server-sent events the way the real APIs frame
+them (what the codex CLI needs: it only speaks the streamed Responses API; claude-code
+streams Messages)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 import urllib.parse
@@ -202,8 +204,9 @@ class ScriptedChatServer:
     Each script item is either a response body (status 200) or a callable that gets the
     request JSON and headers and returns (status, body) — so a test can assert what the
     agent sent back (e.g. that a tool result contains real command output). The body is a
-    chat.completion for `/chat/completions` and a response object for `/responses`; a
-    request with `"stream": true` gets it as SSE (see `responses_events`, `chat_chunks`).
+    chat.completion for `/chat/completions`, a response object for `/responses` and a
+    message for `/v1/messages`; a request with `"stream": true` gets it as SSE (see
+    `responses_events`, `chat_chunks`, `messages_events`).
     GET answers 404 (the pre-flight check only needs an HTTP answer) unless `models` is
     given: then GET `.../models` lists them and GET `.../models/<id>` answers 200 for a listed
     id, else 404 (what the harness's endpoint probe asks; `model_lookup=False`: always 404,
@@ -288,8 +291,11 @@ class ScriptedChatServer:
                 data = json.dumps(reply).encode()
                 if status == 200 and isinstance(req, dict) and req.get("stream"):
                     kind = "text/event-stream"
-                    if self.path.rstrip("/").endswith("/responses"):
+                    bare = self.path.split("?", 1)[0].rstrip("/")
+                    if bare.endswith("/responses"):
                         data = sse(responses_events(reply))
+                    elif bare.endswith("/messages"):
+                        data = sse(messages_events(reply))
                     else:
                         data = sse(chat_chunks(reply), done=True)
                 self.send_response(status)
@@ -412,3 +418,128 @@ def function_outputs(req: dict[str, Any]) -> dict[str, str]:
         for i in req.get("input", [])
         if isinstance(i, dict) and i.get("type") == "function_call_output"
     }
+
+
+# ---------------------------------------------------------------- Anthropic Messages
+
+
+def messages_usage(
+    tokens: tuple[int, int], cache_read: int = 0, cache_write: int = 0
+) -> dict[str, Any]:
+    """Anthropic's usage object: `input_tokens` excludes the cached prompt tokens."""
+    return {
+        "input_tokens": tokens[0],
+        "cache_creation_input_tokens": cache_write,
+        "cache_read_input_tokens": cache_read,
+        "output_tokens": tokens[1],
+    }
+
+
+def messages_reply(
+    blocks: list[dict[str, Any]],
+    tokens: tuple[int, int],
+    *,
+    cache_read: int = 0,
+    cache_write: int = 0,
+    model: str = "fake-model",
+) -> dict[str, Any]:
+    """A Messages API response (a `message` object) with these content blocks; its stop
+    reason is `tool_use` when a block asks for a tool, else `end_turn`."""
+    stop = "tool_use" if any(b.get("type") == "tool_use" for b in blocks) else "end_turn"
+    return {
+        "id": "msg_" + hashlib.sha256(json.dumps(blocks, sort_keys=True).encode()).hexdigest()[:24],
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": blocks,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": messages_usage(tokens, cache_read, cache_write),
+    }
+
+
+def tool_use(call_id: str, name: str, args: dict[str, Any]) -> dict[str, Any]:
+    """A `tool_use` content block."""
+    return {"type": "tool_use", "id": call_id, "name": name, "input": args}
+
+
+def text_block(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _pieces(text: str, n: int) -> list[str]:
+    """`text` cut into about `n` pieces (at least one), the way a stream delivers it."""
+    size = max(1, -(-len(text) // n))
+    return [text[i : i + size] for i in range(0, len(text), size)] or [""]
+
+
+def messages_events(msg: dict[str, Any]) -> list[dict[str, Any]]:
+    """A Messages API `message` as the stream Anthropic sends: message_start (usage so far,
+    no content), a ping, per block content_block_start / deltas / content_block_stop (text in
+    `text_delta`s; a tool's input as its JSON text cut into several `input_json_delta`s,
+    which the client must join before parsing), message_delta (stop reason, final output
+    tokens) and message_stop."""
+    usage = dict(msg.get("usage") or {})
+    start_usage = {**usage, "output_tokens": min(1, int(usage.get("output_tokens", 0)))}
+    head = {**msg, "content": [], "stop_reason": None, "stop_sequence": None, "usage": start_usage}
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": head},
+        {"type": "ping"},
+    ]
+    for i, block in enumerate(msg.get("content", [])):
+        kind = block.get("type")
+        if kind == "text":
+            events.append(
+                {
+                    "type": "content_block_start",
+                    "index": i,
+                    "content_block": {"type": "text", "text": ""},
+                }
+            )
+            for piece in _pieces(block.get("text", ""), 3):
+                events.append(
+                    {
+                        "type": "content_block_delta",
+                        "index": i,
+                        "delta": {"type": "text_delta", "text": piece},
+                    }
+                )
+        elif kind == "tool_use":
+            events.append(
+                {"type": "content_block_start", "index": i, "content_block": {**block, "input": {}}}
+            )
+            for piece in _pieces(json.dumps(block.get("input", {})), 4):
+                events.append(
+                    {
+                        "type": "content_block_delta",
+                        "index": i,
+                        "delta": {"type": "input_json_delta", "partial_json": piece},
+                    }
+                )
+        else:
+            raise ValueError(f"no stream form for a {kind!r} block here")
+        events.append({"type": "content_block_stop", "index": i})
+    events.append(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": msg.get("stop_reason"), "stop_sequence": None},
+            "usage": {"output_tokens": int(usage.get("output_tokens", 0))},
+        }
+    )
+    events.append({"type": "message_stop"})
+    return events
+
+
+def tool_results(req: dict[str, Any]) -> dict[str, str]:
+    """tool_use_id -> text of the `tool_result` blocks in a Messages request's last user turn."""
+    msgs = req.get("messages") or []
+    last = msgs[-1] if msgs else {}
+    out: dict[str, str] = {}
+    content = last.get("content") if isinstance(last, dict) else None
+    for b in content if isinstance(content, list) else []:
+        if isinstance(b, dict) and b.get("type") == "tool_result":
+            c = b.get("content")
+            if isinstance(c, list):
+                c = "\n".join(str(p.get("text", "")) for p in c if isinstance(p, dict))
+            out[str(b.get("tool_use_id"))] = str(c)
+    return out

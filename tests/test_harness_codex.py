@@ -24,9 +24,13 @@ from harness.testing import (
     ScriptedChatServer,
     function_outputs,
     make_fake_task,
+    messages_reply,
     responses_call,
     responses_text,
     stand_in_verify,
+    text_block,
+    tool_results,
+    tool_use,
 )
 from harness.usage import Pricing
 from harness.venv import ensure_agent_venv
@@ -200,4 +204,123 @@ def test_opencode_cli_writes_the_artifact_in_the_sandbox(tmp_path: Path) -> None
     doc = json.loads((blob / "trajectory.json").read_text())
     calls = [c for s in doc["steps"] for c in s.get("tool_calls") or []]
     assert [c["function_name"] for c in calls] == ["bash"]
+    assert_valid_atif([blob / "trajectory.json"])
+
+
+def test_claude_code_cli_writes_the_artifact_in_the_sandbox(tmp_path: Path) -> None:
+    """claude-code (pinned npm package) driven the same way, against a scripted server that
+    streams the Anthropic Messages API (SSE: message_start, content blocks with text and
+    tool_use deltas, the tool input cut into several input_json_delta pieces, message_delta,
+    message_stop). Its own tools do the work: `Bash` computes the mean from the attachment,
+    `Write` writes the artifact; the proxy pins the model and injects the key."""
+    claude = _installed("claude-code")
+    task = make_fake_task(tmp_path / "tasks", agent_timeout_sec=240)
+    out = task.output_path
+    compute = (
+        "python3 -c \"import pandas as pd; print('MEAN', "
+        "float(pd.read_csv('/root/data/attachments/load.csv')['load'].mean()))\""
+    )
+    main_turns: list[dict[str, Any]] = []
+    side: list[dict[str, Any]] = []
+
+    def reply(req: dict[str, Any], hdrs: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        assert hdrs.get("x-api-key") == "real-key", hdrs.get("x-api-key")
+        assert "authorization" not in hdrs
+        assert req["model"] == "fake-model", req["model"]  # never another (small) model
+        assert req.get("stream") is True
+        if not req.get("tools"):  # a side request of the CLI's own (none seen in 2.1.332)
+            side.append(req)
+            return 200, messages_reply([text_block("Mean load")], (40, 3))
+        main_turns.append(req)
+        names = {t.get("name") for t in req["tools"]}
+        assert {"Bash", "Write"} <= names, sorted(names)
+        if len(main_turns) == 1:
+            assert "load.csv" in json.dumps(req["messages"])  # the instruction reached it
+            blocks = [
+                text_block("I will compute the mean first."),
+                tool_use("toolu_cc1", "Bash", {"command": compute, "description": "Mean load"}),
+            ]
+            return 200, messages_reply(blocks, (900, 40), cache_write=2000)
+        if len(main_turns) == 2:
+            results = tool_results(req)
+            assert "MEAN 12.5" in results.get("toolu_cc1", ""), results
+            artifact = json.dumps({"q1": {"mean_load": 12.5}})
+            args = {"file_path": out, "content": artifact}
+            return 200, messages_reply(
+                [tool_use("toolu_cc2", "Write", args)], (300, 30), cache_read=2900
+            )
+        results = tool_results(req)
+        assert "toolu_cc2" in results, results
+        return 200, messages_reply(
+            [text_block("The artifact is written.")], (100, 8), cache_read=3200
+        )
+
+    db = tmp_path / "r.sqlite"
+    backend = SandboxBackend("bwrap", ensure_agent_venv())
+    with ScriptedChatServer([reply] * 8) as server:
+        agent = CommandAgent(
+            "claude-code",
+            provider_env={
+                "ANTHROPIC_BASE_URL": server.base_url.removesuffix("/v1"),
+                "ANTHROPIC_API_KEY": "real-key",
+            },
+        )
+        t0 = time.monotonic()
+        summary = run_sweep(
+            agent,
+            "fake-model",
+            [task],
+            1,
+            backend,
+            1,
+            db,
+            False,
+            verifier=stand_in_verify,
+            progress=False,
+            pricing=Pricing(input=3.0, output=15.0, cache_read=0.3, cache_write=3.75),
+        )
+        print(f"claude-code trial: {time.monotonic() - t0:.1f} s wall for the sweep")
+    assert server.errors == []
+    (r,) = Store(db).trials()
+    blob = runs_dir_for(db) / r["blob_dir"]
+    assert (r["status"], r["exit_reason"], r["o_eval"]) == ("ok", "completed", 1.0), (
+        r["detail"],
+        (blob / "stderr.txt").read_text()[-2000:],
+        (blob / "stdout.txt").read_text()[-2000:],
+    )
+    assert summary.errored == 0 and json.loads(r["artifact"]) == {"q1": {"mean_load": 12.5}}
+    assert len(main_turns) == 3 and side == []
+    assert set(server.paths) == {"/v1/messages?beta=true"}, server.paths
+    # every request of the CLI went to the Messages endpoint and was relayed: nothing else
+    # (telemetry, update checks, token counting, a model list) was asked of the proxy
+    events = [json.loads(line) for line in (blob / "events.jsonl").read_text().splitlines()]
+    assert [e for e in events if e["type"] == "http_refused"] == []
+    assert [e["status"] for e in events if e["type"] == "http"] == [200, 200, 200]
+    # Anthropic's input_tokens exclude the cache: 900+2000 (written), 300+2900, 100+3200
+    assert (r["tokens_in"], r["tokens_cache_read"], r["tokens_out"]) == (9400, 6100, 78)
+    expected = (
+        (900 * 3.0 + 2000 * 3.75 + 40 * 15.0)
+        + (300 * 3.0 + 2900 * 0.3 + 30 * 15.0)
+        + (100 * 3.0 + 3200 * 0.3 + 8 * 15.0)
+    ) / 1e6
+    assert r["cost_usd"] == pytest.approx(expected)
+    for name in ("events.jsonl", "trajectory.json", "stdout.txt", "stderr.txt"):
+        assert "real-key" not in (blob / name).read_text(), name
+    doc = json.loads((blob / "trajectory.json").read_text())
+    assert doc["agent"]["name"] == "claude-code" and doc["agent"]["version"] == claude.version
+    agent_steps = [s for s in doc["steps"] if s["source"] == "agent"]
+    assert [[c["function_name"] for c in s.get("tool_calls") or []] for s in agent_steps] == [
+        ["Bash"],
+        ["Write"],
+        [],
+    ]
+    assert agent_steps[0]["message"] == "I will compute the mean first."
+    assert agent_steps[0]["tool_calls"][0]["arguments"]["command"] == compute
+    (obs,) = agent_steps[0]["observation"]["results"]
+    assert obs["source_call_id"] == "toolu_cc1" and "MEAN 12.5" in obs["content"]
+    (obs,) = agent_steps[1]["observation"]["results"]
+    assert obs["source_call_id"] == "toolu_cc2" and out in obs["content"]
+    assert agent_steps[-1]["message"] == "The artifact is written."
+    assert agent_steps[0]["metrics"]["extra"]["cache_write_tokens"] == 2000
+    assert doc["final_metrics"]["total_cost_usd"] == pytest.approx(r["cost_usd"])
     assert_valid_atif([blob / "trajectory.json"])
