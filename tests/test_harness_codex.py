@@ -1,6 +1,7 @@
-"""The real codex CLI (pinned npm package) solving a task inside the sandbox, against a
-scripted model server that speaks the streamed Responses API the way OpenAI does. The CLI
-sees only the in-sandbox forwarder and a placeholder key; the proxy outside injects the
+"""The real CLI agents (pinned npm packages: codex, opencode, claude-code) solving a task
+inside the sandbox, against a scripted model server that streams the Responses API the way
+OpenAI does (codex, opencode) or the Messages API the way Anthropic does (claude-code). The
+CLI sees only the in-sandbox forwarder and a placeholder key; the proxy outside injects the
 real key, counts tokens (cached ones at the cache price) and logs the exchanges that become
 the trial's ATIF trajectory."""
 
@@ -324,3 +325,68 @@ def test_claude_code_cli_writes_the_artifact_in_the_sandbox(tmp_path: Path) -> N
     assert agent_steps[0]["metrics"]["extra"]["cache_write_tokens"] == 2000
     assert doc["final_metrics"]["total_cost_usd"] == pytest.approx(r["cost_usd"])
     assert_valid_atif([blob / "trajectory.json"])
+
+
+def test_claude_code_web_tools_do_not_leave_the_sandbox(tmp_path: Path) -> None:
+    """The attack on the previous test's setup: the model asks claude-code's own web tools
+    to look the answer up. `WebSearch` makes claude-code send a request declaring Anthropic's
+    server-side `web_search` tool: the proxy refuses it (400, recorded as the agent's pin
+    refusal) and it never reaches the provider. `WebFetch` fetches from inside the sandbox,
+    which has no network. Both come back to the model as failed tool results."""
+    _installed("claude-code")
+    task = make_fake_task(tmp_path / "tasks", agent_timeout_sec=240)
+    turns: list[dict[str, Any]] = []
+
+    def reply(req: dict[str, Any], hdrs: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        kinds = {t.get("type") for t in req.get("tools", [])}
+        assert kinds <= {None, "custom"}, kinds  # no provider-side tool ever got here
+        turns.append(req)
+        if len(turns) == 1:
+            blocks = [
+                tool_use("toolu_ws", "WebSearch", {"query": "CUMCM 2099 A mean load answer"}),
+                tool_use(
+                    "toolu_wf", "WebFetch", {"url": "https://example.com/", "prompt": "answer"}
+                ),
+            ]
+            return 200, messages_reply(blocks, (500, 30))
+        return 200, messages_reply([text_block("No web access.")], (600, 5))
+
+    db = tmp_path / "r.sqlite"
+    backend = SandboxBackend("bwrap", ensure_agent_venv())
+    with ScriptedChatServer([reply] * 8) as server:
+        agent = CommandAgent(
+            "claude-code",
+            provider_env={
+                "ANTHROPIC_BASE_URL": server.base_url.removesuffix("/v1"),
+                "ANTHROPIC_API_KEY": "real-key",
+            },
+        )
+        run_sweep(
+            agent,
+            "fake-model",
+            [task],
+            1,
+            backend,
+            1,
+            db,
+            False,
+            verifier=stand_in_verify,
+            progress=False,
+        )
+    assert server.errors == []
+    (r,) = Store(db).trials()
+    blob = runs_dir_for(db) / r["blob_dir"]
+    assert (r["status"], r["exit_reason"]) == ("ok", "completed"), (
+        r["detail"],
+        (blob / "stderr.txt").read_text()[-2000:],
+    )
+    assert r["artifact_status"] == "missing" and r["o_eval"] == 0.0
+    assert len(turns) == 2
+    results = tool_results(turns[1])
+    assert set(results) == {"toolu_ws", "toolu_wf"}, results
+    assert "web_search" in results["toolu_ws"] and "sandbox" in results["toolu_ws"]
+    assert "example.com" in results["toolu_wf"], results["toolu_wf"]
+    events = [json.loads(line) for line in (blob / "events.jsonl").read_text().splitlines()]
+    refused = [e for e in events if e["type"] == "http_refused"]
+    assert refused and {e["refused_by"] for e in refused} == {"feature_pin"}, refused
+    assert "refused by the proxy's pin" in r["detail"]

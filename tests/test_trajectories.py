@@ -398,3 +398,34 @@ def test_report_links_each_trials_files(tmp_path: Path) -> None:
     assert 'href="../r.runs/e/t/0/trajectory.json">trajectory (ATIF)</a>' in html
     assert "endpoint_unreachable: refused" in html and "infra_error" in html
     assert "My entry" in html
+
+
+def test_scripted_messages_stream_reads_back_as_the_message() -> None:
+    """The scripted server's Anthropic stream (what claude-code is driven with) is the
+    message it was made from: the proxy's parser joins the tool input's JSON pieces back,
+    and the usage read from message_start + message_delta is the message's."""
+    from harness.testing import messages_events, messages_reply, text_block, tool_use
+    from harness.usage import ResponseUsage
+
+    args = {"command": "echo 'a \"quoted\" ünïcode' > /root/results/x.json", "n": [1, 2]}
+    msg = messages_reply(
+        [text_block("Working on it."), tool_use("toolu_1", "Bash", args)],
+        (120, 33),
+        cache_read=1000,
+        cache_write=50,
+    )
+    events = messages_events(msg)
+    kinds = [e["type"] for e in events]
+    assert kinds[0] == "message_start" and kinds[-2:] == ["message_delta", "message_stop"]
+    pieces = [e["delta"]["partial_json"] for e in events if e["type"] == "content_block_delta"
+              and e["delta"]["type"] == "input_json_delta"]  # fmt: skip
+    assert len(pieces) > 1 and json.loads("".join(pieces)) == args
+    assert events[0]["message"]["content"] == [] and msg["stop_reason"] == "tool_use"
+    turn = response_turn("anthropic", sse(events))
+    assert turn is not None and (turn["text"], turn["status"]) == ("Working on it.", "tool_use")
+    assert turn["tool_calls"] == [{"id": "toolu_1", "name": "Bash", "arguments": args}]
+    usage = ResponseUsage()
+    usage.absorb_body(sse(events))
+    assert (usage.input_tokens, usage.cached_tokens, usage.cache_write_tokens) == (1170, 1000, 50)
+    assert usage.output_tokens == 33
+    assert messages_reply([text_block("done")], (1, 1))["stop_reason"] == "end_turn"
