@@ -35,6 +35,8 @@ from harness.testing import (
 )
 from harness.usage import Pricing
 from harness.venv import ensure_agent_venv
+from tbmm.tasks import Task
+from tbmm.verify import verify_artifact
 from tests.atif_check import assert_valid_atif
 from tests.ci import absent
 
@@ -327,29 +329,45 @@ def test_claude_code_cli_writes_the_artifact_in_the_sandbox(tmp_path: Path) -> N
     assert_valid_atif([blob / "trajectory.json"])
 
 
-def test_claude_code_web_tools_do_not_leave_the_sandbox(tmp_path: Path) -> None:
-    """The attack on the previous test's setup: the model asks claude-code's own web tools
-    to look the answer up. `WebSearch` makes claude-code send a request declaring Anthropic's
-    server-side `web_search` tool: the proxy refuses it (400, recorded as the agent's pin
-    refusal) and it never reaches the provider. `WebFetch` fetches from inside the sandbox,
-    which has no network. Both come back to the model as failed tool results."""
+@pytest.mark.slow  # 9 s with Lean's caches warm, 35 s cold (first verification)
+def test_claude_code_on_a_real_task_web_tools_stay_in_the_sandbox(
+    tmp_path: Path, suite: list[Task]
+) -> None:
+    """A real task, scored by the real verifier (replay, gate, Lean), and the attack on the
+    previous test's setup: the model first asks claude-code's web tools to look the answer
+    up. `WebSearch` makes claude-code send a request declaring Anthropic's server-side
+    `web_search` tool: the proxy refuses it (400, the agent's own pin refusal) and it never
+    reaches the provider. `WebFetch` fetches from inside the sandbox, which has no network.
+    Both come back as failed tool results; the model then writes the task's reference
+    artifact with `Write`, and the stored verdict is the one `tbmm.verify` gives those bytes
+    directly."""
     _installed("claude-code")
-    task = make_fake_task(tmp_path / "tasks", agent_timeout_sec=240)
+    task = next(t for t in suite if t.slug == "cumcm-2024-a-dragon-dance")
+    artifact = task.anchor_artifact_bytes()
     turns: list[dict[str, Any]] = []
 
     def reply(req: dict[str, Any], hdrs: dict[str, str]) -> tuple[int, dict[str, Any]]:
         kinds = {t.get("type") for t in req.get("tools", [])}
         assert kinds <= {None, "custom"}, kinds  # no provider-side tool ever got here
+        assert req["model"] == "fake-model"
         turns.append(req)
         if len(turns) == 1:
+            assert task.output_path in json.dumps(req["messages"])  # the real instruction
             blocks = [
-                tool_use("toolu_ws", "WebSearch", {"query": "CUMCM 2099 A mean load answer"}),
+                tool_use("toolu_ws", "WebSearch", {"query": "CUMCM 2024 A bench dragon answer"}),
                 tool_use(
                     "toolu_wf", "WebFetch", {"url": "https://example.com/", "prompt": "answer"}
                 ),
             ]
             return 200, messages_reply(blocks, (500, 30))
-        return 200, messages_reply([text_block("No web access.")], (600, 5))
+        if len(turns) == 2:
+            results = tool_results(req)
+            assert set(results) == {"toolu_ws", "toolu_wf"}, results
+            assert "web_search" in results["toolu_ws"] and "sandbox" in results["toolu_ws"]
+            assert "example.com" in results["toolu_wf"], results["toolu_wf"]
+            args = {"file_path": task.output_path, "content": artifact.decode()}
+            return 200, messages_reply([tool_use("toolu_w", "Write", args)], (700, 300))
+        return 200, messages_reply([text_block("Written.")], (900, 5))
 
     db = tmp_path / "r.sqlite"
     backend = SandboxBackend("bwrap", ensure_agent_venv())
@@ -361,18 +379,9 @@ def test_claude_code_web_tools_do_not_leave_the_sandbox(tmp_path: Path) -> None:
                 "ANTHROPIC_API_KEY": "real-key",
             },
         )
-        run_sweep(
-            agent,
-            "fake-model",
-            [task],
-            1,
-            backend,
-            1,
-            db,
-            False,
-            verifier=stand_in_verify,
-            progress=False,
-        )
+        t0 = time.monotonic()
+        run_sweep(agent, "fake-model", [task], 1, backend, 1, db, False, progress=False)
+        print(f"claude-code real-task trial: {time.monotonic() - t0:.1f} s wall for the sweep")
     assert server.errors == []
     (r,) = Store(db).trials()
     blob = runs_dir_for(db) / r["blob_dir"]
@@ -380,13 +389,19 @@ def test_claude_code_web_tools_do_not_leave_the_sandbox(tmp_path: Path) -> None:
         r["detail"],
         (blob / "stderr.txt").read_text()[-2000:],
     )
-    assert r["artifact_status"] == "missing" and r["o_eval"] == 0.0
-    assert len(turns) == 2
-    results = tool_results(turns[1])
-    assert set(results) == {"toolu_ws", "toolu_wf"}, results
-    assert "web_search" in results["toolu_ws"] and "sandbox" in results["toolu_ws"]
-    assert "example.com" in results["toolu_wf"], results["toolu_wf"]
+    assert len(turns) == 3
+    assert r["artifact"] == artifact  # byte for byte what the script wrote
+    direct = verify_artifact(task, artifact)
+    stored = json.loads(r["verdict"])
+    assert direct.status == "scored" and direct.gate == "pass" and direct.lean == "ok"
+    for key in ("status", "gate", "lean", "o_eval_exact", "skill_exact", "failing"):
+        assert stored[key] == getattr(direct, key), key
+    assert r["o_eval_exact"] == direct.o_eval_exact
     events = [json.loads(line) for line in (blob / "events.jsonl").read_text().splitlines()]
     refused = [e for e in events if e["type"] == "http_refused"]
     assert refused and {e["refused_by"] for e in refused} == {"feature_pin"}, refused
     assert "refused by the proxy's pin" in r["detail"]
+    doc = json.loads((blob / "trajectory.json").read_text())
+    calls = [c["function_name"] for s in doc["steps"] for c in s.get("tool_calls") or []]
+    assert calls == ["WebSearch", "WebFetch", "Write"]
+    assert_valid_atif([blob / "trajectory.json"])
