@@ -4,6 +4,8 @@ cost and token totals per entry."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import socket
 import tomllib
@@ -584,6 +586,9 @@ def test_cli_runs_a_local_provider_with_limit_and_budget(
         assert any("is partial" in n and "0.002" in n for n in lb.notes)
         j = L.to_json(lb)["entries"][0]
         assert j["partial"] and j["tokens"]["input"] == 2000 and j["spent_usd"]["exact"] == "0.0022"
+        rec = next(csv.DictReader(io.StringIO(L.to_csv(lb))))
+        assert (rec["spent_usd"], rec["tokens_in"], rec["tokens_out"]) == ("0.0022", "2000", "200")
+        assert rec["partial"] == "yes"
         md = L.to_markdown(lb)
         assert "Spent ($)" in md and "$0.00" in md and "2k / 200" in md
         # a larger budget runs the rest; the stop record is cleared once they are stored
@@ -611,3 +616,64 @@ def _board(db: Path, tasks: list[Any]) -> L.Leaderboard:
         task_suites={t.slug: "CUMCM" for t in tasks},
         stopped=stopped,
     )
+
+
+def test_cli_agents_use_the_route_through_the_proxy() -> None:
+    """A CLI agent given PROVIDER/NAME: the proxy's upstream is the provider's (URL, key
+    variable, auth) and the model pinned and filled into the program's argv is NAME."""
+    from harness.agents import CommandAgent
+    from harness.runner import api_model
+
+    env = {"OPENROUTER_API_KEY": "or-key", "OPENAI_API_KEY": "oa-key", "ANTHROPIC_API_KEY": "a"}
+    route = resolve("openai/gpt-5", api="responses", base_url="http://10.1.2.3:9/v1", env=env)
+    codex = CommandAgent("codex", route=route, provider_env=env)
+    up = codex.upstream()
+    assert up is not None
+    assert (up.base_url, up.api_key, up.auth, up.provider) == (
+        "http://10.1.2.3:9/v1", "oa-key", "bearer", "openai",
+    )  # fmt: skip
+    assert api_model(codex, "openai/gpt-5") == "gpt-5"
+    assert api_model(codex, "something-else") == "something-else"
+    ant = resolve("anthropic/claude-sonnet-4-5", env=env)
+    claude = CommandAgent("claude-code", route=ant, provider_env=env)
+    up = claude.upstream()
+    assert up is not None and (up.base_url, up.api_key, up.auth) == (
+        "https://api.anthropic.com", "a", "x-api-key",
+    )  # fmt: skip
+    # a bare name: the environment's endpoint, as before
+    plain = CommandAgent("codex", provider_env={"OPENAI_BASE_URL": "http://e/v1"})
+    assert plain.upstream() is not None and plain.upstream().base_url == "http://e/v1"  # type: ignore[union-attr]
+    assert api_model(plain, "gpt-5") == "gpt-5"
+    # the CLI builds the route only when the provider serves the program's style
+    assert cli.model_route("codex", "gpt-5", base_url=None, api=None, api_key_env=None) is None
+    assert cli.model_route("oracle", "x/y", base_url=None, api=None, api_key_env=None) is None
+
+
+def test_a_stopped_entry_is_partial_and_ranks_after_complete_ones() -> None:
+    """Leaving trials unstarted can only help a mean if they would have scored low, so an
+    entry its budget stopped ranks after every complete entry, as an entry with errors."""
+    tasks = ["t1", "t2"]
+    suites = {t: "CUMCM" for t in tasks}
+
+    def row(entry: str, task: str, o: str) -> L.TrialRow:
+        rep = {"status": "scored", "o_eval_exact": o, "robust_bo_eval_exact": "0", "gate": "pass"}
+        return L.trial_row(
+            entry=entry, agent="llm", model="m", task=task, suite="CUMCM", seed=0,
+            report=rep, cost_usd=0.5, literature_split=False,
+            harness={"tokens_in": 10, "tokens_out": 2, "requests": 1},
+        )  # fmt: skip
+
+    rows = [
+        row("stopped", "t1", "1"),
+        row("stopped", "t2", "1"),
+        row("low", "t1", "0.1"),
+        row("low", "t2", "0.1"),
+    ]
+    stop = {"stopped": {"reason": "budget: reached", "not_started": [["t3", 0]]}}
+    lb = L.compute(rows, tasks=tasks, task_suites=suites, stopped=stop)
+    assert [x.entry for x in lb.entries] == ["low", "stopped"]
+    assert lb.entries[1].partial and not lb.entries[1].pareto and lb.entries[0].pareto
+    assert lb.entries[1].tokens["tokens_in"] == 20 and lb.entries[1].spent == 1
+    assert "(partial)" in L.main_rows(lb)[1][1]
+    # without the record it would rank first
+    assert L.compute(rows, tasks=tasks, task_suites=suites).entries[0].entry == "stopped"

@@ -1039,6 +1039,9 @@ def to_csv(lb: Leaderboard) -> str:
             "missing_trials",
             "pareto",
             "skill",
+            "spent_usd",
+            "tokens_in",
+            "tokens_out",
         ]
         + [f"{s.lower()}_o_eval_pct" for s in suites]
         + [f"task:{t}" for t in lb.tasks]
@@ -1068,6 +1071,9 @@ def to_csv(lb: Leaderboard) -> str:
                 x.missing_trials,
                 "yes" if x.pareto else "no",
                 fmt_fixed(None if x.skill is None else x.skill.mean, 3),
+                "n/a" if x.spent is None else fraction_to_text(x.spent),
+                x.tokens.get("tokens_in", 0),
+                x.tokens.get("tokens_out", 0),
             ]
             + [_pct(x.suites[s].mean if s in x.suites else None) for s in suites]
             + [_pct(x.per_task[t].mean) for t in lb.tasks]
