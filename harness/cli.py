@@ -62,6 +62,7 @@ def build_agent(
     replay_allow_missing: bool = False,
     caps: TrialCaps | None = None,
     route: ModelRoute | None = None,
+    max_output_tokens: int | None = None,
 ) -> Agent:
     """The agent behind an `--agent` name (see AGENTS). Prices are not the agent's: the
     runner costs every agent's tokens with the sweep's pricing."""
@@ -81,6 +82,7 @@ def build_agent(
             max_retries=retries,
             caps=caps,
             route=route,
+            max_output_tokens=max_output_tokens,
         )
     if name == "command":
         if not agent_cmd:
@@ -301,6 +303,13 @@ def run_command(
         "Responses) | anthropic (Anthropic Messages); default: the provider's",
     ),
     max_turns: int = typer.Option(60, "--max-turns"),
+    max_output_tokens: int | None = typer.Option(
+        None,
+        "--max-output-tokens",
+        min=1,
+        help="cap on each response's tokens (llm): max_completion_tokens, max_output_tokens "
+        "or max_tokens by API style; default the API's own (Anthropic Messages: 8192)",
+    ),
     retries: int = typer.Option(
         6,
         "--retries",
@@ -446,6 +455,7 @@ def run_command(
         replay_allow_missing=replay_allow_missing,
         caps=caps,
         route=route,
+        max_output_tokens=max_output_tokens,
     )
     problems = model_problems(the_agent, agent, model, price_in, price_out)
     problems += path_problems(db, tasks_root)

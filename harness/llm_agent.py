@@ -167,6 +167,7 @@ class LLMAgent:
         caps: TrialCaps | None = None,
         route: ModelRoute | None = None,
         backoff_s: float = 1.0,
+        max_output_tokens: int | None = None,
     ) -> None:
         self.caps = caps or TrialCaps()
         # without a route (a bare model name, or a caller that predates routes): an
@@ -180,6 +181,7 @@ class LLMAgent:
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.vision = vision
+        self.max_output_tokens = max_output_tokens
 
     @property
     def api(self) -> str:
@@ -202,6 +204,8 @@ class LLMAgent:
             out["caps"] = self.caps.settings()
         if self.api != "chat":  # likewise
             out["api"] = self.api
+        if self.max_output_tokens is not None:  # likewise
+            out["max_output_tokens"] = self.max_output_tokens
         return out
 
     def _client(self) -> ModelClient:
@@ -246,7 +250,7 @@ class LLMAgent:
             if n:
                 user = parts
                 logged_user = instruction_content(ctx.task.instruction, data_dir, inline=False)[0]
-        talk = conversation(self.api, system, user)
+        talk = conversation(self.api, system, user, self.max_output_tokens)
         ctx.trajectory.add("message", message={"role": "system", "content": system})
         ctx.trajectory.add("message", message={"role": "user", "content": logged_user})
         ctx.session  # noqa: B018 - open the sandbox before the first model call

@@ -38,7 +38,7 @@ from harness.errors import RETRIED_STATUS, status_kind
 
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024  # as the proxy: far above any real response
 ANTHROPIC_VERSION = "2023-06-01"
-ANTHROPIC_MAX_TOKENS = 16_384  # Messages requires a cap on output tokens
+ANTHROPIC_MAX_TOKENS = 8192  # Messages requires a cap; every Claude model from 3.5 on takes it
 PATHS = {"chat": "/chat/completions", "responses": "/responses", "anthropic": "/v1/messages"}
 
 
@@ -100,7 +100,7 @@ class ModelClient:
 
     def _client(self) -> httpx.Client:
         if self._http is None:
-            self._http = httpx.Client(follow_redirects=False, trust_env=False)
+            self._http = httpx.Client(follow_redirects=False)  # env proxies honoured, as urllib did
         return self._http
 
     def close(self) -> None:
@@ -195,9 +195,12 @@ class BadResponse(ValueError):
 
 class Conversation:
     """A dialogue in one API's shape. `user` is the instruction as OpenAI content parts
-    (text and `image_url` parts) or a string."""
+    (text and `image_url` parts) or a string. `max_output` caps each response's tokens
+    (`max_completion_tokens`, `max_output_tokens`, `max_tokens`; None: the API's default,
+    ANTHROPIC_MAX_TOKENS for Messages, which requires one)."""
 
     api = "chat"
+    max_output: int | None = None
 
     def payload(
         self, model: str, tools: list[dict[str, Any]], *, seed: int, temperature: float | None
@@ -226,6 +229,8 @@ class ChatConversation(Conversation):
         out["seed"] = seed
         if temperature is not None:
             out["temperature"] = temperature
+        if self.max_output is not None:
+            out["max_completion_tokens"] = self.max_output
         return out
 
     def take(self, resp: dict[str, Any]) -> Turn:
@@ -287,6 +292,8 @@ class ResponsesConversation(Conversation):
         }
         if temperature is not None:
             out["temperature"] = temperature
+        if self.max_output is not None:
+            out["max_output_tokens"] = self.max_output
         return out  # the Responses API takes no seed
 
     def take(self, resp: dict[str, Any]) -> Turn:
@@ -391,7 +398,7 @@ class AnthropicConversation(Conversation):
             "system": self.system,
             "messages": self.messages,
             "tools": _anthropic_tools(tools),
-            "max_tokens": self.max_tokens,
+            "max_tokens": self.max_output or self.max_tokens,
         }
         if temperature is not None:
             out["temperature"] = temperature
@@ -432,9 +439,15 @@ class AnthropicConversation(Conversation):
             )
 
 
-def conversation(api: str, system: str, user: str | list[dict[str, Any]]) -> Conversation:
+def conversation(
+    api: str, system: str, user: str | list[dict[str, Any]], max_output: int | None = None
+) -> Conversation:
+    talk: Conversation
     if api == "responses":
-        return ResponsesConversation(system, user)
-    if api == "anthropic":
-        return AnthropicConversation(system, user)
-    return ChatConversation(system, user)
+        talk = ResponsesConversation(system, user)
+    elif api == "anthropic":
+        talk = AnthropicConversation(system, user)
+    else:
+        talk = ChatConversation(system, user)
+    talk.max_output = max_output
+    return talk

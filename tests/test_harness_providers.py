@@ -300,6 +300,34 @@ def test_each_style_sends_back_what_it_received() -> None:
     # Chat: the seed goes along, as before
     c = ChatConversation("sys", "u")
     assert c.payload("m", TOOLS, seed=7, temperature=None)["seed"] == 7
+    assert "max_completion_tokens" not in c.payload("m", TOOLS, seed=7, temperature=None)
+    # --max-output-tokens, in each style's own field
+    from harness.model_api import ANTHROPIC_MAX_TOKENS, conversation
+
+    fields = {
+        "chat": "max_completion_tokens",
+        "responses": "max_output_tokens",
+        "anthropic": "max_tokens",
+    }
+    for style, name in fields.items():
+        assert (
+            conversation(style, "s", "u", 123).payload("m", TOOLS, seed=0, temperature=None)[name]
+            == 123
+        )
+    assert (
+        conversation("anthropic", "s", "u").payload("m", TOOLS, seed=0, temperature=None)[
+            "max_tokens"
+        ]
+        == ANTHROPIC_MAX_TOKENS
+    )
+    assert "max_output_tokens" not in conversation("responses", "s", "u").payload(
+        "m", TOOLS, seed=0, temperature=None
+    )
+    agent = LLMAgent(max_output_tokens=500)
+    assert (
+        agent.settings()["max_output_tokens"] == 500
+        and "max_output_tokens" not in LLMAgent().settings()
+    )
 
 
 def _anthropic_reply(
