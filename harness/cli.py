@@ -106,6 +106,16 @@ TEMPLATE_API: dict[str, str | None] = {
 }
 
 
+def _provider_names() -> str:
+    """The providers of the table, for --help (which must stay true to the data)."""
+    from harness.providers import providers
+
+    try:
+        return ", ".join(providers())
+    except ProviderError:
+        return "the table cannot be read"
+
+
 def model_route(
     agent: str,
     model: str | None,
@@ -237,9 +247,9 @@ def run_command(
     model: str | None = typer.Option(
         None,
         "--model",
-        help="PROVIDER/NAME with a provider of harness/providers.toml (openai, anthropic, "
-        "openrouter, deepseek, local), or a bare NAME at an OpenAI-compatible --base-url; "
-        "priced by the model table, or by --price-in and --price-out",
+        help=f"PROVIDER/NAME with a provider of harness/providers.toml ({_provider_names()}), "
+        "or a bare NAME at an OpenAI-compatible --base-url; priced by the model table, or by "
+        "--price-in and --price-out",
     ),
     tasks: str = typer.Option("all", "--tasks", help="all | SLUG[,SLUG...]"),
     seeds: int = typer.Option(1, "--seeds", min=1, help="seeds 0..N-1 per task"),

@@ -69,8 +69,16 @@ def test_the_shipped_table_has_the_documented_providers() -> None:
     assert table["local"].key_required is False
     # every provider named in the README's table is a row, and every row is named there
     readme = (Path(__file__).parents[1] / "harness" / "README.md").read_text()
-    for name in table:
-        assert f"`{name}`" in readme, f"provider {name} is not documented in harness/README.md"
+    rows = {
+        line.split("|")[1].strip(): line
+        for line in readme.splitlines()
+        if line.startswith("| `") and line.count("|") == 5
+    }
+    assert set(rows) == {f"`{n}`" for n in table}, "harness/README.md's provider table"
+    for name, row in table.items():
+        line = rows[f"`{name}`"]
+        assert row.base_url in line and row.key_env in line, line
+        assert ", ".join(row.apis) in line.replace(" (default first)", ""), line
 
 
 def test_a_malformed_user_table_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
