@@ -258,7 +258,9 @@ class ChatConversation(Conversation):
 
 
 def _responses_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [{"type": "function", **t["function"]} for t in tools]
+    # strict said outright: the Responses API's strict mode (its default for function tools)
+    # wants every property required and no other, which optional arguments are not
+    return [{"type": "function", **t["function"], "strict": False} for t in tools]
 
 
 def _responses_parts(user: str | list[dict[str, Any]]) -> list[dict[str, Any]]:

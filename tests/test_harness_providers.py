@@ -271,7 +271,7 @@ def test_each_style_sends_back_what_it_received() -> None:
     r = ResponsesConversation("sys", "do it")
     p = r.payload("m", TOOLS, seed=3, temperature=None)
     assert p["instructions"] == "sys" and p["store"] is False and "seed" not in p
-    assert p["tools"][0] == {"type": "function", **TOOLS[0]["function"]}
+    assert p["tools"][0] == {"type": "function", **TOOLS[0]["function"], "strict": False}
     turn = r.take(responses_call("call_1", "run_command", {"command": "ls"}, (5, 1)))
     assert turn.calls == [("call_1", "run_command", '{"command": "ls"}')]
     r.results([("call_1", "exit code 0")])
