@@ -394,8 +394,12 @@ class CommandAgent:
         max_retries: int = 6,
         backoff_s: float = 1.0,
         caps: TrialCaps | None = None,
+        route: Any = None,
     ) -> None:
         self.caps = caps or TrialCaps()
+        # a harness.providers.ModelRoute (`--model PROVIDER/NAME`): the endpoint and key the
+        # proxy uses instead of the provider's environment variables
+        self.route = route
         if isinstance(template, str):
             if template not in TEMPLATES:
                 raise ValueError(f"unknown command template {template!r}: {sorted(TEMPLATES)}")
@@ -446,6 +450,13 @@ class CommandAgent:
     def upstream(self) -> Upstream | None:
         if self.template.provider == "none":
             return None
+        if self.route is not None and self.route.family == self.template.provider:
+            return Upstream(
+                base_url=self.route.base_url,
+                api_key=self.route.api_key(self.provider_env),
+                auth=self.route.auth,
+                provider=self.route.family,
+            )
         url_var, default, key_var, auth = PROVIDERS[self.template.provider]
         base = self.provider_env.get(url_var) or default
         return Upstream(

@@ -1,9 +1,12 @@
 """`tbmm run`: mount with `app.command("run")(run_command)` or `app.add_typer(run_app, name="run")`.
 
-Exit codes of `tbmm run`: 0 every planned trial ran (whatever its score); 2 bad usage,
+Exit codes of `tbmm run`: 0 every planned trial ran (whatever its score), or --limit or the
+--max-cost budget left some for later; 2 bad usage,
 refused configuration (isolation, incomplete task, a replay folder missing or without the
-artifacts, a model the model table does not know and no --price-in/--price-out, an unusable
-path or results store), before any trial and with nothing stored; 3 the pre-flight check
+artifacts, a model the model table does not know and no --price-in/--price-out, a
+`--model PROVIDER/NAME` whose provider is not in harness/providers.toml or whose key
+variable is unset, an unusable path or results store), before any trial and with nothing
+stored; 3 the pre-flight check
 failed (model endpoint unreachable, rejecting the key or not knowing the model, agent
 program missing in the sandbox): no trial ran; 4 some trials ended `error` (an
 infrastructure failure or a verification with no verdict: stored with their cause, not
@@ -27,6 +30,7 @@ from harness.errors import ConfigError, PreflightError
 from harness.isolation import missing, table
 from harness.llm_agent import LLMAgent
 from harness.model_table import TABLE, ModelTableError, declares_vision, lookup, resolve_pricing
+from harness.providers import API_STYLES, ModelRoute, ProviderError, resolve
 from harness.runner import (
     DEFAULT_ARTIFACT_MAX_BYTES,
     SweepSummary,
@@ -57,6 +61,8 @@ def build_agent(
     agent_provider: str = "openai",
     replay_allow_missing: bool = False,
     caps: TrialCaps | None = None,
+    route: ModelRoute | None = None,
+    max_output_tokens: int | None = None,
 ) -> Agent:
     """The agent behind an `--agent` name (see AGENTS). Prices are not the agent's: the
     runner costs every agent's tokens with the sweep's pricing."""
@@ -75,6 +81,8 @@ def build_agent(
             vision=vision,
             max_retries=retries,
             caps=caps,
+            route=route,
+            max_output_tokens=max_output_tokens,
         )
     if name == "command":
         if not agent_cmd:
@@ -82,14 +90,74 @@ def build_agent(
         if agent_provider not in ("openai", "anthropic", "none"):
             raise typer.BadParameter("--agent-provider: openai, anthropic or none")
         return CommandAgent.from_shell(
-            agent_cmd, provider=agent_provider, max_retries=retries, caps=caps
+            agent_cmd, provider=agent_provider, max_retries=retries, caps=caps, route=route
         )
     if name in TEMPLATES:
-        return CommandAgent(name, max_retries=retries, caps=caps)
+        return CommandAgent(name, max_retries=retries, caps=caps, route=route)
     raise typer.BadParameter(f"unknown agent {name!r}; one of {', '.join(AGENTS)}")
 
 
 MODEL_AGENTS = ("llm", *TEMPLATES)  # agents that cannot run without --model
+# the API style each CLI agent's program speaks (None: any of its provider family's)
+TEMPLATE_API: dict[str, str | None] = {
+    "codex": "responses",
+    "opencode": "responses",
+    "claude-code": "anthropic",
+}
+
+
+def _provider_names() -> str:
+    """The providers of the table, for --help (which must stay true to the data)."""
+    from harness.providers import providers
+
+    try:
+        return ", ".join(providers())
+    except ProviderError:
+        return "the table cannot be read"
+
+
+def model_route(
+    agent: str,
+    model: str | None,
+    *,
+    base_url: str | None,
+    api: str | None,
+    api_key_env: str | None,
+    agent_provider: str = "openai",
+) -> ModelRoute | None:
+    """The route of `--model` for an agent that calls a model (None for the others, and
+    for a CLI agent given a bare model name: its endpoint comes from the environment as
+    before). ProviderError (exit 2) when the provider is unknown, its key variable is unset,
+    or it does not serve the API style the agent speaks."""
+    if not model:
+        return None
+    if agent == "llm":
+        route = resolve(model, base_url=base_url, api=api, api_key_env=api_key_env)
+    elif agent in TEMPLATES or (agent == "command" and agent_provider != "none"):
+        if api is not None:
+            raise ProviderError(
+                f"--api applies to --agent llm only (the {agent} program picks its own)"
+            )
+        speaks = TEMPLATE_API.get(agent) or ("anthropic" if agent_provider == "anthropic" else None)
+        try:
+            route = resolve(model, base_url=base_url, api=speaks, api_key_env=api_key_env)
+        except ProviderError as exc:
+            raise ProviderError(
+                f"--agent {agent} speaks the {speaks or 'OpenAI'} API: {exc}"
+            ) from exc
+        if route.provider is None:
+            return None
+        if speaks is None and route.family != "openai":
+            raise ProviderError(
+                f"--model {model}: --agent command --agent-provider {agent_provider} speaks the "
+                f"OpenAI APIs; provider {route.provider!r} serves {route.api}"
+            )
+    else:
+        return None
+    why = route.key_problem()
+    if why:
+        raise ProviderError(why)
+    return route
 
 
 def model_problems(
@@ -179,7 +247,8 @@ def run_command(
     model: str | None = typer.Option(
         None,
         "--model",
-        help="model name (llm / CLI agents): a row of the model table, or priced with "
+        help=f"PROVIDER/NAME with a provider of harness/providers.toml ({_provider_names()}), "
+        "or a bare NAME at an OpenAI-compatible --base-url; priced by the model table, or by "
         "--price-in and --price-out",
     ),
     tasks: str = typer.Option("all", "--tasks", help="all | SLUG[,SLUG...]"),
@@ -226,10 +295,31 @@ def run_command(
         "none (no proxy, no endpoint pre-flight)",
     ),
     base_url: str | None = typer.Option(
-        None, "--base-url", help="OpenAI-compatible base URL (llm)"
+        None,
+        "--base-url",
+        help="the model API's base URL, overriding the provider table's (e.g. a vLLM or "
+        "llama.cpp server: --model local/NAME --base-url http://127.0.0.1:8000/v1)",
     ),
-    api_key_env: str = typer.Option("OPENAI_API_KEY", "--api-key-env"),
+    api_key_env: str | None = typer.Option(
+        None,
+        "--api-key-env",
+        help="environment variable holding the API key (default: the provider's, "
+        "OPENAI_API_KEY for a bare model name)",
+    ),
+    api: str | None = typer.Option(
+        None,
+        "--api",
+        help="API style of --agent llm: chat (OpenAI Chat Completions) | responses (OpenAI "
+        "Responses) | anthropic (Anthropic Messages); default: the provider's",
+    ),
     max_turns: int = typer.Option(60, "--max-turns"),
+    max_output_tokens: int | None = typer.Option(
+        None,
+        "--max-output-tokens",
+        min=1,
+        help="cap on each response's tokens (llm): max_completion_tokens, max_output_tokens "
+        "or max_tokens by API style; default the API's own (Anthropic Messages: 8192)",
+    ),
     retries: int = typer.Option(
         6,
         "--retries",
@@ -270,10 +360,24 @@ def run_command(
         min=1,
         help="per-trial cap on tokens (prompt, cached included, + output); as --max-requests",
     ),
+    max_trial_cost: float | None = typer.Option(
+        None,
+        "--max-trial-cost",
+        help="per-trial cap on cost in USD (needs prices); as --max-requests",
+    ),
     max_cost: float | None = typer.Option(
         None,
         "--max-cost",
-        help="per-trial cap on cost in USD (needs prices); as --max-requests",
+        help="the entry's budget in USD (needs prices): no trial starts once the entry's "
+        "recorded cost (earlier sweeps included) reaches it; the trials left are recorded "
+        "and the entry is partial until a --resume runs them",
+    ),
+    limit: int | None = typer.Option(
+        None,
+        "--limit",
+        min=1,
+        help="start at most N of the trials to run (the rest stay missing, counted 0, "
+        "until a later --resume)",
     ),
     artifact_max_bytes: int = typer.Option(DEFAULT_ARTIFACT_MAX_BYTES, "--artifact-max-bytes"),
     tasks_root: Path | None = typer.Option(None, "--tasks-root"),
@@ -286,13 +390,16 @@ def run_command(
     """Run an agent on tasks x seeds, verify each artifact, store everything.
 
     Tasks with a missing official attachment ("incomplete") are skipped by `--tasks all`
-    and refused by name unless --allow-incomplete. Exit codes: 0 all trials ran, 2 usage
-    or configuration refused (replay folder missing or without the artifacts, model not in
-    the model table and not priced, unusable path: nothing stored), 3 pre-flight failed
+    and refused by name unless --allow-incomplete. Exit codes: 0 all trials ran (or
+    --limit / --max-cost left some for later), 2 usage or configuration refused (replay
+    folder missing or without the artifacts, model not in the model table and not priced,
+    unknown provider or its key variable unset, unusable path: nothing stored), 3 pre-flight failed
     (nothing ran), 4 some trials ended with an infrastructure error or no verdict (stored,
     not scored; rerun them with --resume)."""
     console = Console(stderr=True)
     if backend == "harbor":
+        if limit is not None or max_cost is not None or api is not None:
+            _refuse(console, ["--limit, --max-cost and --api do not apply to --backend harbor"])
         _run_harbor(agent, model, tasks, seeds, harbor_env, harbor_dataset, concurrency, db,
                     resume, tasks_root, allow_incomplete, console)  # fmt: skip
         return
@@ -309,11 +416,13 @@ def run_command(
         console.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(EXIT_USAGE) from exc
     try:
-        caps = TrialCaps(max_requests, max_tokens, max_cost)
+        caps = TrialCaps(max_requests, max_tokens, max_trial_cost)
+        if max_cost is not None and not max_cost > 0:
+            raise ValueError(f"the --max-cost budget must be positive, not {max_cost!r}")
     except ValueError as exc:
         console.print(f"[red]error:[/red] {exc}", highlight=False)
         raise typer.Exit(EXIT_USAGE) from exc
-    refusal = model_refusal(agent, model, agent_provider, caps, pricing)
+    refusal = model_refusal(agent, model, agent_provider, caps, pricing, max_cost)
     if refusal:
         console.print(f"[red]error:[/red] {refusal}", highlight=False)
         raise typer.Exit(EXIT_USAGE)
@@ -323,12 +432,31 @@ def run_command(
             "and --price-out to cost it; costs will be reported unknown",
             highlight=False,
         )
+    if api is not None and api not in API_STYLES:
+        _refuse(console, [f"--api {api!r}: one of {', '.join(API_STYLES)}"])
+    try:
+        route = model_route(
+            agent,
+            model,
+            base_url=base_url,
+            api=api,
+            api_key_env=api_key_env,
+            agent_provider=agent_provider,
+        )
+    except ProviderError as exc:
+        _refuse(console, [str(exc)])
+    if route is not None and route.provider is not None:
+        console.print(
+            f"model {route.name!r} from provider {route.provider} at {route.base_url} "
+            f"({route.api} API, key ${route.key_env})",
+            highlight=False,
+        )
     the_agent = build_agent(
         agent,
         replay_dir=replay_dir,
         agent_cmd=agent_cmd,
         base_url=base_url,
-        api_key_env=api_key_env,
+        api_key_env=api_key_env or "OPENAI_API_KEY",
         max_turns=max_turns,
         temperature=temperature,
         vision=use_vision,
@@ -336,6 +464,8 @@ def run_command(
         agent_provider=agent_provider,
         replay_allow_missing=replay_allow_missing,
         caps=caps,
+        route=route,
+        max_output_tokens=max_output_tokens,
     )
     problems = model_problems(the_agent, agent, model, price_in, price_out)
     problems += path_problems(db, tasks_root)
@@ -377,6 +507,8 @@ def run_command(
             console,
             pricing,
             name,
+            limit,
+            max_cost,
         )
     except ConfigError as exc:
         _refuse(console, exc.problems)
@@ -394,6 +526,12 @@ def run_command(
         f"{summary.wall_s:.1f}s -> {db}",
         highlight=False,
     )
+    if summary.stopped:
+        console.print(f"[yellow]partial:[/yellow] {summary.stopped}", highlight=False)
+    elif summary.not_started:
+        console.print(
+            f"{summary.not_started} trial(s) left for a later --resume (--limit)", highlight=False
+        )
     _print_leaderboard(db, tasks_root)
     if summary.errored:
         causes = sorted({r.error or "" for r in summary.records if r.status == "error"})
@@ -469,6 +607,7 @@ def model_refusal(
     provider: str,
     caps: TrialCaps,
     pricing: Pricing | None,
+    budget_usd: float | None = None,
 ) -> str | None:
     """Why the model settings are refused before any trial, or None. An agent whose traffic
     goes through the proxy needs --model (the proxy pins every request to it); a cost cap
@@ -478,7 +617,13 @@ def model_refusal(
         return f"--agent {agent} needs --model: every model request is pinned to it"
     if caps.cost_usd is not None and pricing is None:
         return (
-            "--max-cost needs prices: a model-table row for --model, or --price-in and --price-out"
+            "--max-trial-cost needs prices: a model-table row for --model, or --price-in and "
+            "--price-out"
+        )
+    if budget_usd is not None and pricing is None and agent not in ("oracle",):
+        return (
+            "--max-cost needs prices (an unpriced trial would never count against the budget): "
+            "a model-table row for --model, or --price-in and --price-out"
         )
     return None
 
@@ -526,6 +671,8 @@ def _sweep(
     console: Console,
     pricing: Pricing | None = None,
     name: str | None = None,
+    limit: int | None = None,
+    budget_usd: float | None = None,
 ) -> SweepSummary:
     """Run the sweep (errors surface as one-line messages in the caller)."""
     return run_sweep(
@@ -542,6 +689,8 @@ def _sweep(
         console=console,
         pricing=pricing,
         name=name,
+        limit=limit,
+        budget_usd=budget_usd,
     )
 
 

@@ -1,6 +1,9 @@
-"""Built-in agent: a small tool-using loop over an OpenAI-compatible chat completions API.
+"""Built-in agent: a small tool-using loop over a model API, in one of three styles.
 
-The loop runs OUTSIDE the sandbox (it needs the model endpoint); every tool call runs
+The model is reached through a route of the provider table (harness.providers: base URL,
+key variable, API style) and spoken to with harness.model_api (httpx, retried with
+tenacity): OpenAI Chat Completions, OpenAI Responses or Anthropic Messages. The loop runs
+OUTSIDE the sandbox (it needs the model endpoint); every tool call runs
 INSIDE the trial's sandbox, which keeps no network. Each command is a fresh sandbox over
 the same /root/work and /root/results, so files persist and background processes do not.
 
@@ -15,20 +18,16 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.agents import AgentContext, AgentOutcome, Opener
-from harness.errors import RETRIED_STATUS, status_kind
+from harness.model_api import BadResponse, ModelClient, ModelError, conversation
 from harness.preflight import check_endpoint, probe_endpoint
+from harness.providers import ModelRoute, bare_route
 from harness.proxy import Upstream
 from harness.sandbox import DATA, RESULTS, WORK
 from harness.usage import ResponseUsage, TrialCaps
@@ -98,53 +97,6 @@ TOOLS: list[dict[str, Any]] = [
 ]
 
 
-class ModelError(RuntimeError):
-    """The model endpoint failed after all retries. `infra` is the harness.errors kind when
-    the failure is the infrastructure's (unreachable, 429/5xx to the end, 401/403/404);
-    None when the request itself was refused (400, 413, 422: the agent's doing)."""
-
-    def __init__(self, message: str, infra: str | None = None) -> None:
-        super().__init__(message)
-        self.infra = infra
-
-
-@dataclass
-class ChatClient:
-    """Minimal OpenAI-compatible client with retries on 429/5xx and connection errors."""
-
-    base_url: str
-    api_key: str | None
-    max_retries: int = 6
-    backoff_s: float = 1.0
-
-    def complete(self, payload: dict[str, Any], *, timeout: float) -> dict[str, Any]:
-        url = self.base_url.rstrip("/") + "/chat/completions"
-        data = json.dumps(payload).encode()
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        last, infra = "", None
-        for attempt in range(self.max_retries + 1):
-            if attempt:
-                time.sleep(min(self.backoff_s * 2 ** (attempt - 1), 60.0))
-            req = urllib.request.Request(url, data=data, headers=headers, method="POST")
-            try:
-                with urllib.request.urlopen(req, timeout=max(timeout, 1.0)) as resp:
-                    return json.loads(resp.read())
-            except urllib.error.HTTPError as exc:
-                last = f"HTTP {exc.code}: {exc.read()[:500].decode(errors='replace')}"
-                infra = status_kind(exc.code)
-                if exc.code not in RETRIED_STATUS:
-                    break
-            except (urllib.error.URLError, TimeoutError, ConnectionError) as exc:
-                last = f"{type(exc).__name__}: {exc}"
-                infra = "endpoint_unreachable"
-            except ValueError as exc:
-                last = f"bad JSON from model endpoint: {exc}"
-                infra = None
-        raise ModelError(last, infra)
-
-
 def _clip(text: str, cap: int = TOOL_OUTPUT_CAP) -> str:
     if len(text) <= cap:
         return text
@@ -196,7 +148,8 @@ def instruction_content(
 
 
 class LLMAgent:
-    """OpenAI-compatible tool loop. Settings that change behaviour form the entry id."""
+    """Tool loop over the route's API style. Settings that change behaviour form the entry
+    id (the API style only when it is not Chat Completions, so older entries keep theirs)."""
 
     name = "llm"
     atif_name = "tbmm-llm"
@@ -212,15 +165,32 @@ class LLMAgent:
         max_retries: int = 6,
         vision: bool = False,
         caps: TrialCaps | None = None,
+        route: ModelRoute | None = None,
+        backoff_s: float = 1.0,
+        max_output_tokens: int | None = None,
     ) -> None:
         self.caps = caps or TrialCaps()
-        self.base_url = base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-        self.api_key_env = api_key_env
+        # without a route (a bare model name, or a caller that predates routes): an
+        # OpenAI-compatible server, as before
+        self.route = route or bare_route("", base_url=base_url, api_key_env=api_key_env)
+        self.base_url = self.route.base_url
+        self.api_key_env = self.route.key_env
         self.max_turns = max_turns
         self.temperature = temperature
         self.command_timeout = command_timeout
         self.max_retries = max_retries
+        self.backoff_s = backoff_s
         self.vision = vision
+        self.max_output_tokens = max_output_tokens
+
+    @property
+    def api(self) -> str:
+        return self.route.api
+
+    def api_model(self, model: str | None) -> str | None:
+        """The model name the requests carry for the entry's `model` (the route's name when
+        the entry's model is the route's label, e.g. openai/gpt-5 -> gpt-5)."""
+        return self.route.name if model == self.route.label else model
 
     def settings(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -232,27 +202,43 @@ class LLMAgent:
             out["vision"] = True
         if self.caps.settings():  # likewise
             out["caps"] = self.caps.settings()
+        if self.api != "chat":  # likewise
+            out["api"] = self.api
+        if self.max_output_tokens is not None:  # likewise
+            out["max_output_tokens"] = self.max_output_tokens
         return out
 
-    def _chat_path(self) -> str:
-        """The upstream path the loop posts to (what the probe asks again)."""
-        return urllib.parse.urlsplit(self.base_url).path.rstrip("/") + "/chat/completions"
+    def _client(self) -> ModelClient:
+        return ModelClient(
+            self.base_url,
+            self.route.api_key(),
+            self.api,
+            max_retries=self.max_retries,
+            backoff_s=self.backoff_s,
+        )
 
     def _upstream(self) -> Upstream:
-        return Upstream(self.base_url, os.environ.get(self.api_key_env), "bearer", "openai")
+        return Upstream(self.base_url, self.route.api_key(), self.route.auth, self.route.family)
 
     def preflight(self, open_session: Opener, model: str | None = None) -> list[str]:
         """The model endpoint answers (does not reject the key, knows the model) before any
         trial."""
-        why = check_endpoint(self._upstream(), model=model)
+        why = check_endpoint(self._upstream(), model=self.api_model(model))
         return [why] if why else []
 
     def probe(self, model: str | None, paths: Sequence[str] = ()) -> str | None:
         """The harness's own requests to the endpoint, before a rejection is infrastructure."""
-        return probe_endpoint(self._upstream(), model, paths)
+        return probe_endpoint(self._upstream(), self.api_model(model), paths)
 
     def run(self, ctx: AgentContext) -> AgentOutcome:
-        client = ChatClient(self.base_url, os.environ.get(self.api_key_env), self.max_retries)
+        client = self._client()
+        try:
+            return self._loop(ctx, client)
+        finally:
+            client.close()
+
+    def _loop(self, ctx: AgentContext, client: ModelClient) -> AgentOutcome:
+        model = self.api_model(ctx.model)
         system = SYSTEM_PROMPT.format(
             work=WORK, output=ctx.task.output_path, data=DATA, results=RESULTS
         )
@@ -264,11 +250,8 @@ class LLMAgent:
             if n:
                 user = parts
                 logged_user = instruction_content(ctx.task.instruction, data_dir, inline=False)[0]
-        messages: list[dict[str, Any]] = [
-            {"role": "system", "content": system},
-            {"role": "user", "content": user},
-        ]
-        ctx.trajectory.add("message", message=messages[0])
+        talk = conversation(self.api, system, user, self.max_output_tokens)
+        ctx.trajectory.add("message", message={"role": "system", "content": system})
         ctx.trajectory.add("message", message={"role": "user", "content": logged_user})
         ctx.session  # noqa: B018 - open the sandbox before the first model call
         for turn in range(1, self.max_turns + 1):
@@ -278,54 +261,43 @@ class LLMAgent:
             if spent is not None:
                 ctx.trajectory.add("budget_exceeded", cause=spent)
                 return AgentOutcome("budget_exceeded", spent, turn - 1)
-            payload: dict[str, Any] = {
-                "model": ctx.model,
-                "messages": messages,
-                "tools": TOOLS,
-                "seed": ctx.seed,
-            }
-            if self.temperature is not None:
-                payload["temperature"] = self.temperature
+            payload = talk.payload(model or "", TOOLS, seed=ctx.seed, temperature=self.temperature)
             start = time.monotonic()
             try:
-                resp = client.complete(payload, timeout=min(ctx.remaining(), 600.0))
+                resp = client.post(payload, timeout=min(ctx.remaining(), 600.0))
             except ModelError as exc:
-                ctx.trajectory.add("model_error", error=str(exc), infra=exc.infra)
+                ctx.trajectory.add("model_error", error=str(exc), infra=exc.infra, api=self.api)
                 return AgentOutcome(
                     "model_error",
                     str(exc)[:500],
                     turn - 1,
                     infra=f"{exc.infra}: {str(exc)[:300]}" if exc.infra else None,
-                    rejected_paths=(self._chat_path(),) if exc.infra == "endpoint_rejected" else (),
+                    rejected_paths=(client.path,) if exc.infra == "endpoint_rejected" else (),
                 )
             usage = ResponseUsage()
             usage.absorb_doc({"usage": resp.get("usage") or {}})
             cost = ctx.totals.add(usage)
             try:
-                msg = resp["choices"][0]["message"]
-            except (KeyError, IndexError, TypeError):
-                ctx.trajectory.add("model_error", error="no choices[0].message", response=resp)
-                return AgentOutcome("model_error", "response without a message", turn - 1)
-            msg = {k: v for k, v in msg.items() if v is not None}
-            msg.setdefault("content", "")
+                got = talk.take(resp)
+            except BadResponse as exc:
+                ctx.trajectory.add("model_error", error=str(exc), response=resp, api=self.api)
+                return AgentOutcome("model_error", f"response without a message ({exc})", turn - 1)
             ctx.trajectory.add(
                 "message",
-                message=msg,
+                message=got.message,
                 usage=resp.get("usage"),
                 cost_usd=cost,
                 model=resp.get("model"),
+                api=self.api,
                 latency_s=round(time.monotonic() - start, 3),
             )
-            messages.append(msg)
-            calls = msg.get("tool_calls") or []
-            if not calls:
+            if not got.calls:
                 return AgentOutcome("completed", "model stopped calling tools", turn)
             finished = False
-            for call in calls:
-                fn = call.get("function") or {}
-                name = fn.get("name", "")
+            results: list[tuple[str, str]] = []
+            for call_id, name, raw in got.calls:
                 try:
-                    args = json.loads(fn.get("arguments") or "{}")
+                    args = json.loads(raw or "{}")
                     if not isinstance(args, dict):
                         raise ValueError("arguments must be a JSON object")
                 except ValueError as exc:
@@ -336,9 +308,10 @@ class LLMAgent:
                         result = "ok"
                     else:
                         result = self._tool(ctx, name, args)
-                tool_msg = {"role": "tool", "tool_call_id": call.get("id", ""), "content": result}
+                tool_msg = {"role": "tool", "tool_call_id": call_id, "content": result}
                 ctx.trajectory.add("message", message=tool_msg)
-                messages.append(tool_msg)
+                results.append((call_id, result))
+            talk.results(results)
             if finished:
                 return AgentOutcome("completed", "finish called", turn)
         return AgentOutcome("max_turns", f"stopped after {self.max_turns} turns", self.max_turns)

@@ -77,12 +77,15 @@ def rows() -> tuple[ModelRow, ...]:
 
 
 def lookup(model: str | None) -> ModelRow | None:
-    """The first row matching `model` (also tried without a leading `provider/`)."""
+    """The first row matching `model` (also tried without each leading `prefix/`, so
+    `openrouter/anthropic/claude-sonnet-4` finds the `claude-sonnet-4*` row)."""
     if not model:
         return None
     names = [model]
-    if "/" in model:
-        names.append(model.split("/", 1)[1])
+    rest = model
+    while "/" in rest:
+        rest = rest.split("/", 1)[1]
+        names.append(rest)
     for row in rows():
         for name in names:
             if any(name == m or fnmatch.fnmatchcase(name, m) for m in row.match):

@@ -222,6 +222,15 @@ def trial_limits(task: TaskLike, timeout: float | None = None) -> Limits:
     )
 
 
+def api_model(agent: Any, model: str | None) -> str | None:
+    """The model name the agent's requests carry for the entry's `model`: a route's name
+    (`openai/gpt-5` -> `gpt-5`, harness.providers), else the entry's model itself."""
+    route = getattr(agent, "route", None)
+    if route is not None and model == route.label:
+        return route.name
+    return model
+
+
 def run_trial(
     *,
     agent: Agent,
@@ -256,7 +265,7 @@ def run_trial(
     ctx = AgentContext(
         task=task,
         seed=seed,
-        model=entry.model,
+        model=api_model(agent, entry.model),
         opener=opener,
         deadline=time.monotonic() + wall,
         trajectory=traj,
@@ -281,7 +290,7 @@ def run_trial(
         last = tb.strip().splitlines()[-1][:500]
         outcome = AgentOutcome("harness_error", last, infra=f"harness_fault: {last}")
     if outcome.infra is not None and outcome.infra.startswith("endpoint_rejected:"):
-        outcome = classify_rejection(agent, entry.model, outcome, traj)
+        outcome = classify_rejection(agent, api_model(agent, entry.model), outcome, traj)
     agent_s = time.monotonic() - a0
     results_dir = ctx.results_dir or trial_dir / "results"
     try:
@@ -462,6 +471,8 @@ class SweepSummary:
     records: list[TrialRecord]
     errored: int = 0  # infrastructure errors: stored as `error`, not scored, rerun by --resume
     retried: int = 0  # stored `error` trials this sweep ran again
+    not_started: int = 0  # trials of the plan left for later (--limit, or the budget)
+    stopped: str | None = None  # why the entry's budget (--max-cost) stopped the sweep
 
 
 def check_config(agent: Agent, tasks: Sequence[TaskLike], seeds: Sequence[int]) -> None:
@@ -537,6 +548,8 @@ def run_sweep(
     pricing: Pricing | None = None,
     name: str | None = None,
     check: bool = True,
+    limit: int | None = None,
+    budget_usd: float | None = None,
 ) -> SweepSummary:
     """Run every (task, seed) of this entry; with `resume`, only combos not yet stored and
     those stored as infrastructure `error` (which are replaced).
@@ -547,6 +560,12 @@ def run_sweep(
     most the trials that were running. With `check`, the agent's pre-flight checks run
     first and a failure raises `PreflightError` before any trial. `pricing` costs the
     model's tokens (not part of the entry's identity); `name` is the entry's display name.
+
+    `limit` starts at most that many of the trials to run (the rest stay missing, run by a
+    later `--resume`). `budget_usd` is the entry's budget: no trial starts once what the
+    entry has spent (`Store.spent`, earlier sweeps included) reaches it; the trials left
+    are recorded on the entry (`Store.set_stopped`), which is partial until they are stored.
+    Neither is part of the entry's identity: they say how much of it runs now, not how.
     """
     console = console or Console(stderr=True)
     seed_list = list(range(seeds)) if isinstance(seeds, int) else list(seeds)
@@ -575,16 +594,22 @@ def run_sweep(
                     f"{db_path}; pass --resume to run only the missing and errored ones"
                 )
             todo = [(t, s) for t, s in combos if (t.slug, s) not in done]
+            later: list[tuple[TaskLike, int]] = []
+            if limit is not None and len(todo) > limit:
+                todo, later = todo[:limit], todo[limit:]
             retried = sum(1 for t, s in todo if (t.slug, s) in errored)
             if check and todo:
-                problems = preflight(agent, backend, [t for t, _ in todo], store, timeout, model)
+                problems = preflight(
+                    agent, backend, [t for t, _ in todo], store, timeout, api_model(agent, model)
+                )
                 if problems:
                     raise PreflightError(problems)
             store.ensure_entry(entry.entry_id, entry.agent, entry.model, entry.settings, name)
             console.print(
                 f"entry {entry.entry_id}{f' ({name})' if name else ''}: {len(combos)} trials "
-                f"planned, {len(combos) - len(todo)} already stored, {len(todo)} to run"
+                f"planned, {len(combos) - len(todo) - len(later)} already stored, {len(todo)} to run"
                 + (f" ({retried} errored before)" if retried else "")
+                + (f", {len(later)} left for later by --limit {limit}" if later else "")
                 + f", concurrency {concurrency}, {backend.describe()}",
                 highlight=False,
             )
@@ -596,8 +621,16 @@ def run_sweep(
                     + (f" — {pricing.source}" if pricing.source else ""),
                     highlight=False,
                 )
+            if budget_usd is not None:
+                console.print(
+                    f"budget: {store.spent(entry.entry_id):.4f} of {budget_usd:g} USD spent by "
+                    "this entry so far; no trial starts once it is reached",
+                    highlight=False,
+                )
+            budget = _Budget(store, entry.entry_id, budget_usd)
             records = _execute(
                 todo,
+                budget=budget,
                 agent=agent,
                 entry=entry,
                 backend=backend,
@@ -610,6 +643,7 @@ def run_sweep(
                 mode=progress_mode(console, progress),
                 pricing=pricing,
             )
+            stopped = _record_stop(store, entry.entry_id, budget, len(combos))
         finally:
             store.close()
     return SweepSummary(
@@ -622,7 +656,60 @@ def run_sweep(
         records=records,
         errored=sum(trial_errored(r) for r in records),
         retried=retried,
+        not_started=len(later) + len(budget.not_started),
+        stopped=stopped,
     )
+
+
+@dataclass
+class _Budget:
+    """The entry's budget (`--max-cost`) as the sweep spends it: `exhausted` is asked before
+    each trial starts; the trials it kept from starting are collected."""
+
+    store: Store
+    entry_id: str
+    usd: float | None
+    not_started: list[tuple[str, int]] = field(default_factory=list)
+    spent_at_stop: float | None = None
+
+    def exhausted(self) -> bool:
+        if self.usd is None:
+            return False
+        spent = self.store.spent(self.entry_id)
+        if spent >= self.usd:
+            self.spent_at_stop = spent
+            return True
+        return False
+
+
+def _record_stop(store: Store, entry_id: str, budget: _Budget, planned: int) -> str | None:
+    """Keep the entry's stop record true: the trials a budget kept from starting (earlier
+    sweeps' too) that are still not stored; cleared once every one of them is. Returns this
+    sweep's stop reason, if its budget stopped it."""
+    done = store.done(entry_id) | store.errored(entry_id)
+    old = store.stopped().get(entry_id) or {}
+    pending = {tuple(x) for x in old.get("not_started", []) if isinstance(x, list | tuple)}
+    pending |= set(budget.not_started)
+    pending = {(str(t), int(s)) for t, s in pending if (str(t), int(s)) not in done}
+    reason = None
+    if budget.not_started:
+        reason = (
+            f"budget: the entry had spent {budget.spent_at_stop:.4f} USD, reaching --max-cost "
+            f"{budget.usd:g} USD; {len(budget.not_started)} of {planned} planned trial(s) "
+            "not started"
+        )
+    if not pending:
+        store.set_stopped(entry_id, None)
+        return reason
+    store.set_stopped(
+        entry_id,
+        {
+            "reason": reason or old.get("reason") or "budget reached before every trial started",
+            "not_started": sorted([t, s] for t, s in pending),
+            "budget_usd": budget.usd if reason else old.get("budget_usd"),
+        },
+    )
+    return reason
 
 
 def _outcome_line(rec: TrialRecord) -> str:
@@ -647,6 +734,7 @@ def _execute(
     console: Console,
     mode: str,
     pricing: Pricing | None = None,
+    budget: _Budget | None = None,
 ) -> list[TrialRecord]:
     records: list[TrialRecord] = []
     running = 0
@@ -700,8 +788,22 @@ def _execute(
         try:
             while queue or pending:
                 while queue and len(pending) < concurrency:
+                    if budget is not None and budget.exhausted():
+                        budget.not_started.extend((t.slug, s) for t, s in queue)
+                        console.print(
+                            f"[yellow]budget reached:[/yellow] the entry has spent "
+                            f"{budget.spent_at_stop:.4f} USD of --max-cost {budget.usd:g}; "
+                            f"{len(queue)} trial(s) not started (the entry is partial until "
+                            "a `--resume` with a larger budget runs them)",
+                            highlight=False,
+                        )
+                        queue.clear()
+                        prog.update(bar, total=len(records) + len(pending))
+                        break
                     t, s = queue.pop(0)
                     pending.add(pool.submit(one, t, s))
+                if not pending:
+                    break
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in finished:
                     rec = fut.result()

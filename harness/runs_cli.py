@@ -17,6 +17,7 @@ from harness import cli_agents
 from harness.atif import write_trajectory
 from harness.store import EVENTS_FILE, TRAJECTORY_FILE, Store, StoreError
 from tbmm.clihelp import typer_app
+from tbmm.leaderboard import fmt_tokens
 from tbmm.tables import Col, emit
 
 runs_app = typer_app(
@@ -63,10 +64,14 @@ def _entry(store: Store, spec: str) -> str:
     raise typer.Exit(2)
 
 
-def outcome_counts(trials: list[dict[str, Any]]) -> dict[str, Any]:
+def outcome_counts(
+    trials: list[dict[str, Any]], stopped: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Per entry: trials without a score (`errors`, by cause kind, as the leaderboard counts
     them: infrastructure errors and verifications with no verdict), the agent's own failures
-    (scored; by exit reason, or artifact status), and `partial` (unresolved errors)."""
+    (scored; by exit reason, or artifact status), `partial` (unresolved errors, or trials
+    its --max-cost budget kept from starting: `stopped`, the store's record) and the token
+    totals."""
     from tbmm.leaderboard import INFRA, row_from_record
 
     causes: dict[str, int] = {}
@@ -93,8 +98,21 @@ def outcome_counts(trials: list[dict[str, Any]]) -> dict[str, Any]:
         "error_causes": dict(sorted(causes.items(), key=lambda kv: -kv[1])),
         "agent_failures": sum(failures.values()),
         "agent_failure_reasons": dict(sorted(failures.items(), key=lambda kv: -kv[1])),
-        "partial": errors > 0,
+        "partial": errors > 0 or bool(stopped),
+        "tokens": token_totals(trials),
     }
+
+
+def token_totals(trials: list[dict[str, Any]]) -> dict[str, int]:
+    """Tokens and requests over the trials (prompt tokens include the cached ones)."""
+    keys = {
+        "input": "tokens_in",
+        "cached": "tokens_cache_read",
+        "cache_write": "tokens_cache_write",
+        "output": "tokens_out",
+        "requests": "requests",
+    }
+    return {k: sum(int(t.get(col) or 0) for t in trials) for k, col in keys.items()}
 
 
 def _kinds(counts: dict[str, int]) -> str:
@@ -116,7 +134,7 @@ def runs_list(db: DbOpt = Path("runs/tbmm.sqlite"), as_json: JsonOpt = False) ->
     store = _store(db)
     entries = store.entries()
     for e in entries:
-        e.update(outcome_counts(store.trials(e["entry_id"])))
+        e.update(outcome_counts(store.trials(e["entry_id"]), e.get("stopped")))
     store.close()
     if as_json:
         print(json.dumps(entries, indent=1))
@@ -127,6 +145,7 @@ def runs_list(db: DbOpt = Path("runs/tbmm.sqlite"), as_json: JsonOpt = False) ->
         Col("trials", "num"),
         Col("errors", "num"),
         Col("cost", "num", keep=40),
+        Col("tokens in/out", "num", keep=25),
         Col("created (UTC)", "num", keep=30),
     ]
     rows = [
@@ -136,6 +155,7 @@ def runs_list(db: DbOpt = Path("runs/tbmm.sqlite"), as_json: JsonOpt = False) ->
             str(e["trials"]),
             f"{e['errors']} (partial)" if e["partial"] else str(e["errors"]),
             _cost(e["cost_usd"]),
+            f"{fmt_tokens(e['tokens']['input'])} / {fmt_tokens(e['tokens']['output'])}",
             _when(e["created_at"]),
         ]
         for e in entries
@@ -176,7 +196,7 @@ def runs_show(
         "blob_dir",
         "trajectory",
     )
-    counts = outcome_counts(trials)
+    counts = outcome_counts(trials, meta.get("stopped"))
     if as_json:
         doc = {**meta, **counts, "trials": [{k: t.get(k) for k in keep} for t in trials]}
         print(json.dumps(doc, indent=1, default=str))
@@ -191,6 +211,24 @@ def runs_show(
     out.print(
         "settings: " + json.dumps(meta["settings"], sort_keys=True), highlight=False, soft_wrap=True
     )
+    tok = counts["tokens"]
+    out.print(
+        f"cost {_cost(meta['cost_usd'])} over the {len(trials)} stored trial(s) "
+        f"(spent in all, replaced error trials included: {_cost(meta['spent_usd'])}); tokens: "
+        f"{tok['input']} in ({tok['cached']} cached, {tok['cache_write']} cache writes), "
+        f"{tok['output']} out, {tok['requests']} requests",
+        highlight=False,
+        soft_wrap=True,
+    )
+    if meta.get("stopped"):
+        stop = meta["stopped"]
+        out.print(
+            f"[red]partial:[/red] {escape(str(stop.get('reason')))}; "
+            f"{len(stop.get('not_started') or [])} trial(s) still not run "
+            "(`tbmm run ... --resume --max-cost USD` with a larger budget runs them)",
+            highlight=False,
+            soft_wrap=True,
+        )
     if counts["errors"]:
         out.print(
             f"[red]partial:[/red] {counts['errors']} trial(s) without a score "
@@ -199,7 +237,7 @@ def runs_show(
             highlight=False,
             soft_wrap=True,
         )
-    else:
+    elif not meta.get("stopped"):
         out.print("complete: no trial without a score", highlight=False)
     if counts["agent_failures"]:
         out.print(

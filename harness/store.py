@@ -12,6 +12,12 @@ reached no verdict; `error` says which). An `error` trial is not a score: it is 
 scored, the leaderboard leaves it out of its means (with a count, the entry marked
 partial), and the next `--resume` replaces it. Stores written before these columns existed are
 migrated in place when opened (ALTER TABLE ADD COLUMN; old rows are `ok`).
+
+An entry records what its trials cost, every trial ever committed included (`spent_usd`: an
+`error` trial that a later `--resume` replaced was paid for all the same), which is what
+`tbmm run --max-cost` compares with its budget; and, when that budget stopped a sweep before
+every planned trial started, why and which trials did not start (`stopped`, JSON): the
+entry is then partial until those trials are stored.
 """
 
 from __future__ import annotations
@@ -35,7 +41,9 @@ CREATE TABLE IF NOT EXISTS entries (
     model TEXT,
     settings TEXT NOT NULL,
     created_at REAL NOT NULL,
-    name TEXT
+    name TEXT,
+    spent_usd REAL,
+    stopped TEXT
 );
 CREATE TABLE IF NOT EXISTS trials (
     id INTEGER PRIMARY KEY,
@@ -87,6 +95,8 @@ MIGRATIONS: tuple[tuple[str, str, str], ...] = (
     ("trials", "tokens_cache_read", "INTEGER"),
     ("trials", "tokens_cache_write", "INTEGER"),
     ("trials", "trajectory", "TEXT"),
+    ("entries", "spent_usd", "REAL"),
+    ("entries", "stopped", "TEXT"),
 )
 STATUS_OK = "ok"
 STATUS_ERROR = "error"
@@ -225,6 +235,7 @@ class Store:
         with self._lock, _named(self.db_path):
             cur = self._conn.execute(
                 "SELECT e.entry_id, e.agent, e.model, e.settings, e.created_at, e.name,"
+                " e.spent_usd, e.stopped,"
                 " SUM(CASE WHEN t.status = 'ok' THEN 1 ELSE 0 END),"
                 " SUM(CASE WHEN t.status = 'error' THEN 1 ELSE 0 END),"
                 " SUM(t.cost_usd), COUNT(t.id), COUNT(t.cost_usd)"
@@ -232,7 +243,9 @@ class Store:
                 " GROUP BY e.entry_id ORDER BY e.created_at, e.entry_id"
             )
             out = []
-            for eid, agent, model, settings, created, name, ok, err, cost, n, n_cost in cur:
+            for row in cur:
+                eid, agent, model, settings, created, name, spent, stopped = row[:8]
+                ok, err, cost, n, n_cost = row[8:]
                 out.append(
                     {
                         "entry_id": eid,
@@ -244,6 +257,8 @@ class Store:
                         "trials": int(ok or 0),
                         "errors": int(err or 0),
                         "cost_usd": cost if n and n == n_cost else None,
+                        "spent_usd": spent if spent is not None else (cost or 0.0),
+                        "stopped": json.loads(stopped) if stopped else None,
                     }
                 )
             return out
@@ -348,6 +363,41 @@ class Store:
         if n != 1:
             raise StoreError(f"results store {self.db_path}: no ok trial with id {trial_id}")
 
+    def spent(self, entry_id: str) -> float:
+        """USD the entry's trials have cost so far, replaced `error` trials included (an
+        entry stored before this was recorded: the sum over its stored trials)."""
+        with self._lock, _named(self.db_path):
+            r = self._conn.execute(
+                "SELECT COALESCE(e.spent_usd, (SELECT COALESCE(SUM(cost_usd), 0) FROM trials t"
+                " WHERE t.entry_id = e.entry_id)) FROM entries e WHERE e.entry_id = ?",
+                (entry_id,),
+            ).fetchone()
+        return float(r[0]) if r is not None and r[0] is not None else 0.0
+
+    def set_stopped(self, entry_id: str, doc: dict[str, Any] | None) -> None:
+        """Record (or clear, with None) why the entry's sweep stopped before its plan."""
+        text = json.dumps(doc, sort_keys=True) if doc is not None else None
+        with self._lock, _named(self.db_path), self._conn:
+            self._conn.execute(
+                "UPDATE entries SET stopped = ? WHERE entry_id = ?", (text, entry_id)
+            )
+
+    def stopped(self) -> dict[str, dict[str, Any]]:
+        """entry id -> its stop record (`reason`, `not_started` [[task, seed], ...], ...),
+        for the entries a budget stopped before their plan."""
+        with self._lock, _named(self.db_path):
+            cur = self._conn.execute(
+                "SELECT entry_id, stopped FROM entries WHERE stopped IS NOT NULL"
+            )
+            out = {}
+            for eid, text in cur.fetchall():
+                try:
+                    doc = json.loads(text)
+                except ValueError:
+                    doc = {"reason": str(text)[:500], "not_started": []}
+                out[eid] = doc if isinstance(doc, dict) else {"reason": str(doc), "not_started": []}
+            return out
+
     def names(self) -> dict[str, str]:
         """entry id -> display name, for the entries that have one."""
         with self._lock, _named(self.db_path):
@@ -443,6 +493,13 @@ class Store:
             cols = ", ".join(row)
             marks = ", ".join("?" for _ in row)
             with _named(self.db_path), self._conn:
+                if rec.cost_usd is not None:  # before the error trial it replaces is gone
+                    self._conn.execute(
+                        "UPDATE entries SET spent_usd = COALESCE(spent_usd, (SELECT"
+                        " COALESCE(SUM(cost_usd), 0) FROM trials WHERE entry_id = ?)) + ?"
+                        " WHERE entry_id = ?",
+                        (rec.entry_id, rec.cost_usd, rec.entry_id),
+                    )
                 self._conn.execute(
                     "DELETE FROM trials WHERE entry_id = ? AND task = ? AND seed = ?"
                     " AND status = 'error'",

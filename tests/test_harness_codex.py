@@ -18,6 +18,7 @@ import pytest
 
 from harness import cli_agents
 from harness.agents import CommandAgent
+from harness.providers import resolve
 from harness.runner import run_sweep
 from harness.sandbox import SandboxBackend, bwrap_path
 from harness.store import Store, runs_dir_for
@@ -62,9 +63,12 @@ def codex() -> cli_agents.CLIPackage:
     return _installed("codex")
 
 
+@pytest.mark.parametrize("routed", [False, True], ids=["env", "provider-route"])
 def test_codex_cli_writes_the_artifact_in_the_sandbox(
-    tmp_path: Path, codex: cli_agents.CLIPackage
+    tmp_path: Path, codex: cli_agents.CLIPackage, routed: bool
 ) -> None:
+    """`routed`: `--model local/fake-model` through the provider table (harness.providers),
+    its key in a variable of its own; else a bare model name and the OPENAI_* variables."""
     task = make_fake_task(tmp_path / "tasks")
     out = task.output_path
     solve = textwrap.dedent(
@@ -92,14 +96,25 @@ def test_codex_cli_writes_the_artifact_in_the_sandbox(
     db = tmp_path / "r.sqlite"
     backend = SandboxBackend("bwrap", ensure_agent_venv())
     with ScriptedChatServer([first, second]) as server:
-        agent = CommandAgent(
-            "codex",
-            provider_env={"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "real-key"},
-        )
+        if routed:
+            env = {"TBMM_ROUTE_KEY": "real-key", "OPENAI_API_KEY": "not-this-one"}
+            route = resolve(
+                "local/fake-model",
+                base_url=server.base_url,
+                api="responses",
+                api_key_env="TBMM_ROUTE_KEY",
+                env=env,
+            )
+            agent = CommandAgent("codex", route=route, provider_env=env)
+        else:
+            agent = CommandAgent(
+                "codex",
+                provider_env={"OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "real-key"},
+            )
         t0 = time.monotonic()
         summary = run_sweep(
             agent,
-            "fake-model",
+            "local/fake-model" if routed else "fake-model",
             [task],
             1,
             backend,

@@ -434,8 +434,8 @@ def test_a_runaway_cli_is_stopped_at_its_request_cap(upstream: Any, tmp_path: Pa
 
 
 def test_cli_refuses_unpinned_or_unpriced_budgets_before_any_trial(tmp_path: Path) -> None:
-    """`tbmm run` of a proxied agent without --model, or with --max-cost but no prices,
-    exits 2 and stores nothing."""
+    """`tbmm run` of a proxied agent without --model, or with a cost budget (the entry's
+    --max-cost, or --max-trial-cost) but no prices, exits 2 and stores nothing."""
     import typer
     from typer.testing import CliRunner
 
@@ -454,6 +454,12 @@ def test_cli_refuses_unpinned_or_unpriced_budgets_before_any_trial(tmp_path: Pat
             "--agent", "codex", "--model", "tbmm-unpriced-model", "--max-cost", "1",
         ],
         "must be positive": ["--agent", "codex", "--model", "m", "--max-cost", "-1"],
+        "--max-trial-cost needs prices": [
+            "--agent", "codex", "--model", "tbmm-unpriced-model", "--max-trial-cost", "1",
+        ],
+        "cost_usd cap must be positive": [
+            "--agent", "codex", "--model", "m", "--max-trial-cost", "-1",
+        ],
     }  # fmt: skip
     for why, args in cases.items():
         res = CliRunner().invoke(app, [*base, *args])

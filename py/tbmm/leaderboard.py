@@ -39,6 +39,12 @@ trial*):
   mean when the trial would have scored low, a partial entry ranks after every complete
   entry, stays off the Pareto front, and its note gives its O-Eval with the errors counted
   0 (the floor), so selective failure cannot raise a rank.
+* **Stopped by its budget**: an entry whose `tbmm run --max-cost` budget kept planned
+  trials from starting (the store's stop record, passed as `stopped`) is partial too, with
+  the reason in a note, until those trials are stored; they are missing trials (counted 0).
+* **Spent** and **Tokens**: totals over every stored trial of the entry (all seeds):
+  cost in USD (n/a when any trial's cost is unknown) and tokens in (prompt, cached
+  included) / out, with cached, cache-write tokens and requests in the JSON.
 * **Per-suite O-Eval**: as O-Eval, restricted to the headline tasks of one suite.
 * **Per-task O-Eval**: mean over seeds of the task O-Eval (missing = 0), every task
   including the literature-split ones.
@@ -72,6 +78,8 @@ READABLE = frozenset({"scored", "gate_failed"})
 INFRA = "infra_error"  # an infrastructure failure: not a score, left out of every mean
 NO_TRIAL = "no_trial"  # a (task, seed) of an entry with no row at all
 ROUND = 6  # decimals of the rounded floats in to_json
+# token counters of a trial (its report's "harness" fields), added up per entry
+TOKEN_KEYS = ("tokens_in", "tokens_cache_read", "tokens_cache_write", "tokens_out", "requests")
 ZERO = Fraction(0)
 ONE = Fraction(1)
 HUNDRED = Fraction(100)
@@ -89,6 +97,9 @@ COLUMN_HELP: dict[str, str] = {
     "Skill": "the default reward: skill over each task's naive floor F_t (0 = no better than "
     "the best naive answer), mean over headline tasks, mean over seeds",
     "Gate-zeroed": "trials zeroed by the feasibility gate (all tasks, all seeds)",
+    "Spent ($)": "US$ over every stored trial of the entry (all seeds); n/a when a trial's "
+    "cost is unknown",
+    "Tokens in / out": "tokens over every stored trial: prompt (cached included) / output",
     "Errors": "trials without a score: infrastructure errors and verifications with no verdict "
     "(left out of every mean; the entry is marked partial and ranks after complete entries "
     "until `tbmm run --resume` runs them again)",
@@ -399,11 +410,15 @@ class EntryRow:
     skill: Stat | None = None  # None: no naive floor given
     label: str = ""  # display name (--name), else the entry id; unique in a leaderboard
     o_eval_floor: Stat | None = None  # O-Eval with the error trials counted 0 (when partial)
+    stopped: str | None = None  # why its budget (--max-cost) kept planned trials from starting
+    spent: Fraction | None = None  # USD over every stored trial (None: some cost unknown)
+    tokens: dict[str, int] = field(default_factory=dict)  # totals over every stored trial
 
     @property
     def partial(self) -> bool:
-        """Unresolved errors: ranked after complete entries, off the Pareto front."""
-        return self.errors > 0
+        """Unresolved errors, or trials its budget kept from starting: ranked after complete
+        entries, off the Pareto front."""
+        return self.errors > 0 or self.stopped is not None
 
     @property
     def shown(self) -> str:
@@ -496,11 +511,14 @@ def compute(
     baseline_f: Mapping[str, Fraction] | None = None,
     baseline: str = BASELINE_LABEL,
     floor_f: Mapping[str, Fraction] | None = None,
+    stopped: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> Leaderboard:
     """Aggregate trials into the leaderboard; `tasks` is the fixed denominator (every task
     slug). `baseline_f` is each task's F for Multi-BO (`tbmm.floor.baseline_f`: the one F
     every verdict's Robust BO-Eval uses; None = Multi-BO n/a), `baseline` says what it is.
-    `names` maps entry ids to display names (tables and plots show them).
+    `names` maps entry ids to display names (tables and plots show them). `stopped` maps
+    entry ids to their budget stop record (harness.store: `reason`, `not_started`): such an
+    entry is partial.
 
     Raises ValueError on inconsistent input (duplicate trial, unknown status, O-Eval
     outside [0, 1], a task without a suite); rows for tasks outside `tasks` are ignored
@@ -621,6 +639,14 @@ def compute(
             costs = [_cost(r.cost_usd) for r in present]
             unknown_cost += sum(1 for c in costs if c is None)
             cost_seed[s] = sum((c for c in costs if c is not None), ZERO)
+        totals = dict.fromkeys(TOKEN_KEYS, 0)
+        for r in b.values():
+            h = r.report.get("harness") or {}
+            for k in TOKEN_KEYS:
+                v = h.get(k)
+                totals[k] += int(v) if isinstance(v, int) and not isinstance(v, bool) else 0
+        all_costs = [_cost(r.cost_usd) for r in b.values()]
+        stop = (stopped or {}).get(e)
         per_task = {
             t: TaskCell(
                 tuple(
@@ -652,8 +678,21 @@ def compute(
                 error_causes=_causes(errs),
                 o_eval_floor=Stat.of(floor_seed) if errs else None,
                 skill=Stat.of(sk_seed) if floor_f is not None else None,
+                stopped=str(stop.get("reason") or "budget reached") if stop else None,
+                spent=None
+                if any(c is None for c in all_costs)
+                else sum((c for c in all_costs if c is not None), ZERO),
+                tokens=totals,
             )
         )
+        if stop:
+            left = stop.get("not_started") or []
+            notes.append(
+                f"{e} is partial: {stop.get('reason') or 'its budget was reached'}"
+                + (f" ({len(left)} trial(s) still not run, counted 0)" if left else "")
+                + "; it ranks after every complete entry and is off the Pareto front until "
+                "`tbmm run ... --resume --max-cost USD` with a larger budget runs them."
+            )
         if skipped:
             notes.append(
                 f"{e}: {len(skipped)} incomplete task(s) not run, as intended (`tbmm run "
@@ -766,9 +805,21 @@ def main_rows(lb: Leaderboard, *, stacked: bool = False) -> list[list[str]]:
                 str(x.gate_zeroed),
                 str(x.errors),
                 fmt_fixed(None if x.skill is None else x.skill.mean, 3),
+                fmt_cost(x.spent),
+                f"{fmt_tokens(x.tokens.get('tokens_in', 0))} / "
+                f"{fmt_tokens(x.tokens.get('tokens_out', 0))}",
             ]
         )
     return out
+
+
+def fmt_tokens(n: int) -> str:
+    """A token count, short: 950, 12.3k, 4.56M."""
+    if n < 1000:
+        return str(n)
+    if n < 1_000_000:
+        return f"{n / 1000:.3g}k"
+    return f"{n / 1_000_000:.3g}M"
 
 
 MAIN_HEADER = [
@@ -783,6 +834,8 @@ MAIN_HEADER = [
     "Gate-zeroed",
     "Errors",
     "Skill",
+    "Spent ($)",
+    "Tokens in / out",
 ]
 
 
@@ -867,6 +920,8 @@ _MAIN_COLS = (
     ("Gate-0", "num", 50),
     ("Errors", "num", 100),
     ("Skill", "num", 35),
+    ("Spent $", "num", 45),
+    ("Tokens in/out", "num", 25),
 )
 
 
@@ -984,6 +1039,9 @@ def to_csv(lb: Leaderboard) -> str:
             "missing_trials",
             "pareto",
             "skill",
+            "spent_usd",
+            "tokens_in",
+            "tokens_out",
         ]
         + [f"{s.lower()}_o_eval_pct" for s in suites]
         + [f"task:{t}" for t in lb.tasks]
@@ -1013,6 +1071,9 @@ def to_csv(lb: Leaderboard) -> str:
                 x.missing_trials,
                 "yes" if x.pareto else "no",
                 fmt_fixed(None if x.skill is None else x.skill.mean, 3),
+                "n/a" if x.spent is None else fraction_to_text(x.spent),
+                x.tokens.get("tokens_in", 0),
+                x.tokens.get("tokens_out", 0),
             ]
             + [_pct(x.suites[s].mean if s in x.suites else None) for s in suites]
             + [_pct(x.per_task[t].mean) for t in lb.tasks]
@@ -1053,6 +1114,15 @@ def to_json(lb: Leaderboard) -> dict[str, Any]:
                 "errors": x.errors,
                 "error_causes": list(x.error_causes),
                 "partial": x.partial,
+                "stopped": x.stopped,
+                "spent_usd": _q(x.spent),
+                "tokens": {
+                    "input": x.tokens.get("tokens_in", 0),
+                    "cached": x.tokens.get("tokens_cache_read", 0),
+                    "cache_write": x.tokens.get("tokens_cache_write", 0),
+                    "output": x.tokens.get("tokens_out", 0),
+                    "requests": x.tokens.get("requests", 0),
+                },
                 "o_eval_floor": None if x.o_eval_floor is None else x.o_eval_floor.to_json(100, 2),
                 "missing_trials": x.missing_trials,
                 "pareto": x.pareto,

@@ -18,7 +18,8 @@ def load_rows(
     db: Path, tasks_root: Path = TASKS_ROOT
 ) -> tuple[list[TrialRow], dict[str, Any], list[Any]]:
     """Every stored trial as a TrialRow (an absent DB is an empty store, never created here).
-    `cfg["names"]` holds the entries' display names; each row's report carries the paths
+    `cfg["names"]` holds the entries' display names, `cfg["stopped"]` the entries' budget
+    stop records; each row's report carries the paths
     of its trial's files (trajectory, raw events, stdout, ...) under "files"."""
     tasks = load_suite(tasks_root)
     cfg = suite_config(tasks)
@@ -32,6 +33,7 @@ def load_rows(
         store = Store(db)
         records = store.trials()
         cfg["names"] = store.names()
+        cfg["stopped"] = store.stopped()  # entries a --max-cost budget left partial
         runs = store.runs_dir
         store.close()
     except sqlite3.DatabaseError as exc:

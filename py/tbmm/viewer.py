@@ -296,6 +296,7 @@ class ViewerData:
         try:
             records = st.trials()
             cfg["names"] = st.names()
+            cfg["stopped"] = st.stopped()
             entries = st.entries()
         finally:
             st.close()
@@ -308,7 +309,11 @@ class ViewerData:
         if stale:
             lb = dataclasses.replace(lb, notes=(*stale, *lb.notes))
         for e in entries:
-            e.update(outcome_counts([r for r in records if r["entry_id"] == e["entry_id"]]))
+            e.update(
+                outcome_counts(
+                    [r for r in records if r["entry_id"] == e["entry_id"]], e.get("stopped")
+                )
+            )
         return lb, entries
 
     def entry(self, entry_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
