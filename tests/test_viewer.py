@@ -372,7 +372,7 @@ def test_wrapped_paths_are_escaped_first() -> None:
     from tbmm.viewer import wrap_path
 
     assert str(wrap_path("q2.cases[0]_x")) == "q2.<wbr>cases[0]<wbr>_<wbr>x"
-    assert str(wrap_path("<script>a.b</script>")) == "&lt;script&gt;a.<wbr>b&lt;/script&gt;"
+    assert str(wrap_path("<script>a.b</script>")) == "&lt;script&gt;a.<wbr>b&lt;/<wbr>script&gt;"
 
 
 def test_entry_download_is_the_export_file(client: Any, db: Path, tmp_path: Path) -> None:

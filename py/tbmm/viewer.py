@@ -25,8 +25,8 @@ from typing import Any
 from tbmm import leaderboard as L
 from tbmm.exact import fraction_to_text
 from tbmm.report import fmt_exact, reference_text
+from tbmm.templating import wrap_path  # noqa: F401 - the viewer's path filter, also public here
 
-TEMPLATES = Path(__file__).parent / "templates" / "viewer"
 CSP = "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'"
 CSP_HEADER = CSP + "; frame-ancestors 'none'"  # frame-ancestors only works as a header
 FILE_CSP = "default-src 'none'; sandbox"
@@ -47,16 +47,6 @@ FILE_ROLES = {
     "stderr.txt": "agent stderr",
     "trajectory-error.txt": "why the ATIF conversion failed",
 }
-
-
-def wrap_path(s: Any) -> Any:
-    """A field path that may break after its separators: escaped first, then <wbr>."""
-    from markupsafe import Markup, escape
-
-    out = str(escape("" if s is None else s))
-    for sep in (".", "_", "]"):
-        out = out.replace(sep, sep + "<wbr>")
-    return Markup(out)
 
 
 def sniff_image(head: bytes) -> str | None:
@@ -392,27 +382,19 @@ def _file_views(
 def create_app(db: Path, *, tasks_root: Path | None = None, hosts: Iterable[str] = ()) -> Any:
     """The viewer's ASGI app over the store at `db` (which must exist)."""
     try:
-        import jinja2
+        import jinja2  # noqa: F401 - the templates need it; missing, say which extra
         from fastapi import FastAPI, HTTPException
         from fastapi.responses import FileResponse, HTMLResponse, Response
         from starlette.middleware.trustedhost import TrustedHostMiddleware
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise RuntimeError("tbmm view needs the `serve` extra: pip install 'tbmm[serve]'") from exc
-    from urllib.parse import quote
-
     import tbmm
+    from tbmm.templating import environment
     from tbmm.leaderboard import row_from_record
 
     data = ViewerData(db, tasks_root)
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
-        autoescape=True,  # every {{ }} is HTML-escaped, in text and attribute values
-        undefined=jinja2.StrictUndefined,
-    )
-    env.filters["q"] = lambda s: quote(str(s), safe="")
-
-    env.filters["wrap"] = wrap_path
-    env.globals.update(version=tbmm.__version__, db=str(db), csp=CSP)
+    env = environment()
+    shared = {"version": tbmm.__version__, "db": str(db), "csp": CSP, "font": None}
 
     app = FastAPI(
         title="TB-MathModel run viewer",
@@ -425,7 +407,7 @@ def create_app(db: Path, *, tasks_root: Path | None = None, hosts: Iterable[str]
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=sorted(allowed))
 
     def page(name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
-        body = env.get_template(name).render(**ctx)
+        body = env.get_template(f"viewer/{name}").render(**shared, **ctx)
         return HTMLResponse(
             body,
             status_code=status,
