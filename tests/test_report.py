@@ -144,11 +144,11 @@ def test_html_is_self_contained_and_escaped(data: Any, tmp_path: Path) -> None:
     text = out.read_text(encoding="utf-8")
     assert text == render_html(lb, rows, suite)  # deterministic: no timestamp
     assert text.startswith("<!DOCTYPE html>")
-    assert 'http-equiv="Content-Security-Policy" content="default-src &#x27;none&#x27;' in text
+    assert 'http-equiv="Content-Security-Policy" content="default-src &#39;none&#39;' in text
     assert "<script" not in text.lower()
     assert '<img src="x"' not in text and "<b>1</b>" not in text
-    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in text
-    assert "&lt;img src=&quot;x&quot; onerror=&quot;alert(1)&quot;&gt;" in text
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in text
+    assert "&lt;img src=&#34;x&#34; onerror=&#34;alert(1)&#34;&gt;" in text
     refs = re.findall(r'(?:src|href)="([^"]*)"', text)
     assert refs and all(r.startswith(("data:image/png;base64,", "#")) for r in refs), refs
     imgs = re.findall(r'src="data:image/png;base64,([^"]+)"', text)
@@ -165,7 +165,7 @@ def test_html_is_self_contained_and_escaped(data: Any, tmp_path: Path) -> None:
     assert f"{n} obligation(s) checked by the Lean kernel, 3 failing" in text
     assert "check_head_speed_limit (q5.max_head_speed_mps): the kernel proved" in text
     assert "literature split" in text and "mcm-2024-c-tennis-momentum" in text
-    assert "Multi-BO against each task&#x27;s stored baseline F (floor.json)" in text
+    assert "Multi-BO against each task&#39;s stored baseline F (floor.json)" in text
     juneau = next(t for t in suite if t.slug == JUNEAU)
     assert f"Baseline F = {fraction_to_text(baseline_f(juneau))} (floor.json" in text
 

@@ -14,7 +14,9 @@ from __future__ import annotations
 import base64
 import io
 import os
+import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 FAMILY = "tbmm CJK"  # the @font-face family name (never a system font's)
@@ -38,14 +40,16 @@ class FontError(RuntimeError):
     """The font named by TBMM_CJK_FONT cannot be read."""
 
 
+CJK_RE = re.compile("[" + "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in CJK_RANGES) + "]")
+
+
 def is_cjk(ch: str) -> bool:
-    cp = ord(ch)
-    return any(lo <= cp <= hi for lo, hi in CJK_RANGES)
+    return CJK_RE.fullmatch(ch) is not None
 
 
 def cjk_chars(text: str) -> str:
     """The distinct CJK characters of `text`, in code point order."""
-    return "".join(sorted({c for c in text if is_cjk(c)}))
+    return "".join(sorted(set(CJK_RE.findall(text))))
 
 
 def font_path() -> Path | None:
@@ -114,6 +118,7 @@ def _ranges(cps: list[int]) -> str:
     return ",".join(out)
 
 
+@lru_cache(maxsize=8)
 def subset_woff(path: Path, chars: str) -> bytes:
     """The font cut down to `chars` (plus .notdef), as WOFF (zlib; no brotli needed); the
     name table is kept whole so the copyright and license travel with the glyphs."""
