@@ -4,6 +4,7 @@ evaluate an expression in it. No websocket library, no port: nothing else can co
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -92,7 +93,9 @@ class Chromium:
         self.send("Page.navigate", wait_event="Page.loadEventFired", url=url)
 
     def evaluate(self, expression: str) -> Any:
-        r = self.send("Runtime.evaluate", expression=expression, awaitPromise=True, returnByValue=True)
+        r = self.send(
+            "Runtime.evaluate", expression=expression, awaitPromise=True, returnByValue=True
+        )
         if "exceptionDetails" in r:
             raise RuntimeError(str(r["exceptionDetails"]))
         return r["result"].get("value")
@@ -105,10 +108,8 @@ class Chromium:
         return out
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(RuntimeError, OSError):
             self.send("Browser.close")
-        except (RuntimeError, OSError):
-            pass
         try:
             self.proc.wait(timeout=60)
         except subprocess.TimeoutExpired:

@@ -233,7 +233,9 @@ def _trial_view(
     if row is None:
         return {**head, "kind": "none", "status": L.NO_TRIAL}
     rep = row.report or {}
-    harness = [(f"harness {k}", v) for k, v in (rep.get("harness") or {}).items() if v not in (None, "")]
+    harness = [
+        (f"harness {k}", v) for k, v in (rep.get("harness") or {}).items() if v not in (None, "")
+    ]
     links = _file_links(rep, base)
     if row.status == L.INFRA:
         facts = [

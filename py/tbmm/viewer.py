@@ -389,8 +389,8 @@ def create_app(db: Path, *, tasks_root: Path | None = None, hosts: Iterable[str]
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise RuntimeError("tbmm view needs the `serve` extra: pip install 'tbmm[serve]'") from exc
     import tbmm
-    from tbmm.templating import environment
     from tbmm.leaderboard import row_from_record
+    from tbmm.templating import environment
 
     data = ViewerData(db, tasks_root)
     env = environment()
