@@ -173,6 +173,23 @@ def embed(text: str, path: Path | None = None) -> EmbeddedFont | None:
     )
 
 
+def font_media_type(path: Path) -> str:
+    """font/otf (CFF outlines), font/ttf or font/collection, from the file's first bytes."""
+    with open(path, "rb") as fh:
+        head = fh.read(4)
+    return {b"OTTO": "font/otf", b"ttcf": "font/collection"}.get(head, "font/ttf")
+
+
+def served_css(url: str) -> str:
+    """The @font-face for a page served with the whole font at `url` (the viewer: a local
+    server, where the browser fetches and caches the font file once)."""
+    ranges = ",".join(f"U+{lo:X}-{hi:X}" for lo, hi in CJK_RANGES)
+    return (
+        f'@font-face{{font-family:"{FAMILY}";font-display:swap;src:url({url});'
+        f"unicode-range:{ranges}}}"
+    )
+
+
 def matplotlib_family() -> str | None:
     """Register the CJK font with matplotlib (once) and return its family name, for the
     plots' fallback list; None without a font."""

@@ -27,7 +27,7 @@ from tbmm.exact import fraction_to_text
 from tbmm.report import fmt_exact, reference_text
 from tbmm.templating import wrap_path  # noqa: F401 - the viewer's path filter, also public here
 
-CSP = "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'"
+CSP = "default-src 'none'; img-src 'self' data:; font-src 'self'; style-src 'unsafe-inline'"
 CSP_HEADER = CSP + "; frame-ancestors 'none'"  # frame-ancestors only works as a header
 FILE_CSP = "default-src 'none'; sandbox"
 PREVIEW_BYTES = 64 * 1024  # text shown inline per file; the whole file is a link away
@@ -394,7 +394,11 @@ def create_app(db: Path, *, tasks_root: Path | None = None, hosts: Iterable[str]
 
     data = ViewerData(db, tasks_root)
     env = environment()
-    shared = {"version": tbmm.__version__, "db": str(db), "csp": CSP, "font": None}
+    from tbmm import fonts
+
+    font_file = fonts.font_path()  # the whole CJK font, served at /font/cjk (cached)
+    font = {"css": fonts.served_css("/font/cjk")} if font_file is not None else None
+    shared = {"version": tbmm.__version__, "db": str(db), "csp": CSP, "font": font}
 
     app = FastAPI(
         title="TB-MathModel run viewer",
@@ -563,6 +567,17 @@ def create_app(db: Path, *, tasks_root: Path | None = None, hosts: Iterable[str]
             media = "text/plain; charset=utf-8"
         # streamed (an events log can be large); the name is never used as a path
         return FileResponse(path, media_type=media, headers=headers)
+
+    @app.get("/font/cjk")
+    def cjk_font() -> Response:
+        """The CJK font the pages name in their @font-face (tbmm.fonts; OFL-1.1)."""
+        if font_file is None:
+            raise HTTPException(404, "no CJK font installed (extra tbmm[report])")
+        return FileResponse(
+            font_file,
+            media_type=fonts.font_media_type(font_file),
+            headers={"Cache-Control": "max-age=86400", "X-Content-Type-Options": "nosniff"},
+        )
 
     @app.get("/healthz")
     def healthz() -> dict[str, Any]:
