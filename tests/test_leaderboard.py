@@ -383,7 +383,18 @@ def test_plot_series(lb: L.Leaderboard) -> None:
     assert figs["oeval_by_entry"].notes == ["No error bar: a single seed (std n/a)."]
 
     sui = figs["oeval_by_suite"].figure.axes[0]
-    assert len(sui.patches) == 6
+    # 6 bars, plus the outlined stub of C's MCM bar: C has no MCM trial, counted O-Eval 0
+    assert len(sui.patches) == 7
+    from matplotlib.container import BarContainer
+
+    bars = [c for c in sui.containers if isinstance(c, BarContainer)]
+    assert [c.get_label() for c in bars][:2] == ["CUMCM (2 tasks)", "MCM (1 task)"]
+    assert [p.get_width() for p in bars[1]][2] == 0
+    (stub,) = bars[2]
+    assert stub.get_width() == plots.ZERO_STUB and stub.get_facecolor()[:3] == (1.0, 1.0, 1.0)
+    assert stub.get_y() + stub.get_height() / 2 == pytest.approx(2 + 0.2)  # C's MCM slot
+    texts = sorted((round(t.get_position()[1], 2), t.get_text()) for t in sui.texts)
+    assert (2.2, "0.00") in texts and len(texts) == 6  # every bar is labelled
     labels = [t.get_text() for t in sui.get_legend().get_texts()]
     assert labels == ["CUMCM (2 tasks)", "MCM (1 task)"]
     cumcm = [p.get_width() for p in sui.containers[0]]

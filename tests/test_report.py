@@ -144,11 +144,11 @@ def test_html_is_self_contained_and_escaped(data: Any, tmp_path: Path) -> None:
     text = out.read_text(encoding="utf-8")
     assert text == render_html(lb, rows, suite)  # deterministic: no timestamp
     assert text.startswith("<!DOCTYPE html>")
-    assert 'http-equiv="Content-Security-Policy" content="default-src &#x27;none&#x27;' in text
+    assert 'http-equiv="Content-Security-Policy" content="default-src &#39;none&#39;' in text
     assert "<script" not in text.lower()
     assert '<img src="x"' not in text and "<b>1</b>" not in text
-    assert "&lt;script&gt;alert(&quot;x&quot;)&lt;/script&gt;" in text
-    assert "&lt;img src=&quot;x&quot; onerror=&quot;alert(1)&quot;&gt;" in text
+    assert "&lt;script&gt;alert(&#34;x&#34;)&lt;/script&gt;" in text
+    assert "&lt;img src=&#34;x&#34; onerror=&#34;alert(1)&#34;&gt;" in text
     refs = re.findall(r'(?:src|href)="([^"]*)"', text)
     assert refs and all(r.startswith(("data:image/png;base64,", "#")) for r in refs), refs
     imgs = re.findall(r'src="data:image/png;base64,([^"]+)"', text)
@@ -165,7 +165,7 @@ def test_html_is_self_contained_and_escaped(data: Any, tmp_path: Path) -> None:
     assert f"{n} obligation(s) checked by the Lean kernel, 3 failing" in text
     assert "check_head_speed_limit (q5.max_head_speed_mps): the kernel proved" in text
     assert "literature split" in text and "mcm-2024-c-tennis-momentum" in text
-    assert "Multi-BO against each task&#x27;s stored baseline F (floor.json)" in text
+    assert "Multi-BO against each task&#39;s stored baseline F (floor.json)" in text
     juneau = next(t for t in suite if t.slug == JUNEAU)
     assert f"Baseline F = {fraction_to_text(baseline_f(juneau))} (floor.json" in text
 
@@ -241,3 +241,248 @@ def test_empty_and_missing_baseline_pages(suite: list[Task], tmp_path: Path) -> 
     assert "Multi-BO n/a: no baseline F was given" in text
     assert "agent &lt;crashed&gt;" in text
     assert "No task information" in text  # tasks absent from tasks_info are said so
+
+
+# ------------------------------------------------- renders anywhere: CJK font, widths, plots
+
+CJK_TITLE = "定日镜场优化设计报告"
+HELIOSTAT = "cumcm-2023-a-heliostat-field"
+
+
+@pytest.fixture(scope="module")
+def bare_fonts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """An environment whose fontconfig sees only matplotlib's DejaVu fonts: no CJK font, on
+    this machine or any other, so a Chinese glyph on screen can only come from the page."""
+    import matplotlib
+
+    d = tmp_path_factory.mktemp("fontconfig")
+    ttf = Path(matplotlib.get_data_path()) / "fonts" / "ttf"
+    (d / "fonts.conf").write_text(
+        '<?xml version="1.0"?><!DOCTYPE fontconfig SYSTEM "urn:fontconfig:fonts.dtd">'
+        f"<fontconfig><dir>{ttf}</dir><cachedir>{d / 'cache'}</cachedir>"
+        '<include ignore_missing="yes">/etc/fonts/conf.d</include></fontconfig>'
+    )
+    env = {**os.environ, "FONTCONFIG_FILE": str(d / "fonts.conf")}
+    if shutil.which("fc-list"):
+        mine = subprocess.run(["fc-list", ":lang=zh"], capture_output=True, text=True).stdout
+        print(f"this machine's fontconfig: {len(mine.splitlines())} font(s) for :lang=zh")
+        seen = subprocess.run(["fc-list", ":lang=zh"], capture_output=True, text=True, env=env)
+        assert seen.stdout.strip() == "", seen.stdout  # the test's Chromium sees none
+        assert (
+            "DejaVu" in subprocess.run(["fc-list"], capture_output=True, text=True, env=env).stdout
+        )
+    return env
+
+
+def _cdp(chromium: str, tmp: Path, env: dict[str, str]) -> Any:
+    from .cdp import Chromium
+
+    return Chromium(chromium, tmp / f"cdp-{len(list(tmp.glob('cdp-*')))}", env=env)
+
+
+def _first_line_glyphs(png: Path) -> tuple[int, int, int]:
+    """(ink segments, distinct bitmaps, hollow boxes) on the page's first line of text (the
+    h1). The title has no character drawn as an empty box (no 口), so a box is tofu."""
+    import numpy as np
+
+    ink = mpimg.imread(png)[:120, :, :3].mean(axis=2) < 0.5
+    rows = np.flatnonzero(ink.any(axis=1))
+    assert rows.size, "no text on the screenshot"
+    top = end = rows[0]
+    while end + 1 < ink.shape[0] and ink[end + 1].any():
+        end += 1
+    line = ink[top : end + 1]
+    cols = line.any(axis=0)
+    segs, x = [], 0
+    while x < cols.size:
+        if cols[x]:
+            x0 = x
+            while x < cols.size and cols[x]:
+                x += 1
+            segs.append(line[:, x0:x])
+        x += 1
+    # a missing glyph is drawn as a hollow box: inked outline, nothing inside
+    tofu = sum(
+        1
+        for g in segs
+        if g.shape[1] >= 6 and not g[3:-3, 3:-3].any() and g[0].mean() > 0.6 and g[-1].mean() > 0.6
+    )
+    return len(segs), len({(g.shape, g.tobytes()) for g in segs}), tofu
+
+
+def _one_task_report(suite: list[Task], out: Path) -> tuple[Path, str]:
+    lb, rows, tasks = _lb_rows(suite)
+    page = write_html(lb, rows, tasks, out, title=CJK_TITLE)
+    return page, page.read_text(encoding="utf-8")
+
+
+def test_embedded_font_covers_every_cjk_character(suite: list[Task], tmp_path: Path) -> None:
+    """The page's @font-face is a Noto Sans SC subset with a glyph for each CJK character on
+    the page (and only those), its license in the page; same input, same bytes."""
+    import io
+
+    from fontTools.pens.boundsPen import BoundsPen
+    from fontTools.ttLib import TTFont
+
+    from tbmm import fonts
+
+    page, text = _one_task_report(suite, tmp_path / "r.html")
+    body = re.sub(r"<style>.*?</style>", "", text, flags=re.S)
+    chars = fonts.cjk_chars(body)
+    assert set(CJK_TITLE) <= set(chars)
+    heliostat = next(x for x in suite if x.slug == HELIOSTAT)
+    assert set(fonts.cjk_chars(heliostat.manifest.provenance.paper_title)) <= set(chars)
+    (b64,) = re.findall(r"url\(data:font/woff;base64,([A-Za-z0-9+/=]+)\)", text)
+    font = TTFont(io.BytesIO(base64.b64decode(b64)))
+    cmap = font.getBestCmap()
+    assert {chr(c) for c in cmap if fonts.is_cjk(chr(c))} == set(chars)
+    glyphs = font.getGlyphSet()
+    for c in chars:  # a real outline, not an empty glyph
+        pen = BoundsPen(glyphs)
+        glyphs[cmap[ord(c)]].draw(pen)
+        assert pen.bounds is not None, c
+    names = {r.nameID: r.toUnicode() for r in font["name"].names}
+    assert "Open Font License" in names[13] and "Adobe" in names[0]
+    assert "SIL OPEN FONT LICENSE Version 1.1" in text  # the license travels with the page
+    assert f"{len(chars)} glyphs embedded" in text
+    assert text == render_html(*_lb_rows(suite), title=CJK_TITLE, base=page.parent.resolve())
+
+
+def _lb_rows(suite: list[Task]) -> tuple[Any, list[TrialRow], list[Task]]:
+    t = next(x for x in suite if x.slug == HELIOSTAT)
+    rep = verify_artifact(t, t.anchor_artifact_bytes(), lean=False).model_dump()
+    r = trial_row(
+        entry="oracle|o|default",
+        agent="oracle",
+        model="o",
+        task=t.slug,
+        suite=t.suite,
+        seed=0,
+        report=rep,
+        cost_usd=0.0,
+        literature_split=False,
+    )
+    return compute([r], **suite_config([t])), [r], [t]
+
+
+def test_without_the_font_the_page_says_so(suite: list[Task], monkeypatch: Any) -> None:
+    from tbmm import fonts
+
+    monkeypatch.setattr(fonts, "font_path", lambda: None)
+    text = render_html(*_lb_rows(suite), title=CJK_TITLE)
+    assert "@font-face" not in text
+    assert "install &#34;tbmm[report]&#34; to embed Noto Sans SC" in text
+    monkeypatch.setenv(fonts.ENV, "/nonexistent/font.otf")
+    monkeypatch.undo()
+    monkeypatch.setenv(fonts.ENV, "/nonexistent/font.otf")
+    with pytest.raises(fonts.FontError, match="no such font file"):
+        fonts.font_path()
+
+
+def test_cjk_renders_in_chromium_without_system_cjk_fonts(
+    suite: list[Task], chromium: str, bare_fonts: dict[str, str], tmp_path: Path
+) -> None:
+    """Screenshots under a fontconfig with no CJK font: the report's Chinese title is drawn
+    as distinct glyphs; the same page with its @font-face removed shows tofu (one shape)."""
+    page, text = _one_task_report(suite, tmp_path / "r.html")
+    stripped = tmp_path / "stripped.html"
+    stripped.write_text(re.sub(r"@font-face\{[^}]*\}", "", text), encoding="utf-8")
+    got = {}
+    for name, p in (("embedded", page), ("stripped", stripped)):
+        c = _cdp(chromium, tmp_path, bare_fonts)
+        try:
+            c.open(p.resolve().as_uri(), 1400, 400)
+            assert c.evaluate("document.fonts.ready.then(() => document.fonts.size)") >= 0
+            got[name] = _first_line_glyphs(c.screenshot(tmp_path / f"{name}.png"))
+        finally:
+            c.close()
+    print(f"(ink segments, distinct bitmaps, tofu boxes) of the h1: {got}")
+    segs, shapes, tofu = got["embedded"]
+    assert segs >= len(CJK_TITLE) and shapes >= len(CJK_TITLE) - 1 and tofu == 0, got
+    segs0, _, tofu0 = got["stripped"]
+    assert segs0 == tofu0 == len(CJK_TITLE), got  # control: every character tofu without it
+
+
+PROBE = """(() => {
+  document.querySelectorAll('details').forEach(d => { d.open = true; });
+  return document.fonts.ready.then(() => {
+    const w = document.documentElement.clientWidth;
+    const out = [];
+    for (const el of document.querySelectorAll('body *')) {
+      const r = el.getBoundingClientRect();
+      if (r.right > w + 0.5 && !el.closest('.tw'))
+        out.push(el.tagName + ' ' + Math.round(r.right) + ' ' + (el.textContent || '').slice(0, 60));
+    }
+    const boxes = [...document.querySelectorAll('.tw')];
+    const paths = [...document.querySelectorAll('td.path')].map(e => e.getBoundingClientRect().width);
+    return {scroll: document.scrollingElement.scrollWidth, inner: innerWidth, client: w,
+            outside: out.slice(0, 10), n_outside: out.length, boxes: boxes.length,
+            boxes_scrolling: boxes.filter(e => e.scrollWidth > e.clientWidth + 1).length,
+            path_cells: paths.length, narrowest_path: paths.length ? Math.min(...paths) : null};
+  });
+})()"""
+
+
+def _measure(chromium: str, tmp: Path, env: dict[str, str], url: str, width: int) -> Any:
+    c = _cdp(chromium, tmp, env)
+    try:
+        c.open(url, width, 900)
+        return c.evaluate(PROBE)
+    finally:
+        c.close()
+
+
+@pytest.mark.slow
+def test_layout_fits_1400_px_and_a_phone(
+    data: Any, chromium: str, bare_fonts: dict[str, str], tmp_path: Path
+) -> None:
+    """Every trial opened: no horizontal page scroll at 1400 px nor at 390 px (a phone, with
+    mobile viewport emulation); at 1400 px no table needs its own scroll box and path cells
+    keep a readable width. Control: a page wider than the viewport is caught."""
+    lb, rows, suite = data
+    url = write_html(lb, rows, suite, tmp_path / "report.html").resolve().as_uri()
+    wide = tmp_path / "wide.html"
+    wide.write_text(
+        '<!DOCTYPE html><meta name="viewport" content="width=device-width">'
+        '<div style="width:1800px">x</div>'
+    )
+    for width in (1400, 390):
+        m = _measure(chromium, tmp_path, bare_fonts, url, width)
+        print(width, m)
+        assert m["inner"] == width and m["client"] == width, m
+        assert m["scroll"] <= width and m["n_outside"] == 0, m
+        assert m["path_cells"] > 0 and m["boxes"] > 0
+        if width == 1400:
+            assert m["boxes_scrolling"] == 0, m
+            assert m["narrowest_path"] >= 100, m  # not squeezed to a few letters
+        ctl = _measure(chromium, tmp_path, bare_fonts, wide.resolve().as_uri(), width)
+        assert ctl["scroll"] > width and ctl["n_outside"] > 0, ctl
+
+
+def test_plots_draw_cjk_entry_names(monkeypatch: Any) -> None:
+    """A Chinese entry name is drawn with the CJK font (matplotlib warns of any glyph it
+    lacks); control: without the font the same plot warns."""
+    import warnings
+
+    from tbmm import fonts, plots
+
+    r = trial_row(
+        entry="a|b|c",
+        agent="a",
+        model="b",
+        task="t",
+        suite="CUMCM",
+        seed=0,
+        report={"status": "scored", "o_eval_exact": "0", "robust_bo_eval_exact": "-1"},
+        cost_usd=0.0,
+        literature_split=False,
+    )
+    lb = compute([r], tasks=["t"], task_suites={"t": "CUMCM"}, names={"a|b|c": "模型丙"})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for p in plots.figures(lb):
+            assert plots.png_bytes(p.figure)[:4] == b"\x89PNG"
+    monkeypatch.setattr(fonts, "matplotlib_family", lambda: None)
+    with pytest.warns(UserWarning, match="missing from font"):
+        for p in plots.figures(lb):
+            plots.png_bytes(p.figure)

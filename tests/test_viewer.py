@@ -372,7 +372,7 @@ def test_wrapped_paths_are_escaped_first() -> None:
     from tbmm.viewer import wrap_path
 
     assert str(wrap_path("q2.cases[0]_x")) == "q2.<wbr>cases[0]<wbr>_<wbr>x"
-    assert str(wrap_path("<script>a.b</script>")) == "&lt;script&gt;a.<wbr>b&lt;/script&gt;"
+    assert str(wrap_path("<script>a.b</script>")) == "&lt;script&gt;a.<wbr>b&lt;/<wbr>script&gt;"
 
 
 def test_entry_download_is_the_export_file(client: Any, db: Path, tmp_path: Path) -> None:
@@ -391,3 +391,18 @@ def test_entry_download_is_the_export_file(client: Any, db: Path, tmp_path: Path
     assert c.exit_code == 0, c.output
     assert r.content == out.read_bytes()
     assert client.get("/export", params={"id": "nobody"}).status_code == 404
+
+
+def test_pages_name_the_served_cjk_font(client: Any) -> None:
+    """Every page's @font-face points at /font/cjk, which serves the CJK font (tbmm.fonts);
+    the CSP lets the page load fonts from the viewer only."""
+    from tbmm import fonts
+
+    path = fonts.font_path()
+    assert path is not None  # the dev environment has the `report` extra's font
+    html = client.get("/").text
+    assert '@font-face{font-family:"tbmm CJK";font-display:swap;src:url(/font/cjk);' in html
+    r = client.get("/font/cjk")
+    assert r.status_code == 200 and r.content == path.read_bytes()
+    assert r.headers["content-type"] == fonts.font_media_type(path)
+    assert "font-src 'self'" in client.get("/").headers["content-security-policy"]

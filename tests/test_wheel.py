@@ -120,3 +120,21 @@ def test_view_says_what_to_install(installed: Path) -> None:
     assert r.returncode == 2 and "tbmm[serve]" in r.stderr, r.stderr
     r = _run(installed, "tbmm", "runs", "export", "--schema")
     assert r.returncode == 0 and '"schema_version"' in r.stdout, r.stderr
+
+
+def test_report_from_a_plain_install(installed: Path) -> None:
+    """`tbmm report` needs no extra: its templates ship in the wheel (Jinja2 is a core
+    dependency); without `tbmm[report]` the page names the extra for its CJK text."""
+    r = _run(installed, "python", "-c", "from harness.store import Store; Store('r.sqlite')")
+    assert r.returncode == 0, r.stderr
+    r = _run(installed, "tbmm", "report", "--html", "out/r.html", "--db", "r.sqlite")
+    assert r.returncode == 0, r.stderr[-2000:]
+    html = (installed / "elsewhere" / "out" / "r.html").read_text(encoding="utf-8")
+    assert html.startswith("<!DOCTYPE html>") and '<h2 id="leaderboard">Leaderboard</h2>' in html
+    probe = (
+        "from tbmm import fonts, report; from tbmm.leaderboard import compute; "
+        "lb = compute([], tasks=['t'], task_suites={'t': 'CUMCM'}); "
+        "print(fonts.font_path(), 'tbmm[report]' in report.render_html(lb, [], {}, title='报告'))"
+    )
+    r = _run(installed, "python", "-c", probe)
+    assert r.returncode == 0 and r.stdout.split() == ["None", "True"], r.stdout + r.stderr

@@ -2,7 +2,11 @@
 
 Figures are built on `matplotlib.figure.Figure` with the Agg canvas (no pyplot, so no
 global state and no display needed) and returned with their data for tests. Output is
-deterministic: a fixed font family, fixed sizes and DPI, and fixed PNG metadata.
+deterministic: fixed fonts (DejaVu Sans, then the CJK font of `tbmm.fonts` for the
+characters DejaVu lacks, e.g. a Chinese entry name), fixed sizes and DPI, fixed PNG metadata.
+
+Every bar carries its value as a label; a bar of 0 is drawn as an outlined stub (a bar of
+width 0 is invisible) labelled 0.00, and a suite an entry has no score on is labelled n/a.
 
 Cost axis policy: the x-axis is logarithmic, so a cost of 0 or an unknown cost cannot be
 placed. Such entries are drawn at a floor one decade below the cheapest known positive
@@ -24,17 +28,27 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from tbmm import fonts
 from tbmm.leaderboard import EntryRow, Leaderboard, Stat
 
 DPI = 120
 PNG_METADATA = {"Software": "tbmm", "Title": "TB-MathModel leaderboard"}
 RC = {
-    "font.family": "DejaVu Sans",
+    "font.family": ["DejaVu Sans"],
     "font.size": 9,
     "axes.titlesize": 11,
     "axes.labelsize": 9.5,
     "svg.hashsalt": "tbmm",
 }
+ZERO_STUB = 0.8  # width (O-Eval percentage points) of the outlined stub drawn for a 0 bar
+
+
+def rc() -> dict[str, object]:
+    """RC with the CJK font appended to the family list when one is installed."""
+    cjk = fonts.matplotlib_family()
+    return {**RC, "font.family": [*RC["font.family"], cjk]} if cjk else dict(RC)
+
+
 SUITE_COLOURS = {"CUMCM": "#d9534f", "MCM": "#337ab7"}
 ENTRY_COLOUR = "#4a7ab7"
 
@@ -194,6 +208,38 @@ def _errorbars(ax: Axes, ys: list[float], means: list[float], stds: list[float |
         )
 
 
+def _bars(
+    ax: Axes,
+    ys: list[float],
+    values: list[float | None],
+    stds: list[float | None],
+    *,
+    height: float,
+    colour: str,
+    label: str,
+    fontsize: float,
+) -> None:
+    """Horizontal bars with a value label each. A 0 is an outlined stub of ZERO_STUB width
+    (still labelled 0.00); None (no score) draws nothing and is labelled n/a."""
+    vals = [v or 0.0 for v in values]
+    ax.barh(ys, vals, height=height, color=colour, zorder=2, label=label)
+    zero = [y for y, v in zip(ys, values, strict=True) if v == 0]
+    if zero:
+        ax.barh(
+            zero,
+            [ZERO_STUB] * len(zero),
+            height=height,
+            facecolor="white",
+            edgecolor=colour,
+            linewidth=1.2,
+            zorder=2.5,
+        )
+    _errorbars(ax, ys, vals, stds)
+    for y, v, sd in zip(ys, values, stds, strict=True):
+        x = min(max(v or 0.0, ZERO_STUB) + (sd or 0) + 1, 106)  # past a long error bar: the margin
+        ax.text(x, y, "n/a" if v is None else f"{v:.2f}", fontsize=fontsize, va="center")
+
+
 def plot_entries(lb: Leaderboard) -> Plot:
     """Per-entry O-Eval (%) as horizontal bars, best on top, with ±1 std error bars."""
     title = "O-Eval per entry (mean ± std over seeds)"
@@ -201,12 +247,9 @@ def plot_entries(lb: Leaderboard) -> Plot:
     fig = _fig(7.5, _rows_height(len(ents)))
     ax = fig.add_subplot()
     ys = list(range(len(ents)))
-    means = [_pct(e.o_eval.mean) or 0.0 for e in ents]
+    means = [_pct(e.o_eval.mean) for e in ents]
     stds = [_std_pct(e.o_eval) for e in ents]
-    ax.barh(ys, means, color=ENTRY_COLOUR, height=0.6, zorder=2, label="O-Eval")
-    _errorbars(ax, ys, means, stds)
-    for y, m, sd in zip(ys, means, stds, strict=True):
-        ax.text(m + (sd or 0) + 1, y, f"{m:.2f}", fontsize=7, va="center")
+    _bars(ax, ys, means, stds, height=0.6, colour=ENTRY_COLOUR, label="O-Eval", fontsize=7)
     ax.set_yticks(ys, [plain(e.shown) for e in ents])
     ax.invert_yaxis()
     ax.set_xlim(0, 105)
@@ -230,18 +273,18 @@ def plot_suites(lb: Leaderboard) -> Plot:
     h = 0.8 / max(1, len(suites))
     for k, s in enumerate(suites):
         ys = [i - 0.4 + h * (k + 0.5) for i in range(len(ents))]
-        means = [_pct(e.suites[s].mean) if s in e.suites else 0.0 for e in ents]
-        means = [m or 0.0 for m in means]
+        means = [_pct(e.suites[s].mean) if s in e.suites else None for e in ents]
         n = sum(1 for t in lb.headline_tasks if lb.task_suites[t] == s)
-        ax.barh(
+        _bars(
+            ax,
             ys,
             means,
+            [_std_pct(e.suites.get(s)) for e in ents],
             height=h * 0.95,
-            color=SUITE_COLOURS.get(s, f"C{k}"),
+            colour=SUITE_COLOURS.get(s, f"C{k}"),
             label=f"{s} ({n} task{'s' if n != 1 else ''})",
-            zorder=2,
+            fontsize=6.5,
         )
-        _errorbars(ax, ys, means, [_std_pct(e.suites.get(s)) for e in ents])
     ax.set_yticks(list(range(len(ents))), [plain(e.shown) for e in ents])
     ax.invert_yaxis()
     ax.set_xlim(0, 105)
@@ -256,14 +299,14 @@ def figures(lb: Leaderboard) -> list[Plot]:
     """The three panels; none for an empty leaderboard (there is nothing to draw)."""
     if lb.empty:
         return []
-    with rc_context(RC):
+    with rc_context(rc()):
         return [plot_cost(lb), plot_entries(lb), plot_suites(lb)]
 
 
 def png_bytes(fig: Figure) -> bytes:
     """The figure as PNG bytes with fixed metadata (same input, same bytes)."""
     buf = io.BytesIO()
-    with rc_context(RC):
+    with rc_context(rc()):
         fig.savefig(buf, format="png", dpi=DPI, metadata=PNG_METADATA)
     return buf.getvalue()
 

@@ -25,9 +25,9 @@ from typing import Any
 from tbmm import leaderboard as L
 from tbmm.exact import fraction_to_text
 from tbmm.report import fmt_exact, reference_text
+from tbmm.templating import wrap_path  # noqa: F401 - the viewer's path filter, also public here
 
-TEMPLATES = Path(__file__).parent / "templates" / "viewer"
-CSP = "default-src 'none'; img-src 'self' data:; style-src 'unsafe-inline'"
+CSP = "default-src 'none'; img-src 'self' data:; font-src 'self'; style-src 'unsafe-inline'"
 CSP_HEADER = CSP + "; frame-ancestors 'none'"  # frame-ancestors only works as a header
 FILE_CSP = "default-src 'none'; sandbox"
 PREVIEW_BYTES = 64 * 1024  # text shown inline per file; the whole file is a link away
@@ -47,16 +47,6 @@ FILE_ROLES = {
     "stderr.txt": "agent stderr",
     "trajectory-error.txt": "why the ATIF conversion failed",
 }
-
-
-def wrap_path(s: Any) -> Any:
-    """A field path that may break after its separators: escaped first, then <wbr>."""
-    from markupsafe import Markup, escape
-
-    out = str(escape("" if s is None else s))
-    for sep in (".", "_", "]"):
-        out = out.replace(sep, sep + "<wbr>")
-    return Markup(out)
 
 
 def sniff_image(head: bytes) -> str | None:
@@ -397,27 +387,23 @@ def _file_views(
 def create_app(db: Path, *, tasks_root: Path | None = None, hosts: Iterable[str] = ()) -> Any:
     """The viewer's ASGI app over the store at `db` (which must exist)."""
     try:
-        import jinja2
+        import jinja2  # noqa: F401 - the templates need it; missing, say which extra
         from fastapi import FastAPI, HTTPException
         from fastapi.responses import FileResponse, HTMLResponse, Response
         from starlette.middleware.trustedhost import TrustedHostMiddleware
     except ImportError as exc:  # pragma: no cover - depends on the install
         raise RuntimeError("tbmm view needs the `serve` extra: pip install 'tbmm[serve]'") from exc
-    from urllib.parse import quote
-
     import tbmm
     from tbmm.leaderboard import row_from_record
+    from tbmm.templating import environment
 
     data = ViewerData(db, tasks_root)
-    env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
-        autoescape=True,  # every {{ }} is HTML-escaped, in text and attribute values
-        undefined=jinja2.StrictUndefined,
-    )
-    env.filters["q"] = lambda s: quote(str(s), safe="")
+    env = environment()
+    from tbmm import fonts
 
-    env.filters["wrap"] = wrap_path
-    env.globals.update(version=tbmm.__version__, db=str(db), csp=CSP)
+    font_file = fonts.font_path()  # the whole CJK font, served at /font/cjk (cached)
+    font = {"css": fonts.served_css("/font/cjk")} if font_file is not None else None
+    shared = {"version": tbmm.__version__, "db": str(db), "csp": CSP, "font": font}
 
     app = FastAPI(
         title="TB-MathModel run viewer",
@@ -430,7 +416,7 @@ def create_app(db: Path, *, tasks_root: Path | None = None, hosts: Iterable[str]
     app.add_middleware(TrustedHostMiddleware, allowed_hosts=sorted(allowed))
 
     def page(name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
-        body = env.get_template(name).render(**ctx)
+        body = env.get_template(f"viewer/{name}").render(**shared, **ctx)
         return HTMLResponse(
             body,
             status_code=status,
@@ -586,6 +572,17 @@ def create_app(db: Path, *, tasks_root: Path | None = None, hosts: Iterable[str]
             media = "text/plain; charset=utf-8"
         # streamed (an events log can be large); the name is never used as a path
         return FileResponse(path, media_type=media, headers=headers)
+
+    @app.get("/font/cjk")
+    def cjk_font() -> Response:
+        """The CJK font the pages name in their @font-face (tbmm.fonts; OFL-1.1)."""
+        if font_file is None:
+            raise HTTPException(404, "no CJK font installed (extra tbmm[report])")
+        return FileResponse(
+            font_file,
+            media_type=fonts.font_media_type(font_file),
+            headers={"Cache-Control": "max-age=86400", "X-Content-Type-Options": "nosniff"},
+        )
 
     @app.get("/healthz")
     def healthz() -> dict[str, Any]:
