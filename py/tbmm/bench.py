@@ -559,7 +559,6 @@ def bench_batch(task: Task, n: int = 40) -> LeanFigure:
     import tempfile
     from pathlib import Path
 
-
     with tempfile.TemporaryDirectory(prefix="tbmm-bench-") as tmp:
         for i, data in enumerate(nudged(task, n)):
             (Path(tmp) / f"a{i:04d}.json").write_bytes(data)
