@@ -71,3 +71,26 @@ def test_readme_quotes_json_loads_ratios_as_costs() -> None:
     assert quoted, "README quotes the bench's ratios to json.loads"
     assert [m.group(1) for m in quoted] == ["costs"] * len(quoted), [m.group(0) for m in quoted]
     assert len(re.findall(r"\d[x×] (?:a plain )?json\.loads", readme)) == len(quoted)
+
+
+def test_nudged_artifacts_are_distinct(suite: list[Task]) -> None:
+    from tbmm.bench import nudged
+
+    t = next(t for t in suite if t.replay_spec is None)
+    assert len(set(nudged(t, 3))) == 3  # no cache may serve one for another
+
+
+def test_lean_bench_counts_what_the_kernel_checks(suite: list[Task]) -> None:
+    """`tbmm bench --lean`'s per-anchor figure counts the gate's check instances, and the
+    batch figure checks the same artifacts alone and together, every one agreed."""
+    from tbmm.bench import bench_amortise, bench_anchor_lean, nudged
+    from tbmm.gate import run_gate
+
+    t = next(t for t in suite if t.replay_spec is None)
+    a = bench_anchor_lean(t, cli=False)
+    assert a.outcome == "ok" and a.lean_cpu > 0
+    assert a.instances == len(run_gate(t, t.anchor_artifact).instances) > 0
+    one, many = bench_amortise([(t, d) for d in nudged(t, 2)], "artifacts")
+    assert one.count == many.count == 2
+    assert one.outcome == many.outcome == "ok"
+    assert one.cpu_seconds > 0 and many.cpu_seconds > 0

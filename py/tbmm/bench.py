@@ -556,22 +556,12 @@ def bench_verify_cli(task: Task, runs: int = 3) -> LeanFigure:
 def bench_batch(task: Task, n: int = 40) -> LeanFigure:
     """`tbmm verify --batch` over `n` distinct anchor-size artifacts of the task (the anchor
     with one scored value nudged each time), in a fresh process: all in one Lean run."""
-    import json
     import tempfile
     from pathlib import Path
 
-    from tbmm.paths import resolve
-
-    m = task.metrics[0]
-    base = json.loads(task.anchor_artifact_bytes())
     with tempfile.TemporaryDirectory(prefix="tbmm-bench-") as tmp:
-        for i in range(n):
-            doc = json.loads(json.dumps(base))
-            leaf = resolve(doc, m.path.rsplit(".", 1)[0]) if "." in m.path else doc
-            key = m.path.rsplit(".", 1)[-1]
-            if isinstance(leaf, dict) and isinstance(leaf.get(key), (int, float)):
-                leaf[key] = leaf[key] + i * 1e-9
-            (Path(tmp) / f"a{i:04d}.json").write_text(json.dumps(doc))
+        for i, data in enumerate(nudged(task, n)):
+            (Path(tmp) / f"a{i:04d}.json").write_bytes(data)
         wall, cpu, code, out = _tbmm(["verify", "--batch", tmp, "--task", task.slug])
     return LeanFigure(
         "verify batch",
@@ -581,3 +571,131 @@ def bench_batch(task: Task, n: int = 40) -> LeanFigure:
         f"exit {code}",
         count=n,
     )
+
+
+def _children_cpu() -> float:
+    """CPU seconds of this process's finished children (the Lean runs), from getrusage."""
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+@dataclass(frozen=True)
+class AnchorLean:
+    """The Lean side of one task's anchor: the Lean child's CPU seconds for its kernel check
+    (the verify certificate; Python's stages apart), `tbmm verify` in a fresh process (CPU,
+    Lean included), and the check instances its verdict theorem runs."""
+
+    task: str
+    lean_cpu: float
+    verify_cpu: float
+    instances: int
+    outcome: str
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "task": self.task,
+            "lean_cpu_seconds": round(self.lean_cpu, 3),
+            "verify_cpu_seconds": round(self.verify_cpu, 3),
+            "instances": self.instances,
+            "outcome": self.outcome,
+        }
+
+
+def bench_anchor_lean(task: Task, cli: bool = True) -> AnchorLean:
+    """`AnchorLean` of the task's anchor: the kernel check's CPU (the best of two, after the
+    task module is built) and, with `cli`, one `tbmm verify` command line (replay cache off)."""
+    import tempfile
+    from pathlib import Path
+
+    from tbmm.lean.certify import check_artifact
+    from tbmm.verify import _python_stage
+
+    early, ev, _ = _python_stage(task, task.anchor_artifact_bytes())
+    assert early is None and ev is not None, f"{task.slug}: the anchor did not reach Lean"
+    best = float("inf")
+    res = None
+    for _ in range(2):
+        c0 = _children_cpu()
+        res = check_artifact(task, ev.doc, gate_report=ev.gate, score=ev.score)
+        best = min(best, _children_cpu() - c0)
+    assert res is not None
+    verify = float("nan")
+    if cli:
+        with tempfile.TemporaryDirectory(prefix="tbmm-bench-") as tmp:
+            art = Path(tmp) / "anchor.json"
+            art.write_bytes(task.anchor_artifact_bytes())
+            _, verify, _, _ = _tbmm(["verify", str(art), "--task", task.slug])
+    return AnchorLean(task.slug, best, verify, res.instances, res.outcome)
+
+
+def bench_clean_build() -> LeanFigure:
+    """`tbmm lean build` from nothing (every module compiled: core, lemmas, replays, the
+    task certificates) in a copy of the project's Lean sources: the Lean children's CPU."""
+    import tempfile
+    from pathlib import Path
+
+    from tbmm.lean.build import build, copy_project
+
+    with tempfile.TemporaryDirectory(prefix="tbmm-bench-build-") as tmp:
+        root = copy_project(Path(tmp), with_build=False)
+        c0, t0 = _children_cpu(), time.perf_counter()
+        res = build(root, force=True, use_lake=False)
+        wall, cpu = time.perf_counter() - t0, _children_cpu() - c0
+    outcome = "ok" if res.failure is None else f"failed: {res.failure.summary()}"
+    detail = f"clean tbmm lean build: {len(res.built)} modules compiled"
+    return LeanFigure("clean build", detail, wall, cpu, outcome, count=len(res.built))
+
+
+def nudged(task: Task, n: int) -> list[bytes]:
+    """`n` distinct anchor-size artifacts of the task: its anchor with the first metric's
+    value nudged by i·1e-9 (so that no cache can serve one artifact for another)."""
+    from tbmm.paths import resolve
+
+    m = task.metrics[0]
+    base = json.loads(task.anchor_artifact_bytes())
+    out = []
+    for i in range(n):
+        doc = json.loads(json.dumps(base))
+        leaf = resolve(doc, m.path.rsplit(".", 1)[0]) if "." in m.path else doc
+        key = m.path.rsplit(".", 1)[-1]
+        if isinstance(leaf, dict) and isinstance(leaf.get(key), (int, float)):
+            leaf[key] = leaf[key] + i * 1e-9
+        out.append(json.dumps(doc).encode())
+    return out
+
+
+def bench_amortise(items: list[tuple[Task, bytes]], what: str) -> tuple[LeanFigure, LeanFigure]:
+    """The same artifacts kernel-checked one Lean run each, then all in one run
+    (`check_batch`, as `verify --batch`, serve, rescore and Harbor ingest do): the Lean
+    children's CPU of both (Python's stages apart), whose ratio is what one run saves."""
+    from tbmm.lean.certify import check_artifact, check_batch
+    from tbmm.verify import _python_stage
+
+    staged = []
+    for t, data in items:
+        early, ev, _ = _python_stage(t, data)
+        if early is None and ev is not None:
+            staged.append((t, ev.doc, ev.gate, ev.score))
+    c0, t0 = _children_cpu(), time.perf_counter()
+    singles = [check_artifact(t, d, gate_report=g, score=s) for t, d, g, s in staged]
+    one = LeanFigure(
+        "lean singles",
+        f"{len(staged)} {what}, one Lean run each",
+        time.perf_counter() - t0,
+        _children_cpu() - c0,
+        ",".join(sorted({r.outcome for r in singles})),
+        count=len(staged),
+    )
+    c0, t0 = _children_cpu(), time.perf_counter()
+    batch = check_batch(staged)
+    many = LeanFigure(
+        "lean batch",
+        f"the same {len(staged)} {what} in one Lean run",
+        time.perf_counter() - t0,
+        _children_cpu() - c0,
+        ",".join(sorted({r.outcome for r in batch})),
+        count=len(staged),
+    )
+    return one, many

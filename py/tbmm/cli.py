@@ -922,8 +922,9 @@ def bench(
         bool,
         typer.Option(
             "--lean",
-            help="The Lean layer's costs instead: a long-list artifact, the audit, the verify "
-            "command line, a batch.",
+            help="The Lean layer's costs instead: per anchor the kernel check's and `tbmm "
+            "verify`'s CPU and the check instances, a clean build, one Lean run per batch "
+            "against one per artifact, long lists, the audit, the verify command line, a batch.",
         ),
     ] = False,
     entries: Annotated[int, typer.Option(help="--lean: entries of the long list.")] = 1000,
@@ -935,6 +936,9 @@ def bench(
         ),
     ] = None,
     batch: Annotated[int, typer.Option(help="--lean: artifacts in the batch.")] = 40,
+    lists: Annotated[
+        bool, typer.Option(help="--lean: also grow each wildcard list (the slowest figures).")
+    ] = True,
     cli: Annotated[
         bool,
         typer.Option(
@@ -970,7 +974,7 @@ def bench(
         return
     if lean:
         one = _task(task[0] if task else _LEAN_BENCH_TASK, tasks_root)
-        _bench_lean(one, entries, list_task, batch, tasks_root, as_json)
+        _bench_lean(one, entries, list_task if lists else "", batch, tasks_root, as_json)
         return
     from tbmm.bench import bench_mixed, bench_replays
 
@@ -1018,24 +1022,59 @@ def _bench_lean(
 
     from tbmm import bench as B
 
-    if list_task is not None:
+    suite = load_suite(tasks_root)
+    if list_task == "":  # --no-lists
+        lists: list[Task] = []
+    elif list_task is not None:
         lists = [_task(list_task, tasks_root)]
     else:
         lists = []
-        for x in load_suite(tasks_root):
+        for x in suite:
             try:
                 B.wildcard_list(x)
             except ValueError:
                 continue
             lists.append(x)
-    figures = [B.bench_lean_list(x, entries) for x in lists]
+    anchors = [B.bench_anchor_lean(x) for x in suite]
+    figures = [B.bench_clean_build()]
+    claims = [x for x in suite if x.replay_spec is None]
+    pairs = [
+        B.bench_amortise(
+            [(x, x.anchor_artifact_bytes()) for x in claims], "anchors of tasks without a replay"
+        ),
+        B.bench_amortise([(t, d) for d in B.nudged(t, 16)], f"artifacts of {t.slug}"),
+    ]
+    figures += [f for pair in pairs for f in pair]
+    figures += [B.bench_lean_list(x, entries) for x in lists]
     figures += [B.bench_audit(), B.bench_verify_cli(t), B.bench_batch(t, n)]
     load = os.getloadavg()[0]
+    instances = sum(a.instances for a in anchors)
     if as_json:
-        print(
-            json.dumps({"load_average": load, "figures": [f.to_json() for f in figures]}, indent=2)
-        )
+        doc = {
+            "load_average": load,
+            "anchors": [a.to_json() for a in anchors],
+            "instances": instances,
+            "figures": [f.to_json() for f in figures],
+        }
+        print(json.dumps(doc, indent=2))
         return
+    console.print(
+        "per anchor: CPU s of the Lean kernel check (its child process) | of `tbmm verify` "
+        "(fresh process, Lean and the replay included) | check instances",
+        highlight=False,
+    )
+    for a in anchors:
+        console.print(
+            f"  {a.task:36s} {a.lean_cpu:6.2f} {a.verify_cpu:6.2f} {a.instances:5d}  [{a.outcome}]",
+            highlight=False,
+            markup=False,
+        )
+    console.print(
+        f"check instances over the {len(anchors)} anchors (one check on one list entry, "
+        f"declared lists included): {instances}; Lean CPU over them: "
+        f"{sum(a.lean_cpu for a in anchors):.2f} s",
+        highlight=False,
+    )
     for f in figures:
         rate = f" = {f.rate:.1f}/s" if f.count > 1 else ""
         console.print(
@@ -1045,6 +1084,13 @@ def _bench_lean(
             markup=False,
             soft_wrap=True,
         )
+    for single, together in pairs:
+        if together.cpu_seconds:
+            console.print(
+                f"{together.detail}: one run per artifact costs "
+                f"{single.cpu_seconds / together.cpu_seconds:.1f}× the Lean CPU of the batch",
+                highlight=False,
+            )
     console.print(
         f"load average {load:.1f} on {os.cpu_count()} CPUs: wall time is mostly waiting for a "
         "core; CPU time is what an idle machine would take",
