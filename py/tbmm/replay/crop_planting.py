@@ -28,6 +28,7 @@ kernel-checked obligations (`lean_obligations`).
 from __future__ import annotations
 
 import math
+import operator
 import zipfile
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -151,6 +152,7 @@ class CropData:
     history: dict[tuple[str, str, str], Fraction]  # 2023: (plot, season, crop) -> area
     demand: dict[tuple[str, str], Fraction] = field(default_factory=dict)  # (season, crop) -> jin
     history_year: int = 2023
+    tables: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)  # per Rules
 
     def production(self, plot: str, season: str, crop: str, area: Fraction) -> Fraction:
         st = self.stats.get((self.plots[plot].kind, season, crop))
@@ -275,15 +277,82 @@ class Rules:
 
 Cell = dict[str, Fraction]  # crop -> area (mu), one (plot, year, season)
 Key = tuple[str, int, str]  # (plot, year, season)
+UnitCell = dict[str, int]  # crop -> area in units of 1/scale mu
 
 
-@dataclass
+def _decimals(q: Fraction) -> int:
+    """The least k with q * 10**k an integer (q's denominator is 2**a * 5**b: a JSON number)."""
+    d, k = q.denominator, 0
+    while d != 1:
+        if d % 10 == 0:
+            d //= 10
+        elif d % 2 == 0:
+            d //= 2
+        elif d % 5 == 0:
+            d //= 5
+        else:
+            raise ValueError(f"{q} is not a decimal")
+        k += 1
+    return k
+
+
+def _units(cells: dict[Key, Cell]) -> tuple[dict[Key, UnitCell], int]:
+    """Fraction cells as integers in units of 1/10**k mu (k: the most decimals needed)."""
+    k = max((_decimals(a) for cell in cells.values() for a in cell.values()), default=0)
+    scale = 10**k
+    return {
+        key: {c: a.numerator * (scale // a.denominator) for c, a in cell.items()}
+        for key, cell in cells.items()
+    }, scale
+
+
 class Plan:
-    """A parsed plan: positive-area plantings per (plot, year, season), each with its row."""
+    """A parsed plan: positive-area plantings per (plot, year, season), each with its row.
 
-    cells: dict[Key, Cell]
-    row_of: dict[tuple[str, int, str, str], int]  # (plot, year, season, crop) -> row index
-    rows: int
+    The replay counts areas as integers in units of 1/scale mu (`units`, scale a power of
+    ten: every JSON number is a decimal), so the rules and the profit run on int arithmetic;
+    `cells` (the same areas as Fractions) is built on first use (Lean terms, tests), and a
+    Plan built from `cells` gets its `units` on first use."""
+
+    def __init__(
+        self,
+        cells: dict[Key, Cell] | None,
+        row_of: dict[tuple[str, int, str, str], int],
+        rows: int,
+        *,
+        units: dict[Key, UnitCell] | None = None,
+        scale: int = 1,
+    ) -> None:
+        self._cells = cells
+        self._from_cells = units is None
+        self._units = units
+        self._scale = scale
+        self.row_of = row_of
+        self.rows = rows
+
+    @property
+    def cells(self) -> dict[Key, Cell]:
+        if self._cells is None:
+            sc = self._scale
+            self._cells = {
+                key: {c: Fraction(u, sc) for c, u in cell.items()}
+                for key, cell in (self._units or {}).items()
+            }
+        return self._cells
+
+    def unit_cells(self, min_scale: int = 1) -> tuple[dict[Key, UnitCell], int]:
+        """(areas in units of 1/scale mu, scale), scale a multiple of `min_scale` (a power of
+        ten: the data's own decimals). A Plan built from `cells` reads them afresh each time
+        (a test may edit them)."""
+        if self._units is None or self._from_cells:
+            self._units, self._scale = _units(self._cells or {})
+            self._from_cells = True
+        units, scale = self._units, self._scale
+        if scale % min_scale:
+            f = min_scale // math.gcd(scale, min_scale)
+            units = {k: {c: u * f for c, u in cell.items()} for k, cell in units.items()}
+            scale *= f
+        return units, scale
 
     def label(self, prefix: str, plot: str, year: int, season: str, crop: str) -> str:
         i = self.row_of.get((plot, year, season, crop))
@@ -291,10 +360,117 @@ class Plan:
         return f"{where} ({year} {season}, {plot}, crop {crop})"
 
 
+@dataclass(frozen=True)
+class Tables:
+    """Per (data, rules): what the per-row work looks up, precomputed once."""
+
+    scale: int  # 10**k: every area of the data and the rules is a whole number of 1/scale mu
+    year_of_text: dict[str, int]
+    plot_frac: dict[str, tuple[int, int]]  # plot -> area (numerator, denominator)
+    plot_u: dict[str, int]  # plot -> area in units
+    min_u: dict[str, int]  # kind -> minimum area in units
+    hist_u: dict[Key, UnitCell]  # the 2023 plan in units
+    stat_yc: dict[tuple[str, str, str], tuple[int, int]]  # (kind, season, crop) -> yield, cost
+    legume: frozenset[str]
+    grain: frozenset[str]
+    price_den: int  # the prices' common denominator
+    price_int: dict[tuple[str, str], int]  # (season, crop) -> price * price_den
+    demand_u: dict[tuple[str, str], int]  # (season, crop) -> expected sales (jin) * scale
+
+
+def tables(data: CropData, rules: Rules) -> Tables:
+    hit = data.tables.get(rules)
+    if hit is not None:
+        return hit
+    areas = [p.area for p in data.plots.values()]
+    areas += [rules.min_area_open, rules.min_area_greenhouse, *data.history.values()]
+    scale = 10 ** max(_decimals(a) for a in areas)
+
+    def u(q: Fraction) -> int:
+        return q.numerator * (scale // q.denominator)
+
+    pd = price_den(data)
+    hist: dict[Key, UnitCell] = {}
+    for (plot, season, crop), area in data.history.items():
+        hist.setdefault((plot, data.history_year, season), {})[crop] = u(area)
+    t = Tables(
+        scale,
+        {str(y): y for y in rules.years},
+        {pid: (p.area.numerator, p.area.denominator) for pid, p in data.plots.items()},
+        {pid: u(p.area) for pid, p in data.plots.items()},
+        {k: u(rules.min_area(k)) for k in KIND_ORDER},
+        hist,
+        {k: (int(st.yield_jin), int(st.cost)) for k, st in data.stats.items()},
+        frozenset(c for c, cr in data.crops.items() if cr.legume),
+        frozenset(c for c, cr in data.crops.items() if cr.group == "grain"),
+        pd,
+        {k: int(q * pd) for k, q in data.price.items()},
+        {k: _whole(q * scale, f"demand {k}") for k, q in data.demand.items()},
+    )
+    data.tables[rules] = t
+    return t
+
+
+def _whole(q: Fraction, what: str) -> int:
+    if q.denominator != 1:
+        raise ValueError(f"{what}: {q} is not a whole number of units")
+    return int(q)
+
+
+_POW10 = [10**i for i in range(64)]
+
+
+def _row_checked(
+    row: Any, where: str, data: CropData, rules: Rules
+) -> tuple[str, int, str, str, Fraction]:
+    """One row validated strictly (the reference order of checks and messages): the fast
+    path of `parse_plan` falls back to it for anything but the plain case."""
+    if not isinstance(row, dict):
+        raise ReplayInputError(f"{where}: not an object")
+    missing = [k for k in ROW_KEYS if k not in row]
+    if missing:
+        raise ReplayInputError(f"{where}: missing {', '.join(missing)}")
+    year, plot, season, crop, area = (row[k] for k in ROW_KEYS)
+    if not isinstance(year, exact.Num):
+        raise ReplayInputError(f"{where}.year: not an integer")
+    # a plain JSON integer needs no Fraction; anything else ("2024.0", "2.024e3") is read exactly
+    y = int(year.text) if year.is_int_literal and len(year.text) < 8 else None
+    if y is None:
+        if year.value.denominator != 1:
+            raise ReplayInputError(f"{where}.year: not an integer")
+        y = int(year.value)
+    if y not in rules.years:
+        raise ReplayInputError(f"{where}.year: {y} is outside {rules.first_year}-{rules.last_year}")
+    if not isinstance(plot, str) or plot not in data.plots:
+        raise ReplayInputError(f"{where}.plot: not a plot of 附件1")
+    if not isinstance(season, str) or season not in SEASONS:
+        raise ReplayInputError(f"{where}.season: not one of {', '.join(SEASONS)}")
+    if not isinstance(crop, str) or crop not in data.crops:
+        raise ReplayInputError(f'{where}.crop: not a crop number of 附件1 ("1".."41")')
+    if not isinstance(area, exact.Num):
+        raise ReplayInputError(f"{where}.area_mu: not a number")
+    a = area.value
+    if a < 0:
+        raise ReplayInputError(f"{where}.area_mu: negative ({area.text})")
+    if a > data.plots[plot].area:
+        # Beyond its plot on its own: no plan can use it; refused before any arithmetic
+        # (this also bounds every number the replay and the certificate handle).
+        raise ReplayInputError(
+            f"{where}.area_mu: {area.text} exceeds the area of plot {plot} "
+            f"({data.plots[plot].area} mu)"
+        )
+    return plot, y, season, crop, a
+
+
 def parse_plan(
     rows: Any, prefix: str, data: CropData, rules: Rules, max_rows: int, deadline: CpuBudget
 ) -> Plan:
-    """Validate a plan's rows strictly; every defect is a `ReplayInputError` naming the row."""
+    """Validate a plan's rows strictly; every defect is a `ReplayInputError` naming the row.
+
+    The plain row (an object with the five keys, a JSON integer year of the plan, known
+    plot, season and crop, an area written without exponent within its plot) is read on
+    a fast path with integer arithmetic; any other row goes through `_row_checked`, which
+    raises the reference message or returns the row's exact area."""
     if not isinstance(rows, list):
         raise ReplayInputError(f"{prefix}: missing or not a list of rows")
     if len(rows) > max_rows:
@@ -302,57 +478,71 @@ def parse_plan(
             f"{prefix}: {len(rows)} rows, more than the {max_rows} (year, plot, season, crop)"
             " combinations the statement allows"
         )
-    cells: dict[Key, Cell] = {}
+    tb = tables(data, rules)
+    year_of, plot_frac, plots, crops = tb.year_of_text, tb.plot_frac, data.plots, data.crops
+    seasons = _SEASON_SET
+    Num, pow10, get_row = exact.Num, _POW10, _GET_ROW
     row_of: dict[tuple[str, int, str, str], int] = {}
+    found: list[tuple[Key, str, int, int]] = []  # (cell, crop, n, k): area n / 10**k > 0
+    kmax = 0
     for i, row in enumerate(rows):
         if i % 512 == 0:
             deadline.check()
-        where = f"{prefix}[{i}]"
-        if not isinstance(row, dict):
-            raise ReplayInputError(f"{where}: not an object")
-        missing = [k for k in ROW_KEYS if k not in row]
-        if missing:
-            raise ReplayInputError(f"{where}: missing {', '.join(missing)}")
-        year, plot, season, crop, area = (row[k] for k in ROW_KEYS)
-        if not isinstance(year, exact.Num):
-            raise ReplayInputError(f"{where}.year: not an integer")
-        # a plain JSON integer needs no Fraction; anything else ("2024.0", "2.024e3") is read exactly
-        y = int(year.text) if year.is_int_literal and len(year.text) < 8 else None
-        if y is None:
-            if year.value.denominator != 1:
-                raise ReplayInputError(f"{where}.year: not an integer")
-            y = int(year.value)
-        if y not in rules.years:
-            raise ReplayInputError(
-                f"{where}.year: {y} is outside {rules.first_year}-{rules.last_year}"
-            )
-        if not isinstance(plot, str) or plot not in data.plots:
-            raise ReplayInputError(f"{where}.plot: not a plot of 附件1")
-        if not isinstance(season, str) or season not in SEASONS:
-            raise ReplayInputError(f"{where}.season: not one of {', '.join(SEASONS)}")
-        if not isinstance(crop, str) or crop not in data.crops:
-            raise ReplayInputError(f'{where}.crop: not a crop number of 附件1 ("1".."41")')
-        if not isinstance(area, exact.Num):
-            raise ReplayInputError(f"{where}.area_mu: not a number")
-        a = area.value
-        if a < 0:
-            raise ReplayInputError(f"{where}.area_mu: negative ({area.text})")
-        if a > data.plots[plot].area:
-            # Beyond its plot on its own: no plan can use it; refused before any arithmetic
-            # (this also bounds every number the replay and the certificate handle).
-            raise ReplayInputError(
-                f"{where}.area_mu: {area.text} exceeds the area of plot {plot} "
-                f"({data.plots[plot].area} mu)"
-            )
+        fast = False
+        if type(row) is dict and len(row) >= 5:
+            try:
+                year, plot, season, crop, area = get_row(row)
+            except KeyError:
+                year = None
+            if (
+                type(year) is Num
+                and year.is_int_literal
+                and type(plot) is str
+                and type(season) is str
+                and type(crop) is str
+                and type(area) is Num
+            ):
+                y = year_of.get(year.text)
+                text = area.text
+                if (
+                    y is not None
+                    and plot in plots
+                    and season in seasons
+                    and crop in crops
+                    and "e" not in text
+                    and "E" not in text
+                ):
+                    whole, _, frac = text.partition(".")
+                    n, k = int(whole + frac), len(frac)
+                    pn, pd = plot_frac[plot]
+                    fast = n >= 0 and k < 64 and n * pd <= pn * pow10[k]
+        if not fast:
+            plot, y, season, crop, a = _row_checked(row, f"{prefix}[{i}]", data, rules)
+            k = _decimals(a)
+            n = a.numerator * (10**k // a.denominator)
         k4 = (plot, y, season, crop)
         if k4 in row_of:
             raise ReplayInputError(
-                f"{where}: the same (year, plot, season, crop) as {prefix}[{row_of[k4]}]"
+                f"{prefix}[{i}]: the same (year, plot, season, crop) as {prefix}[{row_of[k4]}]"
             )
         row_of[k4] = i
-        if a > 0:
-            cells.setdefault((plot, y, season), {})[crop] = a
-    return Plan(cells, row_of, len(rows))
+        if n > 0:
+            found.append(((plot, y, season), crop, n, k))
+            if k > kmax:
+                kmax = k
+    kmax = max(kmax, len(str(tb.scale)) - 1)
+    scale = 10**kmax
+    units: dict[Key, UnitCell] = {}
+    for key, crop, n, k in found:
+        cell = units.get(key)
+        if cell is None:
+            units[key] = cell = {}
+        cell[crop] = n if k == kmax else n * 10 ** (kmax - k)
+    return Plan(None, row_of, len(rows), units=units, scale=scale)
+
+
+_SEASON_SET = frozenset(SEASONS)
+_GET_ROW = operator.itemgetter(*ROW_KEYS)
 
 
 @dataclass
@@ -397,97 +587,147 @@ class Found:
 
 
 def check_rules(plan: Plan, data: CropData, rules: Rules, prefix: str) -> dict[str, Found]:
+    """Every rule's violations, counted per offending item, the first SHOWN described (in
+    the order of the frozen reference: tests/reference_replays/crop_planting_v1.py).
+
+    Areas are integers in units of 1/scale mu; a cell whose crops are all suitable and all
+    at or above the minimum area (one C-level subset test and one min) skips the per-crop
+    loop, which only describes violations."""
+    tb = tables(data, rules)
+    units, S = plan.unit_cells(tb.scale)
+    f = S // tb.scale  # data units -> plan units
     v: dict[str, Found] = {r: Found() for r in RULES}
     lab = plan.label
-    for (plot, year, season), cell in sorted(plan.cells.items(), key=_cell_order(data)):
-        p = data.plots[plot]
-        total = sum(cell.values(), Fraction(0))
-        for crop, area in sorted(cell.items(), key=lambda kv: int(kv[0])):
-            if (p.kind, season, crop) not in data.stats and v["suitability"].hit():
-                v["suitability"].shown.append(
-                    f"{lab(prefix, plot, year, season, crop)}: crop {crop} cannot grow on "
-                    f"{p.kind} land in the {season} season"
-                )
-            if area < rules.min_area(p.kind) and v["min_area"].hit():
-                v["min_area"].shown.append(
-                    f"{lab(prefix, plot, year, season, crop)}: {_mu(area)} mu < "
-                    f"{_mu(rules.min_area(p.kind))} mu"
-                )
-        if total > p.area and v["plot_area"].hit():
+
+    def mu(u: int) -> str:
+        return _mu(Fraction(u, S))
+
+    suit = _suitable(data)
+    plots = data.plots
+    for (plot, year, season), cell in sorted(units.items(), key=_cell_order(data)):
+        p = plots[plot]
+        kind = p.kind
+        min_u = tb.min_u[kind] * f
+        ok = suit[(kind, season)]
+        if not (cell.keys() <= ok and min(cell.values(), default=min_u) >= min_u):
+            sv, mv = v["suitability"], v["min_area"]
+            bad = cell.keys() - ok
+            small = sum(1 for a in cell.values() if a < min_u)
+            if (not bad or len(sv.shown) >= SHOWN) and (not small or len(mv.shown) >= SHOWN):
+                sv.count += len(bad)  # nothing left to describe: counted only
+                mv.count += small
+            else:
+                for crop, area in sorted(cell.items(), key=lambda kv: int(kv[0])):
+                    if crop not in ok and sv.hit():
+                        sv.shown.append(
+                            f"{lab(prefix, plot, year, season, crop)}: crop {crop} cannot grow "
+                            f"on {kind} land in the {season} season"
+                        )
+                    if area < min_u and mv.hit():
+                        mv.shown.append(
+                            f"{lab(prefix, plot, year, season, crop)}: {mu(area)} mu < "
+                            f"{_mu(rules.min_area(kind))} mu"
+                        )
+        total = sum(cell.values())
+        if total > tb.plot_u[plot] * f and v["plot_area"].hit():
             v["plot_area"].shown.append(
-                f"{plot} {year} {season}: {_mu(total)} mu planted on a {_mu(p.area)}-mu plot "
+                f"{plot} {year} {season}: {mu(total)} mu planted on a {_mu(p.area)}-mu plot "
                 f"(rows {_rows(plan, prefix, plot, year, season, cell)})"
             )
         one = v["irrigated_second_one_crop"]
-        if p.kind == "irrigated" and season == "second" and len(cell) > 1 and one.hit():
-            v["irrigated_second_one_crop"].shown.append(
+        if kind == "irrigated" and season == "second" and len(cell) > 1 and one.hit():
+            one.shown.append(
                 f"{plot} {year} second: {len(cell)} crops "
                 f"(rows {_rows(plan, prefix, plot, year, season, cell)})"
             )
-    for plot, p in data.plots.items():
+    empty: UnitCell = {}
+    for plot, p in plots.items():
         if p.kind != "irrigated":
             continue
         for year in rules.years:
-            first = plan.cells.get((plot, year, "first"), {})
-            second = plan.cells.get((plot, year, "second"), {})
+            first = units.get((plot, year, "first"), empty)
+            second = units.get((plot, year, "second"), empty)
             mode = v["irrigated_mode"]
             if RICE in first and (len(first) > 1 or second) and mode.hit():
-                v["irrigated_mode"].shown.append(
+                mode.shown.append(
                     f"{lab(prefix, plot, year, 'first', RICE)}: rice and vegetables on "
                     f"irrigated plot {plot} in the same year"
                 )
-    allc = {**history_cells(data), **plan.cells}
+    hist = (
+        tb.hist_u
+        if f == 1
+        else {k: {c: u * f for c, u in cell.items()} for k, cell in tb.hist_u.items()}
+    )
+    allc = {**hist, **units}
     years = [data.history_year, *rules.years]
-    for plot in data.plots:
+    plan_years = set(rules.years)
+    grain, legume = tb.grain, tb.legume
+    rot = v["rotation"]
+    for plot in plots:
         for y in years:
-            f_ = allc.get((plot, y, "first"), {})
-            s_ = allc.get((plot, y, "second"), {})
-            nf = allc.get((plot, y + 1, "first"), {}) if y + 1 in rules.years else {}
-            pairs = [((y, "second"), s_, (y + 1, "first"), nf)]
+            f_ = allc.get((plot, y, "first"), empty)
+            s_ = allc.get((plot, y, "second"), empty)
+            nf = allc.get((plot, y + 1, "first"), empty) if y + 1 in plan_years else empty
+            pairs: list[tuple[tuple[int, str], Any, tuple[int, str], Any]] = [
+                ((y, "second"), s_.keys(), (y + 1, "first"), nf.keys())
+            ]
             if y != data.history_year:  # the 2023 plan is data, not checked against itself
-                pairs.append(((y, "first"), f_, (y, "second"), s_))
-            single = {c: a for c, a in f_.items() if data.crops[c].group == "grain"}
-            pairs.append(((y, "first"), single, (y + 1, "first"), nf))
+                pairs.append(((y, "first"), f_.keys(), (y, "second"), s_.keys()))
+            pairs.append(((y, "first"), f_.keys() & grain, (y + 1, "first"), nf.keys()))
             for (y1, s1), c1, (y2, s2), c2 in pairs:
-                for crop in sorted(set(c1) & set(c2), key=int):
-                    if v["rotation"].hit():
-                        v["rotation"].shown.append(
+                if not c1 or not c2:
+                    continue
+                common = c1 & c2
+                if len(rot.shown) >= SHOWN:
+                    rot.count += len(common)
+                    continue
+                for crop in sorted(common, key=int):
+                    if rot.hit():
+                        rot.shown.append(
                             f"{lab(prefix, plot, y2, s2, crop)}: crop {crop} also on {plot} in the "
                             f"preceding season ({y1} {s1})"
                         )
-    for plot, p in data.plots.items():
+    leg: dict[tuple[str, int], int] = defaultdict(int)
+    for (plot, y, _), cell in allc.items():
+        if not legume.isdisjoint(cell):
+            leg[(plot, y)] += sum(a for c, a in cell.items() if c in legume)
+    lv = v["legume"]
+    for plot, p in plots.items():
+        area_u = tb.plot_u[plot] * f
         for start in range(data.history_year, rules.last_year - rules.legume_window + 2):
             window = range(start, start + rules.legume_window)
-            got = sum(
-                (
-                    a
-                    for y in window
-                    for s in SEASONS
-                    for c, a in allc.get((plot, y, s), {}).items()
-                    if data.crops[c].legume
-                ),
-                Fraction(0),
-            )
-            if got < p.area and v["legume"].hit():
-                v["legume"].shown.append(
-                    f"plot {plot}, {window.start}-{window.stop - 1}: legumes on {_mu(got)} mu "
+            got = sum(leg.get((plot, y), 0) for y in window)
+            if got < area_u and lv.hit():
+                lv.shown.append(
+                    f"plot {plot}, {window.start}-{window.stop - 1}: legumes on {mu(got)} mu "
                     f"of {_mu(p.area)} mu"
                 )
     count: dict[tuple[int, str, str], list[str]] = defaultdict(list)
-    for (plot, year, season), cell in plan.cells.items():
+    for (plot, year, season), cell in units.items():
         for crop in cell:
             count[(year, season, crop)].append(plot)
-    for (year, season, crop), plots in sorted(
-        count.items(), key=lambda kv: (kv[0][0], kv[0][1], int(kv[0][2]))
+    over = [(k, ps) for k, ps in count.items() if len(ps) > rules.max_plots]
+    for (year, season, crop), ps in sorted(
+        over, key=lambda kv: (kv[0][0], kv[0][1], int(kv[0][2]))
     ):
-        if len(plots) > rules.max_plots:
-            names = sorted(plots, key=lambda q: data.plots[q].index)
-            if v["scatter"].hit():
-                v["scatter"].shown.append(
-                    f"{year} {season}, crop {crop}: on {len(plots)} plots > {rules.max_plots} "
-                    f"({', '.join(names)})"
-                )
+        if v["scatter"].hit():
+            names = sorted(ps, key=lambda q: plots[q].index)
+            v["scatter"].shown.append(
+                f"{year} {season}, crop {crop}: on {len(ps)} plots > {rules.max_plots} "
+                f"({', '.join(names)})"
+            )
     return v
+
+
+def _suitable(data: CropData) -> dict[tuple[str, str], frozenset[str]]:
+    """(kind, season) -> the crops 附件2 has statistics for (cached on the data)."""
+    hit = data.tables.get("suitable")
+    if hit is None:
+        acc: dict[tuple[str, str], set[str]] = {(k, s): set() for k in KIND_ORDER for s in SEASONS}
+        for kind, season, crop in data.stats:
+            acc[(kind, season)].add(crop)
+        hit = data.tables["suitable"] = {k: frozenset(c) for k, c in acc.items()}
+    return hit
 
 
 def _cell_order(data: CropData):  # noqa: ANN202
@@ -510,29 +750,35 @@ def profit(
 
     A planting the statistics do not cover (an unsuitable one) yields nothing and costs
     nothing: its plan already fails the suitability rule."""
-    # Exact integers in units of 1/den mu (den: the areas' common denominator), then one
-    # division at the end: the same numbers as Fraction arithmetic, without its gcd per step.
-    den = math.lcm(1, *(a.denominator for cell in plan.cells.values() for a in cell.values()))
+    # Exact integers in units of 1/den mu (den: a power of ten that makes every area whole),
+    # then one division at the end: the same numbers as Fraction arithmetic, without its gcd
+    # per step (the result does not depend on den).
+    tb = tables(data, rules)
+    units, den = plan.unit_cells(tb.scale)
+    f = den // tb.scale
+    stat_yc = tb.stat_yc
+    plots = data.plots
     cost_u = 0
     prod: dict[tuple[int, str, str], int] = defaultdict(int)
-    for (plot, year, season), cell in plan.cells.items():
-        kind = data.plots[plot].kind
-        for crop, area in cell.items():
-            st = data.stats.get((kind, season, crop))
-            if st is None:
+    for (plot, year, season), cell in units.items():
+        kind = plots[plot].kind
+        for crop, u in cell.items():
+            yc = stat_yc.get((kind, season, crop))
+            if yc is None:
                 continue
-            units = area.numerator * (den // area.denominator)
-            prod[(year, season, crop)] += units * int(st.yield_jin)
-            cost_u += units * int(st.cost)
-    revenue = Fraction(0)
+            prod[(year, season, crop)] += u * yc[0]
+            cost_u += u * yc[1]
+    # revenue * 2 * price_den * den as an integer: prices are p / price_den, the expected
+    # sales whole units (the 2023 areas are whole data units, the yields whole jin)
+    rev = 0
+    half = case == "case2"
     for (_, season, crop), q_u in prod.items():
-        price = data.price[(season, crop)]
-        d_u = data.demand.get((season, crop), Fraction(0)) * den
-        sold = min(Fraction(q_u), d_u)
-        revenue += price * sold
-        if case == "case2":
-            revenue += price / 2 * (q_u - sold)
-    revenue /= den
+        price = tb.price_int[(season, crop)]
+        sold = min(q_u, tb.demand_u.get((season, crop), 0) * f)
+        rev += 2 * price * sold
+        if half:
+            rev += price * (q_u - sold)
+    revenue = Fraction(rev, 2 * tb.price_den * den)
     cost = Fraction(cost_u, den)
     return revenue - cost, revenue, cost
 
