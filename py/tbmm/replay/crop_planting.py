@@ -485,6 +485,7 @@ def parse_plan(
     row_of: dict[tuple[str, int, str, str], int] = {}
     found: list[tuple[Key, str, int, int]] = []  # (cell, crop, n, k): area n / 10**k > 0
     kmax = 0
+    seen: dict[str, tuple[int, int]] = {}
     for i, row in enumerate(rows):
         if i % 512 == 0:
             deadline.check()
@@ -512,8 +513,11 @@ def parse_plan(
                     and "e" not in text
                     and "E" not in text
                 ):
-                    whole, _, frac = text.partition(".")
-                    n, k = int(whole + frac), len(frac)
+                    nk = seen.get(text)  # plans repeat their areas
+                    if nk is None:
+                        whole, _, frac = text.partition(".")
+                        nk = seen[text] = (int(whole + frac), len(frac))
+                    n, k = nk
                     pn, pd = plot_frac[plot]
                     fast = n >= 0 and k < 64 and n * pd <= pn * pow10[k]
         if not fast:
