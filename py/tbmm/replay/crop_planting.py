@@ -27,10 +27,11 @@ kernel-checked obligations (`lean_obligations`).
 
 from __future__ import annotations
 
+import bisect
 import math
 import operator
 import zipfile
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
@@ -417,9 +418,6 @@ def _whole(q: Fraction, what: str) -> int:
     return int(q)
 
 
-_POW10 = [10**i for i in range(64)]
-
-
 def _row_checked(
     row: Any, where: str, data: CropData, rules: Rules
 ) -> tuple[str, int, str, str, Fraction]:
@@ -481,68 +479,69 @@ def parse_plan(
     tb = tables(data, rules)
     year_of, plot_frac, plots, crops = tb.year_of_text, tb.plot_frac, data.plots, data.crops
     seasons = _SEASON_SET
-    Num, pow10, get_row = exact.Num, _POW10, _GET_ROW
+    Num, get_row = exact.Num, _GET_ROW
     row_of: dict[tuple[str, int, str, str], int] = {}
-    found: list[tuple[Key, str, int, int]] = []  # (cell, crop, n, k): area n / 10**k > 0
-    kmax = 0
-    seen: dict[str, tuple[int, int]] = {}
-    for i, row in enumerate(rows):
-        if i % 512 == 0:
-            deadline.check()
-        fast = False
-        if type(row) is dict and len(row) >= 5:
-            try:
-                year, plot, season, crop, area = get_row(row)
-            except KeyError:
-                year = None
-            if (
-                type(year) is Num
-                and year.is_int_literal
-                and type(plot) is str
-                and type(season) is str
-                and type(crop) is str
-                and type(area) is Num
-            ):
-                y = year_of.get(year.text)
-                text = area.text
-                if (
-                    y is not None
-                    and plot in plots
-                    and season in seasons
-                    and crop in crops
-                    and "e" not in text
-                    and "E" not in text
-                ):
-                    nk = seen.get(text)  # plans repeat their areas
-                    if nk is None:
-                        whole, _, frac = text.partition(".")
-                        nk = seen[text] = (int(whole + frac), len(frac))
-                    n, k = nk
-                    pn, pd = plot_frac[plot]
-                    fast = n >= 0 and k < 64 and n * pd <= pn * pow10[k]
-        if not fast:
-            plot, y, season, crop, a = _row_checked(row, f"{prefix}[{i}]", data, rules)
-            k = _decimals(a)
-            n = a.numerator * (10**k // a.denominator)
-        k4 = (plot, y, season, crop)
-        if k4 in row_of:
-            raise ReplayInputError(
-                f"{prefix}[{i}]: the same (year, plot, season, crop) as {prefix}[{row_of[k4]}]"
-            )
-        row_of[k4] = i
-        if n > 0:
-            found.append(((plot, y, season), crop, n, k))
-            if k > kmax:
-                kmax = k
-    kmax = max(kmax, len(str(tb.scale)) - 1)
-    scale = 10**kmax
     units: dict[Key, UnitCell] = {}
-    for key, crop, n, k in found:
-        cell = units.get(key)
-        if cell is None:
-            units[key] = cell = {}
-        cell[crop] = n if k == kmax else n * 10 ** (kmax - k)
-    return Plan(None, row_of, len(rows), units=units, scale=scale)
+    # areas in units of 1/10**K mu: K starts at 6 decimals (or the data's, if more) and
+    # grows, rescaling what is stored, when a row needs more (the result does not depend on K)
+    K = max(6, len(str(tb.scale)) - 1)
+    plot_u = {pid: pn * 10**K // pd for pid, (pn, pd) in plot_frac.items()}
+    seen: dict[str, int | None] = {}  # area text -> units (None: more than K decimals)
+    n_rows = len(rows)
+    for start in range(0, n_rows, 512):
+        deadline.check()
+        for i in range(start, min(n_rows, start + 512)):
+            row = rows[i]
+            u = None
+            if type(row) is dict and len(row) >= 5:
+                try:
+                    year, plot, season, crop, area = get_row(row)
+                except KeyError:
+                    year = None
+                if (
+                    type(year) is Num
+                    and year.is_int_literal
+                    and type(plot) is str
+                    and type(season) is str
+                    and type(crop) is str
+                    and type(area) is Num
+                ):
+                    y = year_of.get(year.text)
+                    text = area.text
+                    if y is not None and plot in plots and season in seasons and crop in crops:
+                        if text in seen:  # plans repeat their areas
+                            u = seen[text]
+                        elif "e" not in text and "E" not in text:
+                            whole, _, frac = text.partition(".")
+                            k = len(frac)
+                            u = seen[text] = int(whole + frac) * 10 ** (K - k) if k <= K else None
+                        if u is not None and not 0 <= u <= plot_u[plot]:
+                            u = None
+            if u is None:
+                plot, y, season, crop, a = _row_checked(row, f"{prefix}[{i}]", data, rules)
+                k = _decimals(a)
+                if k > K:  # rescale everything held to 10**k
+                    f = 10 ** (k - K)
+                    for cell in units.values():
+                        for c in cell:
+                            cell[c] *= f
+                    K = k
+                    plot_u = {pid: pn * 10**K // pd for pid, (pn, pd) in plot_frac.items()}
+                    seen.clear()
+                u = a.numerator * (10**K // a.denominator)
+            k4 = (plot, y, season, crop)
+            if k4 in row_of:
+                raise ReplayInputError(
+                    f"{prefix}[{i}]: the same (year, plot, season, crop) as {prefix}[{row_of[k4]}]"
+                )
+            row_of[k4] = i
+            if u > 0:
+                key = (plot, y, season)
+                cell = units.get(key)
+                if cell is None:
+                    units[key] = cell = {}
+                cell[crop] = u
+    return Plan(None, row_of, n_rows, units=units, scale=10**K)
 
 
 _SEASON_SET = frozenset(SEASONS)
@@ -616,7 +615,7 @@ def check_rules(plan: Plan, data: CropData, rules: Rules, prefix: str) -> dict[s
         if not (cell.keys() <= ok and min(cell.values(), default=min_u) >= min_u):
             sv, mv = v["suitability"], v["min_area"]
             bad = cell.keys() - ok
-            small = sum(1 for a in cell.values() if a < min_u)
+            small = bisect.bisect_left(sorted(cell.values()), min_u)  # areas below the minimum
             if (not bad or len(sv.shown) >= SHOWN) and (not small or len(mv.shown) >= SHOWN):
                 sv.count += len(bad)  # nothing left to describe: counted only
                 mv.count += small
@@ -694,7 +693,7 @@ def check_rules(plan: Plan, data: CropData, rules: Rules, prefix: str) -> dict[s
     leg: dict[tuple[str, int], int] = defaultdict(int)
     for (plot, y, _), cell in allc.items():
         if not legume.isdisjoint(cell):
-            leg[(plot, y)] += sum(a for c, a in cell.items() if c in legume)
+            leg[(plot, y)] += sum(cell[c] for c in legume.intersection(cell))
     lv = v["legume"]
     for plot, p in plots.items():
         area_u = tb.plot_u[plot] * f
@@ -706,18 +705,26 @@ def check_rules(plan: Plan, data: CropData, rules: Rules, prefix: str) -> dict[s
                     f"plot {plot}, {window.start}-{window.stop - 1}: legumes on {mu(got)} mu "
                     f"of {_mu(p.area)} mu"
                 )
-    count: dict[tuple[int, str, str], list[str]] = defaultdict(list)
-    for (plot, year, season), cell in units.items():
-        for crop in cell:
-            count[(year, season, crop)].append(plot)
-    over = [(k, ps) for k, ps in count.items() if len(ps) > rules.max_plots]
-    for (year, season, crop), ps in sorted(
-        over, key=lambda kv: (kv[0][0], kv[0][1], int(kv[0][2]))
-    ):
-        if v["scatter"].hit():
+    count: dict[tuple[int, str], Counter[str]] = defaultdict(Counter)
+    for (_, year, season), cell in units.items():
+        count[(year, season)].update(cell.keys())  # plots per crop, counted in C
+    over = [
+        (year, season, crop, n)
+        for (year, season), cnt in count.items()
+        for crop, n in cnt.items()
+        if n > rules.max_plots
+    ]
+    sv = v["scatter"]
+    for year, season, crop, n in sorted(over, key=lambda o: (o[0], o[1], int(o[2]))):
+        if sv.hit():
+            ps = [
+                q
+                for (q, y_, s_), cell in units.items()
+                if y_ == year and s_ == season and crop in cell
+            ]
             names = sorted(ps, key=lambda q: plots[q].index)
-            v["scatter"].shown.append(
-                f"{year} {season}, crop {crop}: on {len(ps)} plots > {rules.max_plots} "
+            sv.shown.append(
+                f"{year} {season}, crop {crop}: on {n} plots > {rules.max_plots} "
                 f"({', '.join(names)})"
             )
     return v
