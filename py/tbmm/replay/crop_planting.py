@@ -529,18 +529,17 @@ def parse_plan(
                     plot_u = {pid: pn * 10**K // pd for pid, (pn, pd) in plot_frac.items()}
                     seen.clear()
                 u = a.numerator * (10**K // a.denominator)
-            k4 = (plot, y, season, crop)
-            if k4 in row_of:
+            first = row_of.setdefault((plot, y, season, crop), i)
+            if first != i:
                 raise ReplayInputError(
-                    f"{prefix}[{i}]: the same (year, plot, season, crop) as {prefix}[{row_of[k4]}]"
+                    f"{prefix}[{i}]: the same (year, plot, season, crop) as {prefix}[{first}]"
                 )
-            row_of[k4] = i
             if u > 0:
                 key = (plot, y, season)
-                cell = units.get(key)
-                if cell is None:
-                    units[key] = cell = {}
-                cell[crop] = u
+                try:
+                    units[key][crop] = u
+                except KeyError:
+                    units[key] = {crop: u}
     return Plan(None, row_of, n_rows, units=units, scale=10**K)
 
 
@@ -767,31 +766,46 @@ def profit(
     tb = tables(data, rules)
     units, den = plan.unit_cells(tb.scale)
     f = den // tb.scale
-    stat_yc = tb.stat_yc
+    by_ks = _stats_by_kind_season(data, tb)
     plots = data.plots
     cost_u = 0
-    prod: dict[tuple[int, str, str], int] = defaultdict(int)
+    prod: dict[tuple[int, str], dict[str, int]] = defaultdict(dict)  # (year, season) -> crop -> jin
     for (plot, year, season), cell in units.items():
-        kind = plots[plot].kind
+        yc = by_ks[(plots[plot].kind, season)]
+        q = prod[(year, season)]
         for crop, u in cell.items():
-            yc = stat_yc.get((kind, season, crop))
-            if yc is None:
+            st = yc.get(crop)
+            if st is None:
                 continue
-            prod[(year, season, crop)] += u * yc[0]
-            cost_u += u * yc[1]
+            q[crop] = q.get(crop, 0) + u * st[0]
+            cost_u += u * st[1]
     # revenue * 2 * price_den * den as an integer: prices are p / price_den, the expected
     # sales whole units (the 2023 areas are whole data units, the yields whole jin)
     rev = 0
     half = case == "case2"
-    for (_, season, crop), q_u in prod.items():
-        price = tb.price_int[(season, crop)]
-        sold = min(q_u, tb.demand_u.get((season, crop), 0) * f)
-        rev += 2 * price * sold
-        if half:
-            rev += price * (q_u - sold)
+    for (_, season), per_crop in prod.items():
+        for crop, q_u in per_crop.items():
+            price = tb.price_int[(season, crop)]
+            sold = min(q_u, tb.demand_u.get((season, crop), 0) * f)
+            rev += 2 * price * sold
+            if half:
+                rev += price * (q_u - sold)
     revenue = Fraction(rev, 2 * tb.price_den * den)
     cost = Fraction(cost_u, den)
     return revenue - cost, revenue, cost
+
+
+def _stats_by_kind_season(
+    data: CropData, tb: Tables
+) -> dict[tuple[str, str], dict[str, tuple[int, int]]]:
+    """(kind, season) -> crop -> (yield, cost) (cached on the data)."""
+    hit = data.tables.get("by_kind_season")
+    if hit is None:
+        hit = {(k, s): {} for k in KIND_ORDER for s in SEASONS}
+        for (kind, season, crop), yc in tb.stat_yc.items():
+            hit[(kind, season)][crop] = yc
+        data.tables["by_kind_season"] = hit
+    return hit
 
 
 def max_rows(data: CropData, rules: Rules) -> int:
