@@ -5,7 +5,8 @@ sales is wasted; case 2: it sells at half the 2023 price), the plan as rows
 (year, plot, season, crop, area in mu). This module reads the village's data from the
 official attachments (附件1: plots and crops; 附件2: the 2023 plan and the per-mu
 statistics), checks every rule of the statement on the plan, and computes the plan's
-2024–2030 profit with `Fraction`s — no floating point anywhere.
+2024–2030 profit exactly (areas as whole units of 1/10^k mu, integer sums, one Fraction at
+the end) — no floating point anywhere.
 
 Everything is stated in the task's `verification.md`; in short:
 
@@ -561,13 +562,6 @@ class Verdict:
         return sum(len(v) for v in self.violations.values())
 
 
-def history_cells(data: CropData) -> dict[Key, Cell]:
-    out: dict[Key, Cell] = {}
-    for (plot, season, crop), area in data.history.items():
-        out.setdefault((plot, data.history_year, season), {})[crop] = area
-    return out
-
-
 class Found:
     """Violations of one rule: counted, and only the first few described (the description
     of a huge plan's every violation would cost more than the replay)."""
@@ -744,7 +738,7 @@ def _cell_order(data: CropData):  # noqa: ANN202
     return lambda kv: (kv[0][1], SEASONS.index(kv[0][2]), data.plots[kv[0][0]].index)
 
 
-def _rows(plan: Plan, prefix: str, plot: str, year: int, season: str, cell: Cell) -> str:
+def _rows(plan: Plan, prefix: str, plot: str, year: int, season: str, cell: dict[str, Any]) -> str:
     idx = sorted(plan.row_of[(plot, year, season, c)] for c in cell)
     return ", ".join(f"{prefix}[{i}]" for i in idx)
 
