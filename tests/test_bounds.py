@@ -228,3 +228,23 @@ def test_cli_rejects_each_cap_with_exit_2(suite: list[Task], tmp_path: Path) -> 
         assert proc.returncode == 2, (cmd, name, proc.stderr)
         err = " ".join(proc.stderr.split())
         assert "over the cap" in err or "deeper than the cap" in err, (cmd, name, err)
+
+
+def test_rows_of_leaves_count_toward_the_depth() -> None:
+    """The walk settles an entry whose values are all leaves without stacking it (the fast
+    path of long lists of rows): such an entry one level over the cap, in a list or in an
+    object, is still refused, and at the cap accepted."""
+
+    def in_lists(depth: int) -> str:  # the root, depth - 2 lists, the row
+        return '{"a": ' + "[" * (depth - 2) + '{"x": 1, "y": "z"}' + "]" * (depth - 2) + "}"
+
+    def in_objects(depth: int) -> str:  # depth - 1 objects, then a row in a list
+        return '{"a": ' * (depth - 2) + '[{"x": 1}, {}]' + "}" * (depth - 2)
+
+    for make in (in_lists, in_objects):
+        bounds.check(make(C.max_depth))
+        assert isinstance(read_artifact(make(C.max_depth)), dict)
+        with pytest.raises(BoundsError, match="nested deeper"):
+            bounds.check(make(C.max_depth + 1))
+        with pytest.raises(ArtifactError):
+            read_artifact(make(C.max_depth + 1))

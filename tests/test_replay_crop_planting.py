@@ -588,3 +588,132 @@ def test_public_api_reads_the_plan_within_the_tasks_caps() -> None:
     text = json.dumps(reference())
     assert api.score(SLUG, text).o_eval == 1
     assert api.gate(SLUG, text).verdict == "pass"
+
+
+# --- against the frozen reference implementation -----------------------------------------------
+
+
+def _reference_outcome(task: Task, doc: dict[str, Any]) -> Any:
+    """(values, details, notes) of the frozen replay of 2026-12-02, or its refusal's text."""
+    from tbmm.replay import ReplayInputError
+    from tests.reference_replays import crop_planting_v1 as R
+
+    try:
+        out = R.replay(doc, task, task.replay_spec, CpuBudget(600))
+    except ReplayInputError as exc:
+        return ("refused", str(exc))
+    return (out.values, out.details, out.notes)
+
+
+def _production_outcome(task: Task, doc: dict[str, Any]) -> Any:
+    from tbmm.replay import ReplayInputError
+
+    try:
+        out = C.replay(doc, task, task.replay_spec, CpuBudget(600))
+    except ReplayInputError as exc:
+        return ("refused", str(exc))
+    return (out.values, out.details, out.notes)
+
+
+def _row_edits() -> list[tuple[str, Any]]:
+    """Plans that leave the fast path or break rules: each (what, edit of one row or plan)."""
+    num = exact.loads
+    return [
+        ("year as 2024.0", lambda r: r.__setitem__("year", num("2024.0"))),
+        ("year with exponent", lambda r: r.__setitem__("year", num("2.025e3"))),
+        ("year outside", lambda r: r.__setitem__("year", num("2031"))),
+        ("year as text", lambda r: r.__setitem__("year", "2024")),
+        ("area with exponent", lambda r: r.__setitem__("area_mu", num("15e-1"))),
+        ("area -0", lambda r: r.__setitem__("area_mu", num("-0.0"))),
+        ("area negative", lambda r: r.__setitem__("area_mu", num("-0.1"))),
+        ("area over its plot", lambda r: r.__setitem__("area_mu", num("1000"))),
+        ("area tiny", lambda r: r.__setitem__("area_mu", num("0.000000000000000000000000001"))),
+        ("area 40 decimals", lambda r: r.__setitem__("area_mu", num("0." + "3" * 38))),
+        ("area as text", lambda r: r.__setitem__("area_mu", "1.5")),
+        ("unknown plot", lambda r: r.__setitem__("plot", "Z9")),
+        ("plot as a list", lambda r: r.__setitem__("plot", ["A1"])),
+        ("unknown season", lambda r: r.__setitem__("season", "third")),
+        ("unknown crop", lambda r: r.__setitem__("crop", "42")),
+        ("crop as a number", lambda r: r.__setitem__("crop", num("6"))),
+        ("missing key", lambda r: r.pop("season")),
+        ("extra key", lambda r: r.__setitem__("note", "x")),
+        ("null year", lambda r: r.__setitem__("year", None)),
+    ]
+
+
+def test_the_replay_matches_the_reference_implementation(task: Task) -> None:
+    """The production replay and the frozen copy give identical values (exact rationals),
+    details and notes, or the same refusal, on the anchor, on the benchmark's largest legal
+    artifact (`tbmm bench`), and on plans edited row by row: every way off the fast path
+    and every rule broken (small, unsuitable, repeated, scattered and duplicated plantings)."""
+    from tbmm.bench import crop_planting_largest
+    from tbmm.replay import strip_replayed
+
+    base = strip_replayed(task.anchor_artifact)[0]
+    cases: dict[str, dict[str, Any]] = {
+        "anchor": base,
+        "reference.json": doc(reference()),
+        "largest": crop_planting_largest(task),
+    }
+    doc_ = base
+    for i, (what, edit) in enumerate(_row_edits()):
+        d = copy.deepcopy(doc_)
+        plan = d["q1"]["case1" if i % 2 else "case2"]["plan"]
+        edit(plan[(7 * i) % len(plan)])
+        cases[what] = d
+    d = copy.deepcopy(doc_)
+    plan = d["q1"]["case1"]["plan"]
+    plan.append(copy.deepcopy(plan[3]))  # a duplicate (year, plot, season, crop)
+    cases["duplicate row"] = d
+    d = copy.deepcopy(doc_)
+    plan = d["q1"]["case2"]["plan"]
+    for j, row in enumerate(plan):  # small areas: the minimum area and the legumes broken
+        row["area_mu"] = exact.loads(f"0.{j % 5 + 1}")
+    cases["small areas"] = d
+    d = copy.deepcopy(doc_)
+    d["q1"]["case1"]["plan"] = d["q1"]["case1"]["plan"][: len(d["q1"]["case1"]["plan"]) // 3]
+    cases["a third of the plan"] = d
+    d = copy.deepcopy(doc_)
+    for row in d["q1"]["case1"]["plan"]:  # areas of many decimals (a large common scale)
+        row["area_mu"] = exact.loads(exact.fraction_to_text(row["area_mu"].value * 7 / 8))
+    cases["eighths"] = d
+    data = C.load_data(task.data_dir / "attachments")
+    d = copy.deepcopy(doc_)
+    plan = d["q1"]["case1"]["plan"]
+    used = {(r["plot"], r["year"].text, r["season"], r["crop"]) for r in plan}
+    for row in plan[::5]:  # unsuitable crops, and plots planted beyond their area
+        kind = data.plots[row["plot"]].kind
+        for crop in data.crops:
+            key = (row["plot"], row["year"].text, row["season"], crop)
+            if (kind, row["season"], crop) not in data.stats and key not in used:
+                plan.append({**row, "crop": crop, "area_mu": row["area_mu"]})
+                used.add(key)
+                break
+    cases["unsuitable, overfull"] = d
+    for what, d in cases.items():
+        assert _production_outcome(task, d) == _reference_outcome(task, d), what
+    refused = [w for w, d in cases.items() if _production_outcome(task, d)[0] == "refused"]
+    assert "area negative" in refused and "duplicate row" in refused  # the edits did bite
+    small = _production_outcome(task, cases["small areas"])[0]
+    assert all(small[f"q1.case2.violations.{r}"] > 0 for r in ("min_area", "legume"))
+    over = _production_outcome(task, cases["unsuitable, overfull"])[0]
+    assert all(over[f"q1.case1.violations.{r}"] > 0 for r in ("suitability", "plot_area"))
+    largest = _production_outcome(task, cases["largest"])[0]
+    no = ("suitability", "plot_area")  # every suitable planting, each within its plot
+    assert all(largest[f"q1.case1.violations.{r}"] > 0 for r in C.RULES if r not in no)
+
+
+def test_a_plan_built_from_fraction_cells_reads_them_afresh(
+    data: C.CropData, rules: C.Rules
+) -> None:
+    """A Plan constructed from Fraction cells (tests, tools) is counted from the cells as
+    they are when the rules run, not as they were when the Plan was made."""
+    plot = next(p for p in data.plots.values() if p.kind == "flat")
+    plan = C.Plan({(plot.id, 2024, "first"): {}}, {}, 0)
+    assert C.check_rules(plan, data, rules, "t")["min_area"].count == 0
+    plan.cells[(plot.id, 2024, "first")]["1"] = Fraction(1, 10)
+    assert C.check_rules(plan, data, rules, "t")["min_area"].count == 1
+    assert (
+        C.profit(plan, data, rules, "case1")[2]
+        == Fraction(1, 10) * data.stats[("flat", "first", "1")].cost
+    )

@@ -790,3 +790,32 @@ def test_segments_outside_the_area_still_replay(task: Task) -> None:
 
 def test_replay_data_path_is_the_task_attachment(task: Task) -> None:
     assert Path(task.data_dir / "attachments" / mb.ATTACHMENT).is_file()
+
+
+# --- against the frozen reference implementation -----------------------------------------------
+
+
+def _same_as_reference(task: Task, doc: dict[str, Any]) -> None:
+    """The production replay and the frozen copy of 2026-12-02 give the same outcome: every
+    value equal as a float (so to the rounded digits), the same details and notes."""
+    from tests.reference_replays import multibeam_lines_v1 as R
+
+    old = R.replay(doc, task, task.replay_spec, CpuBudget(600))
+    new = mb.replay(doc, task, task.replay_spec, CpuBudget(600))
+    assert old.values == new.values
+    assert (old.details, old.notes) == (new.details, new.notes)
+
+
+def test_the_anchor_replays_as_the_reference_implementation(task: Task) -> None:
+    from tbmm.replay import strip_replayed
+
+    _same_as_reference(task, strip_replayed(task.anchor_artifact)[0])
+
+
+@pytest.mark.slow
+def test_the_benchmark_corpus_replays_as_the_reference_implementation(task: Task) -> None:
+    """`tbmm bench`'s most expensive legal designs (tbmm.bench.multibeam_lines_largest)."""
+    from tbmm.bench import multibeam_lines_artifact, multibeam_lines_largest
+
+    for segs in multibeam_lines_largest().values():
+        _same_as_reference(task, multibeam_lines_artifact(task, segs))

@@ -191,6 +191,9 @@ def check(data: bytes | str, caps: Caps = DEFAULT_CAPS) -> None:
     _walk(doc, caps)
 
 
+_CONTAINERS = frozenset((dict, list))
+
+
 def _walk(doc: Any, caps: Caps) -> None:
     total = 0
     stack: list[tuple[Any, str, int]] = [(doc, "", 1)]
@@ -201,6 +204,8 @@ def _walk(doc: Any, caps: Caps) -> None:
                 f"artifact is nested deeper than the cap of {caps.max_depth} (at {_show(path)})"
             )
         if type(node) is dict:
+            if _CONTAINERS.isdisjoint(map(type, node.values())):
+                continue  # only leaves below (checked in C: most list entries are such rows)
             for key, value in node.items():
                 if type(value) is dict or type(value) is list:
                     stack.append((value, f"{path}.{key}" if path else str(key), depth + 1))
@@ -218,8 +223,20 @@ def _walk(doc: Any, caps: Caps) -> None:
                     f"lists hold {total} or more entries in all, over the cap of "
                     f"{caps.max_list_total} (reached at {_show(path)})"
                 )
+            if _CONTAINERS.isdisjoint(map(type, node)):
+                continue
             sub = f"{path}[*]"
-            stack.extend((v, sub, depth + 1) for v in node if type(v) is dict or type(v) is list)
+            if depth + 1 > caps.max_depth:
+                stack.extend((v, sub, depth + 1) for v in node if type(v) in _CONTAINERS)
+                continue
+            for v in node:
+                # a dict entry of leaves only is fully checked here (its depth is within the
+                # cap): most of a long list's entries never reach the stack
+                if type(v) is dict:
+                    if not _CONTAINERS.isdisjoint(map(type, v.values())):
+                        stack.append((v, sub, depth + 1))
+                elif type(v) is list:
+                    stack.append((v, sub, depth + 1))
 
 
 def _show(path: str) -> str:

@@ -5,7 +5,8 @@ sales is wasted; case 2: it sells at half the 2023 price), the plan as rows
 (year, plot, season, crop, area in mu). This module reads the village's data from the
 official attachments (附件1: plots and crops; 附件2: the 2023 plan and the per-mu
 statistics), checks every rule of the statement on the plan, and computes the plan's
-2024–2030 profit with `Fraction`s — no floating point anywhere.
+2024–2030 profit exactly (areas as whole units of 1/10^k mu, integer sums, one Fraction at
+the end) — no floating point anywhere.
 
 Everything is stated in the task's `verification.md`; in short:
 
@@ -27,9 +28,11 @@ kernel-checked obligations (`lean_obligations`).
 
 from __future__ import annotations
 
+import bisect
 import math
+import operator
 import zipfile
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
@@ -151,6 +154,7 @@ class CropData:
     history: dict[tuple[str, str, str], Fraction]  # 2023: (plot, season, crop) -> area
     demand: dict[tuple[str, str], Fraction] = field(default_factory=dict)  # (season, crop) -> jin
     history_year: int = 2023
+    tables: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)  # per Rules
 
     def production(self, plot: str, season: str, crop: str, area: Fraction) -> Fraction:
         st = self.stats.get((self.plots[plot].kind, season, crop))
@@ -275,15 +279,82 @@ class Rules:
 
 Cell = dict[str, Fraction]  # crop -> area (mu), one (plot, year, season)
 Key = tuple[str, int, str]  # (plot, year, season)
+UnitCell = dict[str, int]  # crop -> area in units of 1/scale mu
 
 
-@dataclass
+def _decimals(q: Fraction) -> int:
+    """The least k with q * 10**k an integer (q's denominator is 2**a * 5**b: a JSON number)."""
+    d, k = q.denominator, 0
+    while d != 1:
+        if d % 10 == 0:
+            d //= 10
+        elif d % 2 == 0:
+            d //= 2
+        elif d % 5 == 0:
+            d //= 5
+        else:
+            raise ValueError(f"{q} is not a decimal")
+        k += 1
+    return k
+
+
+def _units(cells: dict[Key, Cell]) -> tuple[dict[Key, UnitCell], int]:
+    """Fraction cells as integers in units of 1/10**k mu (k: the most decimals needed)."""
+    k = max((_decimals(a) for cell in cells.values() for a in cell.values()), default=0)
+    scale = 10**k
+    return {
+        key: {c: a.numerator * (scale // a.denominator) for c, a in cell.items()}
+        for key, cell in cells.items()
+    }, scale
+
+
 class Plan:
-    """A parsed plan: positive-area plantings per (plot, year, season), each with its row."""
+    """A parsed plan: positive-area plantings per (plot, year, season), each with its row.
 
-    cells: dict[Key, Cell]
-    row_of: dict[tuple[str, int, str, str], int]  # (plot, year, season, crop) -> row index
-    rows: int
+    The replay counts areas as integers in units of 1/scale mu (`units`, scale a power of
+    ten: every JSON number is a decimal), so the rules and the profit run on int arithmetic;
+    `cells` (the same areas as Fractions) is built on first use (Lean terms, tests), and a
+    Plan built from `cells` gets its `units` on first use."""
+
+    def __init__(
+        self,
+        cells: dict[Key, Cell] | None,
+        row_of: dict[tuple[str, int, str, str], int],
+        rows: int,
+        *,
+        units: dict[Key, UnitCell] | None = None,
+        scale: int = 1,
+    ) -> None:
+        self._cells = cells
+        self._from_cells = units is None
+        self._units = units
+        self._scale = scale
+        self.row_of = row_of
+        self.rows = rows
+
+    @property
+    def cells(self) -> dict[Key, Cell]:
+        if self._cells is None:
+            sc = self._scale
+            self._cells = {
+                key: {c: Fraction(u, sc) for c, u in cell.items()}
+                for key, cell in (self._units or {}).items()
+            }
+        return self._cells
+
+    def unit_cells(self, min_scale: int = 1) -> tuple[dict[Key, UnitCell], int]:
+        """(areas in units of 1/scale mu, scale), scale a multiple of `min_scale` (a power of
+        ten: the data's own decimals). A Plan built from `cells` reads them afresh each time
+        (a test may edit them)."""
+        if self._units is None or self._from_cells:
+            self._units, self._scale = _units(self._cells or {})
+            self._from_cells = True
+        units, scale = self._units, self._scale
+        if scale % min_scale:
+            f = min_scale // math.gcd(scale, min_scale)
+            units = {k: {c: u * f for c, u in cell.items()} for k, cell in units.items()}
+            scale *= f
+        return units, scale
 
     def label(self, prefix: str, plot: str, year: int, season: str, crop: str) -> str:
         i = self.row_of.get((plot, year, season, crop))
@@ -291,10 +362,114 @@ class Plan:
         return f"{where} ({year} {season}, {plot}, crop {crop})"
 
 
+@dataclass(frozen=True)
+class Tables:
+    """Per (data, rules): what the per-row work looks up, precomputed once."""
+
+    scale: int  # 10**k: every area of the data and the rules is a whole number of 1/scale mu
+    year_of_text: dict[str, int]
+    plot_frac: dict[str, tuple[int, int]]  # plot -> area (numerator, denominator)
+    plot_u: dict[str, int]  # plot -> area in units
+    min_u: dict[str, int]  # kind -> minimum area in units
+    hist_u: dict[Key, UnitCell]  # the 2023 plan in units
+    stat_yc: dict[tuple[str, str, str], tuple[int, int]]  # (kind, season, crop) -> yield, cost
+    legume: frozenset[str]
+    grain: frozenset[str]
+    price_den: int  # the prices' common denominator
+    price_int: dict[tuple[str, str], int]  # (season, crop) -> price * price_den
+    demand_u: dict[tuple[str, str], int]  # (season, crop) -> expected sales (jin) * scale
+
+
+def tables(data: CropData, rules: Rules) -> Tables:
+    hit = data.tables.get(rules)
+    if hit is not None:
+        return hit
+    areas = [p.area for p in data.plots.values()]
+    areas += [rules.min_area_open, rules.min_area_greenhouse, *data.history.values()]
+    scale = 10 ** max(_decimals(a) for a in areas)
+
+    def u(q: Fraction) -> int:
+        return q.numerator * (scale // q.denominator)
+
+    pd = price_den(data)
+    hist: dict[Key, UnitCell] = {}
+    for (plot, season, crop), area in data.history.items():
+        hist.setdefault((plot, data.history_year, season), {})[crop] = u(area)
+    t = Tables(
+        scale,
+        {str(y): y for y in rules.years},
+        {pid: (p.area.numerator, p.area.denominator) for pid, p in data.plots.items()},
+        {pid: u(p.area) for pid, p in data.plots.items()},
+        {k: u(rules.min_area(k)) for k in KIND_ORDER},
+        hist,
+        {k: (int(st.yield_jin), int(st.cost)) for k, st in data.stats.items()},
+        frozenset(c for c, cr in data.crops.items() if cr.legume),
+        frozenset(c for c, cr in data.crops.items() if cr.group == "grain"),
+        pd,
+        {k: int(q * pd) for k, q in data.price.items()},
+        {k: _whole(q * scale, f"demand {k}") for k, q in data.demand.items()},
+    )
+    data.tables[rules] = t
+    return t
+
+
+def _whole(q: Fraction, what: str) -> int:
+    if q.denominator != 1:
+        raise ValueError(f"{what}: {q} is not a whole number of units")
+    return int(q)
+
+
+def _row_checked(
+    row: Any, where: str, data: CropData, rules: Rules
+) -> tuple[str, int, str, str, Fraction]:
+    """One row validated strictly (the reference order of checks and messages): the fast
+    path of `parse_plan` falls back to it for anything but the plain case."""
+    if not isinstance(row, dict):
+        raise ReplayInputError(f"{where}: not an object")
+    missing = [k for k in ROW_KEYS if k not in row]
+    if missing:
+        raise ReplayInputError(f"{where}: missing {', '.join(missing)}")
+    year, plot, season, crop, area = (row[k] for k in ROW_KEYS)
+    if not isinstance(year, exact.Num):
+        raise ReplayInputError(f"{where}.year: not an integer")
+    # a plain JSON integer needs no Fraction; anything else ("2024.0", "2.024e3") is read exactly
+    y = int(year.text) if year.is_int_literal and len(year.text) < 8 else None
+    if y is None:
+        if year.value.denominator != 1:
+            raise ReplayInputError(f"{where}.year: not an integer")
+        y = int(year.value)
+    if y not in rules.years:
+        raise ReplayInputError(f"{where}.year: {y} is outside {rules.first_year}-{rules.last_year}")
+    if not isinstance(plot, str) or plot not in data.plots:
+        raise ReplayInputError(f"{where}.plot: not a plot of 附件1")
+    if not isinstance(season, str) or season not in SEASONS:
+        raise ReplayInputError(f"{where}.season: not one of {', '.join(SEASONS)}")
+    if not isinstance(crop, str) or crop not in data.crops:
+        raise ReplayInputError(f'{where}.crop: not a crop number of 附件1 ("1".."41")')
+    if not isinstance(area, exact.Num):
+        raise ReplayInputError(f"{where}.area_mu: not a number")
+    a = area.value
+    if a < 0:
+        raise ReplayInputError(f"{where}.area_mu: negative ({area.text})")
+    if a > data.plots[plot].area:
+        # Beyond its plot on its own: no plan can use it; refused before any arithmetic
+        # (this also bounds every number the replay and the certificate handle).
+        raise ReplayInputError(
+            f"{where}.area_mu: {area.text} exceeds the area of plot {plot} "
+            f"({data.plots[plot].area} mu)"
+        )
+    return plot, y, season, crop, a
+
+
 def parse_plan(
     rows: Any, prefix: str, data: CropData, rules: Rules, max_rows: int, deadline: CpuBudget
 ) -> Plan:
-    """Validate a plan's rows strictly; every defect is a `ReplayInputError` naming the row."""
+    """Validate a plan's rows strictly; every defect is a `ReplayInputError` naming the row.
+
+    The plain row (an object with the five keys, a JSON integer year of the plan, known
+    plot, season and crop, an area written without exponent within its plot) is read on
+    a fast path with integer arithmetic; any other row goes through `_row_checked`, which
+    raises the reference message or returns the row's exact area."""
     if not isinstance(rows, list):
         raise ReplayInputError(f"{prefix}: missing or not a list of rows")
     if len(rows) > max_rows:
@@ -302,57 +477,75 @@ def parse_plan(
             f"{prefix}: {len(rows)} rows, more than the {max_rows} (year, plot, season, crop)"
             " combinations the statement allows"
         )
-    cells: dict[Key, Cell] = {}
+    tb = tables(data, rules)
+    year_of, plot_frac, plots, crops = tb.year_of_text, tb.plot_frac, data.plots, data.crops
+    seasons = _SEASON_SET
+    Num, get_row = exact.Num, _GET_ROW
     row_of: dict[tuple[str, int, str, str], int] = {}
-    for i, row in enumerate(rows):
-        if i % 512 == 0:
-            deadline.check()
-        where = f"{prefix}[{i}]"
-        if not isinstance(row, dict):
-            raise ReplayInputError(f"{where}: not an object")
-        missing = [k for k in ROW_KEYS if k not in row]
-        if missing:
-            raise ReplayInputError(f"{where}: missing {', '.join(missing)}")
-        year, plot, season, crop, area = (row[k] for k in ROW_KEYS)
-        if not isinstance(year, exact.Num):
-            raise ReplayInputError(f"{where}.year: not an integer")
-        # a plain JSON integer needs no Fraction; anything else ("2024.0", "2.024e3") is read exactly
-        y = int(year.text) if year.is_int_literal and len(year.text) < 8 else None
-        if y is None:
-            if year.value.denominator != 1:
-                raise ReplayInputError(f"{where}.year: not an integer")
-            y = int(year.value)
-        if y not in rules.years:
-            raise ReplayInputError(
-                f"{where}.year: {y} is outside {rules.first_year}-{rules.last_year}"
-            )
-        if not isinstance(plot, str) or plot not in data.plots:
-            raise ReplayInputError(f"{where}.plot: not a plot of 附件1")
-        if not isinstance(season, str) or season not in SEASONS:
-            raise ReplayInputError(f"{where}.season: not one of {', '.join(SEASONS)}")
-        if not isinstance(crop, str) or crop not in data.crops:
-            raise ReplayInputError(f'{where}.crop: not a crop number of 附件1 ("1".."41")')
-        if not isinstance(area, exact.Num):
-            raise ReplayInputError(f"{where}.area_mu: not a number")
-        a = area.value
-        if a < 0:
-            raise ReplayInputError(f"{where}.area_mu: negative ({area.text})")
-        if a > data.plots[plot].area:
-            # Beyond its plot on its own: no plan can use it; refused before any arithmetic
-            # (this also bounds every number the replay and the certificate handle).
-            raise ReplayInputError(
-                f"{where}.area_mu: {area.text} exceeds the area of plot {plot} "
-                f"({data.plots[plot].area} mu)"
-            )
-        k4 = (plot, y, season, crop)
-        if k4 in row_of:
-            raise ReplayInputError(
-                f"{where}: the same (year, plot, season, crop) as {prefix}[{row_of[k4]}]"
-            )
-        row_of[k4] = i
-        if a > 0:
-            cells.setdefault((plot, y, season), {})[crop] = a
-    return Plan(cells, row_of, len(rows))
+    units: dict[Key, UnitCell] = {}
+    # areas in units of 1/10**K mu: K starts at 6 decimals (or the data's, if more) and
+    # grows, rescaling what is stored, when a row needs more (the result does not depend on K)
+    K = max(6, len(str(tb.scale)) - 1)
+    plot_u = {pid: pn * 10**K // pd for pid, (pn, pd) in plot_frac.items()}
+    seen: dict[str, int | None] = {}  # area text -> units (None: more than K decimals)
+    n_rows = len(rows)
+    for start in range(0, n_rows, 512):
+        deadline.check()
+        for i in range(start, min(n_rows, start + 512)):
+            row = rows[i]
+            u = None
+            if type(row) is dict and len(row) >= 5:
+                try:
+                    year, plot, season, crop, area = get_row(row)
+                except KeyError:
+                    year = None
+                if (
+                    type(year) is Num
+                    and year.is_int_literal
+                    and type(plot) is str
+                    and type(season) is str
+                    and type(crop) is str
+                    and type(area) is Num
+                ):
+                    y = year_of.get(year.text)
+                    text = area.text
+                    if y is not None and plot in plots and season in seasons and crop in crops:
+                        if text in seen:  # plans repeat their areas
+                            u = seen[text]
+                        elif "e" not in text and "E" not in text:
+                            whole, _, frac = text.partition(".")
+                            k = len(frac)
+                            u = seen[text] = int(whole + frac) * 10 ** (K - k) if k <= K else None
+                        if u is not None and not 0 <= u <= plot_u[plot]:
+                            u = None
+            if u is None:
+                plot, y, season, crop, a = _row_checked(row, f"{prefix}[{i}]", data, rules)
+                k = _decimals(a)
+                if k > K:  # rescale everything held to 10**k
+                    f = 10 ** (k - K)
+                    for cell in units.values():
+                        for c in cell:
+                            cell[c] *= f
+                    K = k
+                    plot_u = {pid: pn * 10**K // pd for pid, (pn, pd) in plot_frac.items()}
+                    seen.clear()
+                u = a.numerator * (10**K // a.denominator)
+            first = row_of.setdefault((plot, y, season, crop), i)
+            if first != i:
+                raise ReplayInputError(
+                    f"{prefix}[{i}]: the same (year, plot, season, crop) as {prefix}[{first}]"
+                )
+            if u > 0:
+                key = (plot, y, season)
+                try:
+                    units[key][crop] = u
+                except KeyError:
+                    units[key] = {crop: u}
+    return Plan(None, row_of, n_rows, units=units, scale=10**K)
+
+
+_SEASON_SET = frozenset(SEASONS)
+_GET_ROW = operator.itemgetter(*ROW_KEYS)
 
 
 @dataclass
@@ -367,13 +560,6 @@ class Verdict:
     @property
     def total(self) -> int:
         return sum(len(v) for v in self.violations.values())
-
-
-def history_cells(data: CropData) -> dict[Key, Cell]:
-    out: dict[Key, Cell] = {}
-    for (plot, season, crop), area in data.history.items():
-        out.setdefault((plot, data.history_year, season), {})[crop] = area
-    return out
 
 
 class Found:
@@ -397,104 +583,162 @@ class Found:
 
 
 def check_rules(plan: Plan, data: CropData, rules: Rules, prefix: str) -> dict[str, Found]:
+    """Every rule's violations, counted per offending item, the first SHOWN described (in
+    the order of the frozen reference: tests/reference_replays/crop_planting_v1.py).
+
+    Areas are integers in units of 1/scale mu; a cell whose crops are all suitable and all
+    at or above the minimum area (one C-level subset test and one min) skips the per-crop
+    loop, which only describes violations."""
+    tb = tables(data, rules)
+    units, S = plan.unit_cells(tb.scale)
+    f = S // tb.scale  # data units -> plan units
     v: dict[str, Found] = {r: Found() for r in RULES}
     lab = plan.label
-    for (plot, year, season), cell in sorted(plan.cells.items(), key=_cell_order(data)):
-        p = data.plots[plot]
-        total = sum(cell.values(), Fraction(0))
-        for crop, area in sorted(cell.items(), key=lambda kv: int(kv[0])):
-            if (p.kind, season, crop) not in data.stats and v["suitability"].hit():
-                v["suitability"].shown.append(
-                    f"{lab(prefix, plot, year, season, crop)}: crop {crop} cannot grow on "
-                    f"{p.kind} land in the {season} season"
-                )
-            if area < rules.min_area(p.kind) and v["min_area"].hit():
-                v["min_area"].shown.append(
-                    f"{lab(prefix, plot, year, season, crop)}: {_mu(area)} mu < "
-                    f"{_mu(rules.min_area(p.kind))} mu"
-                )
-        if total > p.area and v["plot_area"].hit():
+
+    def mu(u: int) -> str:
+        return _mu(Fraction(u, S))
+
+    suit = _suitable(data)
+    plots = data.plots
+    for (plot, year, season), cell in sorted(units.items(), key=_cell_order(data)):
+        p = plots[plot]
+        kind = p.kind
+        min_u = tb.min_u[kind] * f
+        ok = suit[(kind, season)]
+        if not (cell.keys() <= ok and min(cell.values(), default=min_u) >= min_u):
+            sv, mv = v["suitability"], v["min_area"]
+            bad = cell.keys() - ok
+            small = bisect.bisect_left(sorted(cell.values()), min_u)  # areas below the minimum
+            if (not bad or len(sv.shown) >= SHOWN) and (not small or len(mv.shown) >= SHOWN):
+                sv.count += len(bad)  # nothing left to describe: counted only
+                mv.count += small
+            else:
+                for crop, area in sorted(cell.items(), key=lambda kv: int(kv[0])):
+                    if crop not in ok and sv.hit():
+                        sv.shown.append(
+                            f"{lab(prefix, plot, year, season, crop)}: crop {crop} cannot grow "
+                            f"on {kind} land in the {season} season"
+                        )
+                    if area < min_u and mv.hit():
+                        mv.shown.append(
+                            f"{lab(prefix, plot, year, season, crop)}: {mu(area)} mu < "
+                            f"{_mu(rules.min_area(kind))} mu"
+                        )
+        total = sum(cell.values())
+        if total > tb.plot_u[plot] * f and v["plot_area"].hit():
             v["plot_area"].shown.append(
-                f"{plot} {year} {season}: {_mu(total)} mu planted on a {_mu(p.area)}-mu plot "
+                f"{plot} {year} {season}: {mu(total)} mu planted on a {_mu(p.area)}-mu plot "
                 f"(rows {_rows(plan, prefix, plot, year, season, cell)})"
             )
         one = v["irrigated_second_one_crop"]
-        if p.kind == "irrigated" and season == "second" and len(cell) > 1 and one.hit():
-            v["irrigated_second_one_crop"].shown.append(
+        if kind == "irrigated" and season == "second" and len(cell) > 1 and one.hit():
+            one.shown.append(
                 f"{plot} {year} second: {len(cell)} crops "
                 f"(rows {_rows(plan, prefix, plot, year, season, cell)})"
             )
-    for plot, p in data.plots.items():
+    empty: UnitCell = {}
+    for plot, p in plots.items():
         if p.kind != "irrigated":
             continue
         for year in rules.years:
-            first = plan.cells.get((plot, year, "first"), {})
-            second = plan.cells.get((plot, year, "second"), {})
+            first = units.get((plot, year, "first"), empty)
+            second = units.get((plot, year, "second"), empty)
             mode = v["irrigated_mode"]
             if RICE in first and (len(first) > 1 or second) and mode.hit():
-                v["irrigated_mode"].shown.append(
+                mode.shown.append(
                     f"{lab(prefix, plot, year, 'first', RICE)}: rice and vegetables on "
                     f"irrigated plot {plot} in the same year"
                 )
-    allc = {**history_cells(data), **plan.cells}
+    hist = (
+        tb.hist_u
+        if f == 1
+        else {k: {c: u * f for c, u in cell.items()} for k, cell in tb.hist_u.items()}
+    )
+    allc = {**hist, **units}
     years = [data.history_year, *rules.years]
-    for plot in data.plots:
+    plan_years = set(rules.years)
+    grain, legume = tb.grain, tb.legume
+    rot = v["rotation"]
+    for plot in plots:
         for y in years:
-            f_ = allc.get((plot, y, "first"), {})
-            s_ = allc.get((plot, y, "second"), {})
-            nf = allc.get((plot, y + 1, "first"), {}) if y + 1 in rules.years else {}
-            pairs = [((y, "second"), s_, (y + 1, "first"), nf)]
+            f_ = allc.get((plot, y, "first"), empty)
+            s_ = allc.get((plot, y, "second"), empty)
+            nf = allc.get((plot, y + 1, "first"), empty) if y + 1 in plan_years else empty
+            pairs: list[tuple[tuple[int, str], Any, tuple[int, str], Any]] = [
+                ((y, "second"), s_.keys(), (y + 1, "first"), nf.keys())
+            ]
             if y != data.history_year:  # the 2023 plan is data, not checked against itself
-                pairs.append(((y, "first"), f_, (y, "second"), s_))
-            single = {c: a for c, a in f_.items() if data.crops[c].group == "grain"}
-            pairs.append(((y, "first"), single, (y + 1, "first"), nf))
+                pairs.append(((y, "first"), f_.keys(), (y, "second"), s_.keys()))
+            pairs.append(((y, "first"), f_.keys() & grain, (y + 1, "first"), nf.keys()))
             for (y1, s1), c1, (y2, s2), c2 in pairs:
-                for crop in sorted(set(c1) & set(c2), key=int):
-                    if v["rotation"].hit():
-                        v["rotation"].shown.append(
+                if not c1 or not c2:
+                    continue
+                common = c1 & c2
+                if len(rot.shown) >= SHOWN:
+                    rot.count += len(common)
+                    continue
+                for crop in sorted(common, key=int):
+                    if rot.hit():
+                        rot.shown.append(
                             f"{lab(prefix, plot, y2, s2, crop)}: crop {crop} also on {plot} in the "
                             f"preceding season ({y1} {s1})"
                         )
-    for plot, p in data.plots.items():
+    leg: dict[tuple[str, int], int] = defaultdict(int)
+    for (plot, y, _), cell in allc.items():
+        if not legume.isdisjoint(cell):
+            leg[(plot, y)] += sum(cell[c] for c in legume.intersection(cell))
+    lv = v["legume"]
+    for plot, p in plots.items():
+        area_u = tb.plot_u[plot] * f
         for start in range(data.history_year, rules.last_year - rules.legume_window + 2):
             window = range(start, start + rules.legume_window)
-            got = sum(
-                (
-                    a
-                    for y in window
-                    for s in SEASONS
-                    for c, a in allc.get((plot, y, s), {}).items()
-                    if data.crops[c].legume
-                ),
-                Fraction(0),
-            )
-            if got < p.area and v["legume"].hit():
-                v["legume"].shown.append(
-                    f"plot {plot}, {window.start}-{window.stop - 1}: legumes on {_mu(got)} mu "
+            got = sum(leg.get((plot, y), 0) for y in window)
+            if got < area_u and lv.hit():
+                lv.shown.append(
+                    f"plot {plot}, {window.start}-{window.stop - 1}: legumes on {mu(got)} mu "
                     f"of {_mu(p.area)} mu"
                 )
-    count: dict[tuple[int, str, str], list[str]] = defaultdict(list)
-    for (plot, year, season), cell in plan.cells.items():
-        for crop in cell:
-            count[(year, season, crop)].append(plot)
-    for (year, season, crop), plots in sorted(
-        count.items(), key=lambda kv: (kv[0][0], kv[0][1], int(kv[0][2]))
-    ):
-        if len(plots) > rules.max_plots:
-            names = sorted(plots, key=lambda q: data.plots[q].index)
-            if v["scatter"].hit():
-                v["scatter"].shown.append(
-                    f"{year} {season}, crop {crop}: on {len(plots)} plots > {rules.max_plots} "
-                    f"({', '.join(names)})"
-                )
+    count: dict[tuple[int, str], Counter[str]] = defaultdict(Counter)
+    for (_, year, season), cell in units.items():
+        count[(year, season)].update(cell.keys())  # plots per crop, counted in C
+    over = [
+        (year, season, crop, n)
+        for (year, season), cnt in count.items()
+        for crop, n in cnt.items()
+        if n > rules.max_plots
+    ]
+    sv = v["scatter"]
+    for year, season, crop, n in sorted(over, key=lambda o: (o[0], o[1], int(o[2]))):
+        if sv.hit():
+            ps = [
+                q
+                for (q, y_, s_), cell in units.items()
+                if y_ == year and s_ == season and crop in cell
+            ]
+            names = sorted(ps, key=lambda q: plots[q].index)
+            sv.shown.append(
+                f"{year} {season}, crop {crop}: on {n} plots > {rules.max_plots} "
+                f"({', '.join(names)})"
+            )
     return v
+
+
+def _suitable(data: CropData) -> dict[tuple[str, str], frozenset[str]]:
+    """(kind, season) -> the crops 附件2 has statistics for (cached on the data)."""
+    hit = data.tables.get("suitable")
+    if hit is None:
+        acc: dict[tuple[str, str], set[str]] = {(k, s): set() for k in KIND_ORDER for s in SEASONS}
+        for kind, season, crop in data.stats:
+            acc[(kind, season)].add(crop)
+        hit = data.tables["suitable"] = {k: frozenset(c) for k, c in acc.items()}
+    return hit
 
 
 def _cell_order(data: CropData):  # noqa: ANN202
     return lambda kv: (kv[0][1], SEASONS.index(kv[0][2]), data.plots[kv[0][0]].index)
 
 
-def _rows(plan: Plan, prefix: str, plot: str, year: int, season: str, cell: Cell) -> str:
+def _rows(plan: Plan, prefix: str, plot: str, year: int, season: str, cell: dict[str, Any]) -> str:
     idx = sorted(plan.row_of[(plot, year, season, c)] for c in cell)
     return ", ".join(f"{prefix}[{i}]" for i in idx)
 
@@ -510,31 +754,52 @@ def profit(
 
     A planting the statistics do not cover (an unsuitable one) yields nothing and costs
     nothing: its plan already fails the suitability rule."""
-    # Exact integers in units of 1/den mu (den: the areas' common denominator), then one
-    # division at the end: the same numbers as Fraction arithmetic, without its gcd per step.
-    den = math.lcm(1, *(a.denominator for cell in plan.cells.values() for a in cell.values()))
+    # Exact integers in units of 1/den mu (den: a power of ten that makes every area whole),
+    # then one division at the end: the same numbers as Fraction arithmetic, without its gcd
+    # per step (the result does not depend on den).
+    tb = tables(data, rules)
+    units, den = plan.unit_cells(tb.scale)
+    f = den // tb.scale
+    by_ks = _stats_by_kind_season(data, tb)
+    plots = data.plots
     cost_u = 0
-    prod: dict[tuple[int, str, str], int] = defaultdict(int)
-    for (plot, year, season), cell in plan.cells.items():
-        kind = data.plots[plot].kind
-        for crop, area in cell.items():
-            st = data.stats.get((kind, season, crop))
+    prod: dict[tuple[int, str], dict[str, int]] = defaultdict(dict)  # (year, season) -> crop -> jin
+    for (plot, year, season), cell in units.items():
+        yc = by_ks[(plots[plot].kind, season)]
+        q = prod[(year, season)]
+        for crop, u in cell.items():
+            st = yc.get(crop)
             if st is None:
                 continue
-            units = area.numerator * (den // area.denominator)
-            prod[(year, season, crop)] += units * int(st.yield_jin)
-            cost_u += units * int(st.cost)
-    revenue = Fraction(0)
-    for (_, season, crop), q_u in prod.items():
-        price = data.price[(season, crop)]
-        d_u = data.demand.get((season, crop), Fraction(0)) * den
-        sold = min(Fraction(q_u), d_u)
-        revenue += price * sold
-        if case == "case2":
-            revenue += price / 2 * (q_u - sold)
-    revenue /= den
+            q[crop] = q.get(crop, 0) + u * st[0]
+            cost_u += u * st[1]
+    # revenue * 2 * price_den * den as an integer: prices are p / price_den, the expected
+    # sales whole units (the 2023 areas are whole data units, the yields whole jin)
+    rev = 0
+    half = case == "case2"
+    for (_, season), per_crop in prod.items():
+        for crop, q_u in per_crop.items():
+            price = tb.price_int[(season, crop)]
+            sold = min(q_u, tb.demand_u.get((season, crop), 0) * f)
+            rev += 2 * price * sold
+            if half:
+                rev += price * (q_u - sold)
+    revenue = Fraction(rev, 2 * tb.price_den * den)
     cost = Fraction(cost_u, den)
     return revenue - cost, revenue, cost
+
+
+def _stats_by_kind_season(
+    data: CropData, tb: Tables
+) -> dict[tuple[str, str], dict[str, tuple[int, int]]]:
+    """(kind, season) -> crop -> (yield, cost) (cached on the data)."""
+    hit = data.tables.get("by_kind_season")
+    if hit is None:
+        hit = {(k, s): {} for k in KIND_ORDER for s in SEASONS}
+        for (kind, season, crop), yc in tb.stat_yc.items():
+            hit[(kind, season)][crop] = yc
+        data.tables["by_kind_season"] = hit
+    return hit
 
 
 def max_rows(data: CropData, rules: Rules) -> int:

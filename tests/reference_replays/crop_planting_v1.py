@@ -1,0 +1,900 @@
+"""Reference copy (frozen 2026-12-02, main at 6601650) of tbmm.replay.crop_planting: the
+tests compare the production replay against it (same values); never imported by tbmm.
+
+CUMCM 2024 C, Problem 1: replay a 2024–2030 planting plan exactly.
+
+The artifact gives, for each case of Problem 1 (case 1: production beyond the expected
+sales is wasted; case 2: it sells at half the 2023 price), the plan as rows
+(year, plot, season, crop, area in mu). This module reads the village's data from the
+official attachments (附件1: plots and crops; 附件2: the 2023 plan and the per-mu
+statistics), checks every rule of the statement on the plan, and computes the plan's
+2024–2030 profit with `Fraction`s — no floating point anywhere.
+
+Everything is stated in the task's `verification.md`; in short:
+
+* a plot's growing seasons are `first` and `second` (the result templates' 第一季/第二季;
+  single-season crops — grain, rice — are in `first`); the expected sales of a crop in a
+  season are its 2023 production in that season (2023 area × 2023 yield per mu); prices
+  are the midpoints of 附件2's ranges; yields, costs and prices of smart-greenhouse first
+  seasons are those of ordinary greenhouses (附件2, note 2);
+* rules, each counted per offending item: suitability, plot area, minimum planting area,
+  irrigated land's rice-or-vegetables year, one crop in an irrigated second season, no
+  repeated cropping (重茬) in consecutive seasons (2023 included), legumes on the whole
+  plot within every three-year window from 2023, and at most K plots per crop and season.
+
+The same data and rules are stated as Lean functions in `TBMM/Replay/Crop.lean`; the data
+module `TBMM/Replay/CropData.lean` is generated from the attachments by `lean_data_module`
+and each certificate of this task states the replayed profit and the violation count as
+kernel-checked obligations (`lean_obligations`).
+"""
+
+from __future__ import annotations
+
+import math
+import zipfile
+from collections import defaultdict
+from dataclasses import dataclass, field
+from fractions import Fraction
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+from xml.etree import ElementTree as ET
+
+from tbmm import exact
+from tbmm.replay import CpuBudget, Outcome, ReplayInputError
+
+# --- the village's data -----------------------------------------------------------------
+
+KINDS = {
+    "平旱地": "flat",
+    "梯田": "terrace",
+    "山坡地": "hillside",
+    "水浇地": "irrigated",
+    "普通大棚": "greenhouse",
+    "智慧大棚": "smart",
+}
+KIND_ORDER = ("flat", "terrace", "hillside", "irrigated", "greenhouse", "smart")
+OPEN_AIR = frozenset({"flat", "terrace", "hillside", "irrigated"})
+SEASONS = ("first", "second")
+SEASON_OF = {"单季": "first", "第一季": "first", "第二季": "second"}
+CASES = ("case1", "case2")
+RULES = (
+    "suitability",
+    "plot_area",
+    "min_area",
+    "irrigated_mode",
+    "irrigated_second_one_crop",
+    "rotation",
+    "legume",
+    "scatter",
+)
+RICE = "16"  # 附件1: 水稻, the only grain of irrigated land (a single season)
+ROW_KEYS = ("year", "plot", "season", "crop", "area_mu")
+SHOWN = 3  # offending items named per rule in a detail
+
+_NS = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
+_RNS = "{http://schemas.openxmlformats.org/officeDocument/2006/relationships}"
+
+
+def read_xlsx(path: Path) -> dict[str, list[list[str | None]]]:
+    """Every sheet of an .xlsx file as rows of cell texts (stdlib only: the attachments are
+    plain Office Open XML; merged cells appear once, in their top-left cell)."""
+    with zipfile.ZipFile(path) as z:
+        shared: list[str] = []
+        if "xl/sharedStrings.xml" in z.namelist():
+            for si in ET.fromstring(z.read("xl/sharedStrings.xml")).iter(f"{_NS}si"):
+                shared.append("".join(t.text or "" for t in si.iter(f"{_NS}t")))
+        rels = ET.fromstring(z.read("xl/_rels/workbook.xml.rels"))
+        target = {r.get("Id"): r.get("Target", "") for r in rels}
+        book = ET.fromstring(z.read("xl/workbook.xml"))
+        out: dict[str, list[list[str | None]]] = {}
+        for sheet in book.iter(f"{_NS}sheet"):
+            ref = target[sheet.get(f"{_RNS}id")].lstrip("/")
+            ref = ref if ref.startswith("xl/") else "xl/" + ref
+            rows: list[list[str | None]] = []
+            for row in ET.fromstring(z.read(ref)).iter(f"{_NS}row"):
+                cells: list[str | None] = []
+                for c in row.iter(f"{_NS}c"):
+                    col = _column(c.get("r", ""))
+                    while len(cells) < col:
+                        cells.append(None)
+                    v = c.find(f"{_NS}v")
+                    text: str | None = None
+                    if c.get("t") == "s" and v is not None and v.text is not None:
+                        text = shared[int(v.text)]
+                    elif c.get("t") == "inlineStr":
+                        text = "".join(t.text or "" for t in c.iter(f"{_NS}t"))
+                    elif v is not None:
+                        text = v.text
+                    cells.append(text.strip() if isinstance(text, str) else None)
+                rows.append(cells)
+            out[sheet.get("name", "")] = rows
+        return out
+
+
+def _column(ref: str) -> int:
+    n = 0
+    for ch in ref:
+        if not ch.isalpha():
+            break
+        n = n * 26 + ord(ch.upper()) - 64
+    return n - 1
+
+
+@dataclass(frozen=True)
+class Plot:
+    id: str
+    kind: str
+    area: Fraction  # mu
+    index: int  # position in 附件1
+
+
+@dataclass(frozen=True)
+class Crop:
+    id: str  # 附件1's 作物编号 as text ("1".."41")
+    number: int
+    name: str
+    group: str  # grain | vegetable | fungus
+    legume: bool
+
+
+@dataclass(frozen=True)
+class Stat:
+    yield_jin: Fraction  # 亩产量/斤
+    cost: Fraction  # 种植成本/(元/亩)
+    price: Fraction  # midpoint of 销售单价/(元/斤)
+
+
+@dataclass
+class CropData:
+    plots: dict[str, Plot]
+    crops: dict[str, Crop]
+    stats: dict[tuple[str, str, str], Stat]  # (kind, season, crop) -> per-mu figures
+    price: dict[tuple[str, str], Fraction]  # (season, crop) -> price (one per crop and season)
+    history: dict[tuple[str, str, str], Fraction]  # 2023: (plot, season, crop) -> area
+    demand: dict[tuple[str, str], Fraction] = field(default_factory=dict)  # (season, crop) -> jin
+    history_year: int = 2023
+
+    def production(self, plot: str, season: str, crop: str, area: Fraction) -> Fraction:
+        st = self.stats.get((self.plots[plot].kind, season, crop))
+        return area * st.yield_jin if st else Fraction(0)
+
+
+def _frac(text: str | None, what: str) -> Fraction:
+    if text is None:
+        raise ValueError(f"{what}: empty cell")
+    return exact.parse_decimal(text.strip())
+
+
+def _price_mid(text: str | None, what: str) -> Fraction:
+    if text is None or "-" not in text:
+        raise ValueError(f"{what}: not a price range: {text!r}")
+    lo, hi = text.split("-", 1)
+    return (_frac(lo, what) + _frac(hi, what)) / 2
+
+
+@lru_cache(maxsize=4)
+def _load(att1: Path, att2: Path, _stamp: tuple[int, int]) -> CropData:
+    s1 = read_xlsx(att1)
+    s2 = read_xlsx(att2)
+    plots_sheet, crops_sheet = list(s1.values())[:2]
+    plan_sheet, stats_sheet = list(s2.values())[:2]
+    plots: dict[str, Plot] = {}
+    for row in plots_sheet[1:]:
+        if len(row) < 3 or not row[0]:
+            continue
+        pid, kind = row[0], KINDS[(row[1] or "").strip()]
+        plots[pid] = Plot(pid, kind, _frac(row[2], f"附件1 plot {pid} area"), len(plots))
+    crops: dict[str, Crop] = {}
+    for row in crops_sheet[1:]:
+        if len(row) < 3 or not row[0] or not row[0].isdigit():
+            continue
+        kind = row[2] or ""
+        group = (
+            "grain"
+            if kind.startswith("粮食")
+            else "vegetable"
+            if kind.startswith("蔬菜")
+            else "fungus"
+        )
+        if group == "fungus" and kind != "食用菌":
+            raise ValueError(f"附件1 crop {row[0]}: unknown type {kind!r}")
+        crops[row[0]] = Crop(row[0], int(row[0]), (row[1] or "").strip(), group, "豆类" in kind)
+    stats: dict[tuple[str, str, str], Stat] = {}
+    for row in stats_sheet[1:]:
+        if len(row) < 8 or not row[1] or not row[1].isdigit():
+            continue
+        key = (KINDS[(row[3] or "").strip()], SEASON_OF[(row[4] or "").strip()], row[1])
+        what = f"附件2 statistics row {row[0]}"
+        st = Stat(_frac(row[5], what), _frac(row[6], what), _price_mid(row[7], what))
+        if st.yield_jin.denominator != 1 or st.cost.denominator != 1:
+            raise ValueError(f"{what}: the replay counts yields and costs in whole jin and yuan")
+        stats[key] = st
+    # 附件2 note (2): a smart greenhouse's first season has the ordinary greenhouse's crops,
+    # yields, costs and prices (the table lists only its second season).
+    for (kind, season, crop), st in list(stats.items()):
+        if kind == "greenhouse" and season == "first":
+            stats.setdefault(("smart", "first", crop), st)
+    price: dict[tuple[str, str], Fraction] = {}
+    for (_, season, crop), st in stats.items():
+        if price.setdefault((season, crop), st.price) != st.price:
+            raise ValueError(f"附件2: crop {crop} has two prices in the {season} season")
+    history: dict[tuple[str, str, str], Fraction] = {}
+    plot = ""
+    for row in plan_sheet[1:]:
+        if len(row) < 6 or not row[1] or not row[1].isdigit():
+            continue
+        plot = row[0] or plot  # merged plot cells: the name is in the first row only
+        key = (plot, SEASON_OF[(row[5] or "").strip()], row[1])
+        history[key] = history.get(key, Fraction(0)) + _frac(row[4], f"附件2 2023 plan {plot}")
+    data = CropData(plots, crops, stats, price, history)
+    demand: dict[tuple[str, str], Fraction] = defaultdict(Fraction)
+    for (p, season, crop), area in history.items():
+        if (plots[p].kind, season, crop) not in stats:
+            raise ValueError(f"附件2: the 2023 plan has crop {crop} on {p} in the {season} season")
+        demand[(season, crop)] += data.production(p, season, crop, area)
+    data.demand = dict(demand)
+    return data
+
+
+def load_data(attachments: Path) -> CropData:
+    """The village's data from 附件1/附件2 in `attachments` (cached per file version)."""
+    a1, a2 = attachments / "附件1.xlsx", attachments / "附件2.xlsx"
+    return _load(a1, a2, (a1.stat().st_mtime_ns, a2.stat().st_mtime_ns))
+
+
+# --- rules -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The statement's rules made precise (replay.toml [params])."""
+
+    first_year: int
+    last_year: int
+    min_area_open: Fraction
+    min_area_greenhouse: Fraction
+    max_plots: int
+    legume_window: int
+
+    @classmethod
+    def from_params(cls, params: dict[str, Any]) -> Rules:
+        return cls(
+            int(params["first_year"]),
+            int(params["last_year"]),
+            exact.parse_decimal(str(params["min_area_open_mu"])),
+            exact.parse_decimal(str(params["min_area_greenhouse_mu"])),
+            int(params["max_plots_per_crop_season"]),
+            int(params["legume_window_years"]),
+        )
+
+    @property
+    def years(self) -> range:
+        return range(self.first_year, self.last_year + 1)
+
+    def min_area(self, kind: str) -> Fraction:
+        return self.min_area_open if kind in OPEN_AIR else self.min_area_greenhouse
+
+
+Cell = dict[str, Fraction]  # crop -> area (mu), one (plot, year, season)
+Key = tuple[str, int, str]  # (plot, year, season)
+
+
+@dataclass
+class Plan:
+    """A parsed plan: positive-area plantings per (plot, year, season), each with its row."""
+
+    cells: dict[Key, Cell]
+    row_of: dict[tuple[str, int, str, str], int]  # (plot, year, season, crop) -> row index
+    rows: int
+
+    def label(self, prefix: str, plot: str, year: int, season: str, crop: str) -> str:
+        i = self.row_of.get((plot, year, season, crop))
+        where = f"{prefix}[{i}]" if i is not None else "the 2023 plan (附件2)"
+        return f"{where} ({year} {season}, {plot}, crop {crop})"
+
+
+def parse_plan(
+    rows: Any, prefix: str, data: CropData, rules: Rules, max_rows: int, deadline: CpuBudget
+) -> Plan:
+    """Validate a plan's rows strictly; every defect is a `ReplayInputError` naming the row."""
+    if not isinstance(rows, list):
+        raise ReplayInputError(f"{prefix}: missing or not a list of rows")
+    if len(rows) > max_rows:
+        raise ReplayInputError(
+            f"{prefix}: {len(rows)} rows, more than the {max_rows} (year, plot, season, crop)"
+            " combinations the statement allows"
+        )
+    cells: dict[Key, Cell] = {}
+    row_of: dict[tuple[str, int, str, str], int] = {}
+    for i, row in enumerate(rows):
+        if i % 512 == 0:
+            deadline.check()
+        where = f"{prefix}[{i}]"
+        if not isinstance(row, dict):
+            raise ReplayInputError(f"{where}: not an object")
+        missing = [k for k in ROW_KEYS if k not in row]
+        if missing:
+            raise ReplayInputError(f"{where}: missing {', '.join(missing)}")
+        year, plot, season, crop, area = (row[k] for k in ROW_KEYS)
+        if not isinstance(year, exact.Num):
+            raise ReplayInputError(f"{where}.year: not an integer")
+        # a plain JSON integer needs no Fraction; anything else ("2024.0", "2.024e3") is read exactly
+        y = int(year.text) if year.is_int_literal and len(year.text) < 8 else None
+        if y is None:
+            if year.value.denominator != 1:
+                raise ReplayInputError(f"{where}.year: not an integer")
+            y = int(year.value)
+        if y not in rules.years:
+            raise ReplayInputError(
+                f"{where}.year: {y} is outside {rules.first_year}-{rules.last_year}"
+            )
+        if not isinstance(plot, str) or plot not in data.plots:
+            raise ReplayInputError(f"{where}.plot: not a plot of 附件1")
+        if not isinstance(season, str) or season not in SEASONS:
+            raise ReplayInputError(f"{where}.season: not one of {', '.join(SEASONS)}")
+        if not isinstance(crop, str) or crop not in data.crops:
+            raise ReplayInputError(f'{where}.crop: not a crop number of 附件1 ("1".."41")')
+        if not isinstance(area, exact.Num):
+            raise ReplayInputError(f"{where}.area_mu: not a number")
+        a = area.value
+        if a < 0:
+            raise ReplayInputError(f"{where}.area_mu: negative ({area.text})")
+        if a > data.plots[plot].area:
+            # Beyond its plot on its own: no plan can use it; refused before any arithmetic
+            # (this also bounds every number the replay and the certificate handle).
+            raise ReplayInputError(
+                f"{where}.area_mu: {area.text} exceeds the area of plot {plot} "
+                f"({data.plots[plot].area} mu)"
+            )
+        k4 = (plot, y, season, crop)
+        if k4 in row_of:
+            raise ReplayInputError(
+                f"{where}: the same (year, plot, season, crop) as {prefix}[{row_of[k4]}]"
+            )
+        row_of[k4] = i
+        if a > 0:
+            cells.setdefault((plot, y, season), {})[crop] = a
+    return Plan(cells, row_of, len(rows))
+
+
+@dataclass
+class Verdict:
+    """Rule violations (messages per rule) and the profit of one plan under one sale rule."""
+
+    violations: dict[str, Found]
+    profit: Fraction
+    revenue: Fraction
+    cost: Fraction
+
+    @property
+    def total(self) -> int:
+        return sum(len(v) for v in self.violations.values())
+
+
+def history_cells(data: CropData) -> dict[Key, Cell]:
+    out: dict[Key, Cell] = {}
+    for (plot, season, crop), area in data.history.items():
+        out.setdefault((plot, data.history_year, season), {})[crop] = area
+    return out
+
+
+class Found:
+    """Violations of one rule: counted, and only the first few described (the description
+    of a huge plan's every violation would cost more than the replay)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.shown: list[str] = []
+
+    def hit(self) -> bool:
+        """Count one violation; true while it should also be described."""
+        self.count += 1
+        return len(self.shown) < SHOWN
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __bool__(self) -> bool:
+        return self.count > 0
+
+
+def check_rules(plan: Plan, data: CropData, rules: Rules, prefix: str) -> dict[str, Found]:
+    v: dict[str, Found] = {r: Found() for r in RULES}
+    lab = plan.label
+    for (plot, year, season), cell in sorted(plan.cells.items(), key=_cell_order(data)):
+        p = data.plots[plot]
+        total = sum(cell.values(), Fraction(0))
+        for crop, area in sorted(cell.items(), key=lambda kv: int(kv[0])):
+            if (p.kind, season, crop) not in data.stats and v["suitability"].hit():
+                v["suitability"].shown.append(
+                    f"{lab(prefix, plot, year, season, crop)}: crop {crop} cannot grow on "
+                    f"{p.kind} land in the {season} season"
+                )
+            if area < rules.min_area(p.kind) and v["min_area"].hit():
+                v["min_area"].shown.append(
+                    f"{lab(prefix, plot, year, season, crop)}: {_mu(area)} mu < "
+                    f"{_mu(rules.min_area(p.kind))} mu"
+                )
+        if total > p.area and v["plot_area"].hit():
+            v["plot_area"].shown.append(
+                f"{plot} {year} {season}: {_mu(total)} mu planted on a {_mu(p.area)}-mu plot "
+                f"(rows {_rows(plan, prefix, plot, year, season, cell)})"
+            )
+        one = v["irrigated_second_one_crop"]
+        if p.kind == "irrigated" and season == "second" and len(cell) > 1 and one.hit():
+            v["irrigated_second_one_crop"].shown.append(
+                f"{plot} {year} second: {len(cell)} crops "
+                f"(rows {_rows(plan, prefix, plot, year, season, cell)})"
+            )
+    for plot, p in data.plots.items():
+        if p.kind != "irrigated":
+            continue
+        for year in rules.years:
+            first = plan.cells.get((plot, year, "first"), {})
+            second = plan.cells.get((plot, year, "second"), {})
+            mode = v["irrigated_mode"]
+            if RICE in first and (len(first) > 1 or second) and mode.hit():
+                v["irrigated_mode"].shown.append(
+                    f"{lab(prefix, plot, year, 'first', RICE)}: rice and vegetables on "
+                    f"irrigated plot {plot} in the same year"
+                )
+    allc = {**history_cells(data), **plan.cells}
+    years = [data.history_year, *rules.years]
+    for plot in data.plots:
+        for y in years:
+            f_ = allc.get((plot, y, "first"), {})
+            s_ = allc.get((plot, y, "second"), {})
+            nf = allc.get((plot, y + 1, "first"), {}) if y + 1 in rules.years else {}
+            pairs = [((y, "second"), s_, (y + 1, "first"), nf)]
+            if y != data.history_year:  # the 2023 plan is data, not checked against itself
+                pairs.append(((y, "first"), f_, (y, "second"), s_))
+            single = {c: a for c, a in f_.items() if data.crops[c].group == "grain"}
+            pairs.append(((y, "first"), single, (y + 1, "first"), nf))
+            for (y1, s1), c1, (y2, s2), c2 in pairs:
+                for crop in sorted(set(c1) & set(c2), key=int):
+                    if v["rotation"].hit():
+                        v["rotation"].shown.append(
+                            f"{lab(prefix, plot, y2, s2, crop)}: crop {crop} also on {plot} in the "
+                            f"preceding season ({y1} {s1})"
+                        )
+    for plot, p in data.plots.items():
+        for start in range(data.history_year, rules.last_year - rules.legume_window + 2):
+            window = range(start, start + rules.legume_window)
+            got = sum(
+                (
+                    a
+                    for y in window
+                    for s in SEASONS
+                    for c, a in allc.get((plot, y, s), {}).items()
+                    if data.crops[c].legume
+                ),
+                Fraction(0),
+            )
+            if got < p.area and v["legume"].hit():
+                v["legume"].shown.append(
+                    f"plot {plot}, {window.start}-{window.stop - 1}: legumes on {_mu(got)} mu "
+                    f"of {_mu(p.area)} mu"
+                )
+    count: dict[tuple[int, str, str], list[str]] = defaultdict(list)
+    for (plot, year, season), cell in plan.cells.items():
+        for crop in cell:
+            count[(year, season, crop)].append(plot)
+    for (year, season, crop), plots in sorted(
+        count.items(), key=lambda kv: (kv[0][0], kv[0][1], int(kv[0][2]))
+    ):
+        if len(plots) > rules.max_plots:
+            names = sorted(plots, key=lambda q: data.plots[q].index)
+            if v["scatter"].hit():
+                v["scatter"].shown.append(
+                    f"{year} {season}, crop {crop}: on {len(plots)} plots > {rules.max_plots} "
+                    f"({', '.join(names)})"
+                )
+    return v
+
+
+def _cell_order(data: CropData):  # noqa: ANN202
+    return lambda kv: (kv[0][1], SEASONS.index(kv[0][2]), data.plots[kv[0][0]].index)
+
+
+def _rows(plan: Plan, prefix: str, plot: str, year: int, season: str, cell: Cell) -> str:
+    idx = sorted(plan.row_of[(plot, year, season, c)] for c in cell)
+    return ", ".join(f"{prefix}[{i}]" for i in idx)
+
+
+def _mu(x: Fraction) -> str:
+    return exact.fraction_to_text(x)
+
+
+def profit(
+    plan: Plan, data: CropData, rules: Rules, case: str
+) -> tuple[Fraction, Fraction, Fraction]:
+    """(profit, revenue, cost) of the plan over the plan's years under the case's sale rule.
+
+    A planting the statistics do not cover (an unsuitable one) yields nothing and costs
+    nothing: its plan already fails the suitability rule."""
+    # Exact integers in units of 1/den mu (den: the areas' common denominator), then one
+    # division at the end: the same numbers as Fraction arithmetic, without its gcd per step.
+    den = math.lcm(1, *(a.denominator for cell in plan.cells.values() for a in cell.values()))
+    cost_u = 0
+    prod: dict[tuple[int, str, str], int] = defaultdict(int)
+    for (plot, year, season), cell in plan.cells.items():
+        kind = data.plots[plot].kind
+        for crop, area in cell.items():
+            st = data.stats.get((kind, season, crop))
+            if st is None:
+                continue
+            units = area.numerator * (den // area.denominator)
+            prod[(year, season, crop)] += units * int(st.yield_jin)
+            cost_u += units * int(st.cost)
+    revenue = Fraction(0)
+    for (_, season, crop), q_u in prod.items():
+        price = data.price[(season, crop)]
+        d_u = data.demand.get((season, crop), Fraction(0)) * den
+        sold = min(Fraction(q_u), d_u)
+        revenue += price * sold
+        if case == "case2":
+            revenue += price / 2 * (q_u - sold)
+    revenue /= den
+    cost = Fraction(cost_u, den)
+    return revenue - cost, revenue, cost
+
+
+def max_rows(data: CropData, rules: Rules) -> int:
+    """Distinct suitable (year, plot, season, crop) combinations: the statement's maximum."""
+    per_year = sum(1 for p in data.plots.values() for (kind, _, _) in data.stats if kind == p.kind)
+    return per_year * len(rules.years)
+
+
+def evaluate_plan(plan: Plan, data: CropData, rules: Rules, case: str, prefix: str) -> Verdict:
+    viol = check_rules(plan, data, rules, prefix)
+    pr, rev, cost = profit(plan, data, rules, case)
+    return Verdict(viol, pr, rev, cost)
+
+
+# --- the replay --------------------------------------------------------------------------
+
+
+def _list_bound(task: Any, path: str, fallback: int) -> int:
+    for ls in task.artifact_map.lists:
+        if ls.path == path:
+            return min(ls.max_items, fallback)
+    return fallback
+
+
+def parse_cases(
+    doc: dict[str, Any], task: Any, data: CropData, rules: Rules, deadline: CpuBudget
+) -> dict[str, Plan]:
+    q1 = doc.get("q1")
+    if not isinstance(q1, dict):
+        raise ReplayInputError("q1: missing (the plans of Problem 1)")
+    bound = max_rows(data, rules)
+    plans: dict[str, Plan] = {}
+    for case in CASES:
+        node = q1.get(case)
+        prefix = f"q1.{case}.plan"
+        if not isinstance(node, dict):
+            raise ReplayInputError(f"q1.{case}: missing")
+        plans[case] = parse_plan(
+            node.get("plan"), prefix, data, rules, _list_bound(task, prefix, bound), deadline
+        )
+    return plans
+
+
+def prepare(task: Any, spec: Any) -> None:
+    """Read the attachments (task data: cached, never charged to an artifact's budget)."""
+    load_data(task.data_dir / "attachments")
+
+
+def replay(doc: dict[str, Any], task: Any, spec: Any, deadline: CpuBudget) -> Outcome:
+    data = load_data(task.data_dir / "attachments")
+    rules = Rules.from_params(spec.params)
+    plans = parse_cases(doc, task, data, rules, deadline)
+    out = Outcome()
+    for case, plan in plans.items():
+        deadline.check()
+        prefix = f"q1.{case}.plan"
+        v = evaluate_plan(plan, data, rules, case, prefix)
+        base = f"q1.{case}"
+        out.values[f"{base}.profit_yuan"] = v.profit
+        out.details[f"{base}.profit_yuan"] = (
+            f"{len(plan.row_of)} rows of {prefix}: revenue {exact.fraction_to_text(v.revenue)}"
+            f" yuan, cost {exact.fraction_to_text(v.cost)} yuan"
+        )
+        out.values[f"{base}.rule_violations"] = v.total
+        bad = [f"{r}: {m.shown[0]}" for r, m in v.violations.items() if m]
+        out.details[f"{base}.rule_violations"] = "; ".join(bad) if bad else "every rule holds"
+        for rule, msgs in v.violations.items():
+            out.values[f"{base}.violations.{rule}"] = len(msgs)
+            if msgs:
+                more = f" (+{len(msgs) - SHOWN} more)" if len(msgs) > SHOWN else ""
+                out.details[f"{base}.violations.{rule}"] = "; ".join(msgs.shown) + more
+    return out
+
+
+def _lcm_den(xs: Any) -> int:
+    return math.lcm(1, *(Fraction(x).denominator for x in xs))
+
+
+# --- Lean ----------------------------------------------------------------------------------
+
+LEAN_DATA_FILE = Path("TBMM") / "Replay" / "CropData.lean"
+LEAN_DATA = "Crop.Data.village"
+
+
+def _lean_list(items: list[str]) -> str:
+    return "".join(f"(List.cons {x} " for x in items) + "List.nil" + ")" * len(items)
+
+
+def _tenths(q: Fraction, what: str) -> int:
+    t = q * 10
+    if t.denominator != 1 or t < 0:
+        raise ValueError(f"{what}: {q} is not a non-negative multiple of 0.1")
+    return int(t)
+
+
+def _lean_cell(cell: dict[str, Fraction], unit: Fraction) -> str:
+    items = []
+    for crop in sorted(cell, key=int):
+        n = cell[crop] / unit
+        assert n.denominator == 1 and n > 0
+        items.append(f"(Crop.Planting.mk {int(crop)} {n.numerator})")
+    return _lean_list(items)
+
+
+def _lean_year(first: dict[str, Fraction], second: dict[str, Fraction], unit: Fraction) -> str:
+    return f"(Crop.Year.mk {_lean_cell(first, unit)} {_lean_cell(second, unit)})"
+
+
+def price_den(data: CropData) -> int:
+    return math.lcm(*(p.denominator for p in data.price.values()))
+
+
+def lean_data_module(data: CropData, rules: Rules) -> str:
+    """`TBMM/Replay/CropData.lean`: 附件1/附件2 and the rules' parameters as Lean terms.
+
+    Generated from the attachments (never hand-copied); the module also proves, by kernel
+    evaluation, that its expected sales are the 2023 plan's production and that every
+    statistics row has a price (checked once, when the library is built)."""
+    tenth = Fraction(1, 10)
+    hist: dict[str, dict[str, dict[str, Fraction]]] = {}
+    for (plot, season, crop), area in data.history.items():
+        hist.setdefault(plot, {}).setdefault(season, {})[crop] = area
+    plots = []
+    for pid, p in data.plots.items():
+        h = hist.get(pid, {})
+        plots.append(
+            f"(Crop.Plot.mk {KIND_ORDER.index(p.kind)} {_tenths(p.area, pid)} "
+            f"{_lean_year(h.get('first', {}), h.get('second', {}), tenth)})"
+        )
+    stats = []
+    for kind in KIND_ORDER:
+        per = []
+        for season in SEASONS:
+            rows = sorted(
+                ((int(c), st) for (k, s, c), st in data.stats.items() if k == kind and s == season),
+                key=lambda r: r[0],
+            )
+            for c, st in rows:
+                if st.yield_jin.denominator != 1 or st.cost.denominator != 1:
+                    raise ValueError(f"附件2 {kind} {season} crop {c}: non-integer yield or cost")
+            per.append(
+                _lean_list([f"(Crop.Stat.mk {c} {st.yield_jin} {st.cost})" for c, st in rows])
+            )
+        stats.append(_lean_list(per))
+    numbers = range(0, max(c.number for c in data.crops.values()) + 1)
+    by_number = {c.number: c for c in data.crops.values()}
+    infos = []
+    for n in numbers:
+        c = by_number.get(n)
+        leg, grain = (c.legume, c.group == "grain") if c else (False, False)
+        infos.append(
+            f"(Crop.Info.mk {'Bool.true' if leg else 'Bool.false'} {'Bool.true' if grain else 'Bool.false'})"
+        )
+
+    def runs(pred) -> str:  # noqa: ANN001
+        out, start = [], None
+        for n in [*numbers, numbers.stop]:
+            c = by_number.get(n)
+            if c is not None and pred(c):
+                start = n if start is None else start
+            elif start is not None:
+                out.append(f"(Crop.Range.mk {start} {n - 1})")
+                start = None
+        return _lean_list(out)
+
+    den = price_den(data)
+    prices, demand = [], []
+    for season in SEASONS:
+        pr, dm = [], []
+        for n in numbers:
+            p = data.price.get((season, str(n)), Fraction(0)) * den
+            assert p.denominator == 1
+            pr.append(str(p.numerator))
+            dm.append(str(_tenths(data.demand.get((season, str(n)), Fraction(0)), f"demand {n}")))
+        prices.append(_lean_list(pr))
+        demand.append(_lean_list(dm))
+    fields = [
+        _lean_list(plots),
+        _lean_list(stats),
+        _lean_list(infos),
+        runs(lambda c: c.legume),
+        runs(lambda c: c.group == "grain"),
+        _lean_list(prices),
+        _lean_list(demand),
+        str(den),
+        str(_tenths(rules.min_area_open, "min_area_open_mu")),
+        str(_tenths(rules.min_area_greenhouse, "min_area_greenhouse_mu")),
+        str(sum(1 for k in KIND_ORDER if k in OPEN_AIR)),
+        str(KIND_ORDER.index("irrigated")),
+        str(int(RICE)),
+        str(rules.max_plots),
+        str(rules.legume_window),
+        str(len(rules.years)),
+    ]
+    assert all(k in OPEN_AIR for k in KIND_ORDER[: int(fields[10])])
+    body = "\n    ".join(fields)
+    return f"""prelude
+import TBMM.Replay.Crop
+/-! # TBMM.Replay.CropData — the village of CUMCM 2024 C as Lean terms
+
+Generated by `tbmm.replay.crop_planting.lean_data_module` from 附件1.xlsx and 附件2.xlsx of
+the task `cumcm-2024-c-crop-planting` and the parameters of its `replay.toml`; do not edit
+(`uv run python -m tbmm.replay.crop_planting --write-lean` regenerates it, and a test
+fails when it is stale). -/
+
+noncomputable section
+namespace Crop.Data
+
+set_option maxRecDepth 65536 in
+/-- The plots (附件1 with their 2023 plan from 附件2), statistics (附件2; smart-greenhouse
+first seasons as ordinary greenhouses), crops, prices (range midpoints), expected sales
+(2023 production) and the rules' parameters. -/
+def village : Crop.Data :=
+  Crop.Data.mk
+    {body}
+
+end Crop.Data
+end
+
+set_option maxRecDepth 65536 in
+/-- The expected sales are the 2023 plan's production, recomputed by the kernel. -/
+theorem Crop.Data.demand_is_2023_production :
+    Eq (Crop.natss (Crop.demandOf Crop.Data.village) (Crop.Data.demand Crop.Data.village)) Bool.true :=
+  rfl
+
+set_option maxRecDepth 65536 in
+/-- The legume and grain runs agree with the crop table. -/
+theorem Crop.Data.ranges_match_crops : Eq (Crop.rangesMatch Crop.Data.village) Bool.true := rfl
+
+set_option maxRecDepth 65536 in
+/-- Every statistics row has a price for its season. -/
+theorem Crop.Data.prices_cover_stats : Eq (Crop.pricesCover Crop.Data.village) Bool.true := rfl
+"""
+
+
+def plan_scale(plans: list[Plan]) -> int:
+    """`k` such that every area is a whole number of `1/(10·k)` mu."""
+    dens = [
+        (a * 10).denominator
+        for plan in plans
+        for cell in plan.cells.values()
+        for a in cell.values()
+    ]
+    return math.lcm(1, *dens)
+
+
+def lean_plan(plan: Plan, data: CropData, rules: Rules, k: int) -> str:
+    """The plan as `List (List Crop.Year)`: plots in 附件1 order, years in order."""
+    unit = Fraction(1, 10 * k)
+    plots = []
+    for pid in data.plots:
+        years = [
+            _lean_year(
+                plan.cells.get((pid, y, "first"), {}), plan.cells.get((pid, y, "second"), {}), unit
+            )
+            for y in rules.years
+        ]
+        plots.append(_lean_list(years))
+    return _lean_list(plots)
+
+
+def lean_obligations(task: Any, doc: dict[str, Any]) -> list[tuple[str, str, tuple[str, ...]]]:
+    """Per case: the Lean replay of the plan (`Crop.replay`) finds the replayed count of
+    every rule the gate reads (`violations.<rule>`, rule by rule, and none outside the
+    written form), their total and the replayed profit, all as scored (`Crop.agrees`).
+    Nothing when the plans are unusable (the Python replay produced nothing to restate)."""
+    from tbmm.models import REPLAYED
+    from tbmm.paths import PathError, resolve
+
+    if not isinstance(doc, dict) or not isinstance(doc.get(REPLAYED), dict):
+        return []
+    data = load_data(task.data_dir / "attachments")
+    rules = Rules.from_params(task.replay_spec.params)
+    try:
+        plans = parse_cases(doc, task, data, rules, CpuBudget(60.0))
+    except ReplayInputError:
+        return []
+    obs: list[tuple[str, str, tuple[str, ...]]] = []
+    for case, plan in plans.items():
+        base = f"{REPLAYED}.q1.{case}"
+        rule_paths = [f"{base}.violations.{r}" for r in RULES]
+        try:
+            profit_v = resolve(doc, f"{base}.profit_yuan")
+            viol_v = resolve(doc, f"{base}.rule_violations")
+            per_rule = [resolve(doc, p) for p in rule_paths]
+        except PathError:
+            continue
+        counts = [_count(v) for v in (viol_v, *per_rule)]
+        if not isinstance(profit_v, exact.Num) or any(c is None for c in counts):
+            continue
+        k = plan_scale([plan])
+        q = profit_v.value
+        lit = (
+            f"(Rat.frac {q.numerator} {q.denominator})"
+            if q >= 0
+            else f"(Rat.negFrac {-q.numerator} {q.denominator})"
+        )
+        half = "Bool.true" if case == "case2" else "Bool.false"
+        rule_counts = "(Crop.Counts.mk " + " ".join(str(c) for c in counts[1:]) + " 0)"
+        term = (
+            f"Crop.agrees {LEAN_DATA} {half} {k} {lean_plan(plan, data, rules, k)} "
+            f"{rule_counts} {counts[0]} {lit}"
+        )
+        obs.append(
+            (
+                f"crop_{case}",
+                term,
+                (
+                    f"{base}.profit_yuan",
+                    f"{base}.rule_violations",
+                    *rule_paths,
+                    f"q1.{case}.plan",
+                ),
+            )
+        )
+    return obs
+
+
+def _count(v: Any) -> int | None:
+    """A replayed violation count as a natural number (None: not one)."""
+    if not isinstance(v, exact.Num) or v.value.denominator != 1 or v.value < 0:
+        return None
+    return int(v.value)
+
+
+def _task_dir() -> Path:
+    from tbmm.tasks import TASKS_ROOT
+
+    return TASKS_ROOT / "CUMCM" / "cumcm-2024-c-crop-planting"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m tbmm.replay.crop_planting --write-lean [--check]`: (re)generate
+    TBMM/Replay/CropData.lean from the task's attachments and replay.toml."""
+    import argparse
+    import tomllib
+
+    from tbmm.lean.build import project_root
+
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--write-lean", action="store_true")
+    ap.add_argument("--check", action="store_true", help="exit 1 if the file is stale")
+    args = ap.parse_args(argv)
+    tdir = _task_dir()
+    rules = Rules.from_params(
+        tomllib.loads((tdir / "replay.toml").read_text(encoding="utf-8"))["params"]
+    )
+    text = lean_data_module(load_data(tdir / "environment" / "data" / "attachments"), rules)
+    path = project_root() / LEAN_DATA_FILE
+    if args.check:
+        return 0 if path.is_file() and path.read_text(encoding="utf-8") == text else 1
+    if args.write_lean:
+        from tbmm.files import write_text_if_changed
+
+        write_text_if_changed(path, text)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

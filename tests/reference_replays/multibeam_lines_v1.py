@@ -1,0 +1,873 @@
+"""Reference copy (frozen 2026-12-02, main at 6601650) of tbmm.replay.multibeam_lines: the
+tests compare the production replay against it (same values); never imported by tbmm.
+
+CUMCM 2023 B, Problem 4: replay a multibeam survey-line design on the attached depth grid.
+
+The artifact gives the survey lines as straight segments in the attachment's coordinates
+(nautical miles: x from west to east in [0, 4], y from south to north in [0, 5]; a bent
+line is a chain of segments). The replay recomputes what the design achieves with the
+statement's own swath geometry (Problems 1-2) applied to the local bottom:
+
+* depth D and its gradient at a point: bilinear interpolation of 附件.xlsx (0.02 nmi grid);
+* a ping at a station of a line fans out in the vertical plane perpendicular to the line
+  with opening angle theta; the bottom in that plane is the tangent plane at the nadir, of
+  across-track slope a = atan(grad D . n) (n the line's horizontal normal), so the swath
+  reaches, horizontally, D sin(theta/2) cos a / cos(theta/2 + a) on the side the bottom
+  deepens and D sin(theta/2) cos a / cos(theta/2 - a) on the other (their sum divided by
+  cos a is the statement's W = D sin(theta/2) (1/cos(theta/2 + a) + 1/cos(theta/2 - a)));
+* a line's swath is the union of its pings: the points at along-track distance t in
+  [0, L] and across-track offset within the ping's reach at t (reaches interpolated
+  linearly between stations, which are the midpoints of equal steps <= station_step_nmi);
+* missed share: the evaluation cells (eval_step_nmi squares tiling the area) whose sample
+  point no swath contains, as a percentage of all cells; each cell is sampled at a
+  low-discrepancy (R2) offset, so narrow gaps along the grid's rows or columns are counted
+  in proportion to their width instead of all or nothing;
+* overlap of adjacent swaths: from each station, on each side, the nearest other line
+  crossed by the ping's ray within reach is the adjacent one; the overlap along the ping is the part of this swath's width the adjacent
+  swath also covers (taken as a band of constant width around its line), as a share of
+  this swath's width (Problem 1's eta = 1 - d/W for parallel lines on a flat bottom); the
+  length where it exceeds the limit (20 %) is summed over stations, each adjacent pair
+  counted once (half on each of its two lines).
+
+It also counts the decisions that break the statement's frame: endpoints outside the
+survey area and zero-length segments; the gate holds each count at 0 (the geometry uses
+the part of a segment inside the area). The replay decides nothing itself (see
+tbmm.replay).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+import zipfile
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from tbmm import exact
+from tbmm.bounds import CpuBudget
+from tbmm.replay import Outcome, ReplayInputError
+
+LIST = "q4.lines"
+KEYS = ("x_start_nmi", "y_start_nmi", "x_end_nmi", "y_end_nmi")
+ATTACHMENT = "附件.xlsx"
+SHOWN = 3  # offending decisions named per detail
+
+_CELL = re.compile(r'<c r="([A-Z]+)(\d+)"[^>]*?(?:/>|>(?:<f>[^<]*</f>)?<v>([^<]*)</v></c>)')
+
+
+# -- the depth grid ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Grid:
+    """附件.xlsx: depth (m) at x = x0 + i*step (west to east), y = y0 + j*step (south to north)."""
+
+    x0: float
+    y0: float
+    step: float  # nmi
+    depth: np.ndarray  # shape (ny, nx): depth[j, i]
+
+    @property
+    def nx(self) -> int:
+        return int(self.depth.shape[1])
+
+    @property
+    def ny(self) -> int:
+        return int(self.depth.shape[0])
+
+    @property
+    def x1(self) -> float:
+        return self.x0 + (self.nx - 1) * self.step
+
+    @property
+    def y1(self) -> float:
+        return self.y0 + (self.ny - 1) * self.step
+
+
+def _col(letters: str) -> int:
+    n = 0
+    for ch in letters:
+        n = n * 26 + ord(ch) - 64
+    return n
+
+
+def parse_grid(path: Path) -> Grid:
+    """The depth grid of the attachment: row 2 holds the x coordinates (from column C),
+    column B the y coordinates (from row 3), the block from C3 the depths. The layout is
+    checked (uniform steps, a complete block, positive depths): the file is task data."""
+    with zipfile.ZipFile(path) as z:
+        text = z.read("xl/worksheets/sheet1.xml").decode("utf-8")
+    cells: dict[tuple[int, int], float] = {}
+    for col, row, v in _CELL.findall(text):
+        if v:
+            cells[(int(row), _col(col))] = float(v)
+    xs = [cells[(2, c)] for c in range(3, 3 + 10_000) if (2, c) in cells]
+    ys = [cells[(r, 2)] for r in range(3, 3 + 10_000) if (r, 2) in cells]
+    nx, ny = len(xs), len(ys)
+    if nx < 2 or ny < 2:
+        raise ValueError(f"{path.name}: no coordinate row/column found")
+    try:
+        depth = np.array(
+            [[cells[(3 + j, 3 + i)] for i in range(nx)] for j in range(ny)], dtype=float
+        )
+    except KeyError as exc:
+        raise ValueError(f"{path.name}: depth block incomplete at {exc}") from exc
+    step = (xs[-1] - xs[0]) / (nx - 1)
+    if not (
+        np.allclose(np.diff(xs), step, rtol=0, atol=1e-9)
+        and np.allclose(np.diff(ys), step, rtol=0, atol=1e-9)
+        and np.all(np.isfinite(depth))
+        and depth.min() > 0
+    ):
+        raise ValueError(f"{path.name}: not a uniform grid of positive depths")
+    return Grid(round(xs[0], 9), round(ys[0], 9), round(step, 9), depth)
+
+
+@functools.lru_cache(maxsize=4)
+def _grid_cached(path: str, mtime_ns: int, size: int) -> Grid:
+    return parse_grid(Path(path))
+
+
+def load_grid(task_data_dir: Path) -> Grid:
+    """The task's depth grid (parsed once per file version and process)."""
+    p = task_data_dir / "attachments" / ATTACHMENT
+    st = p.stat()
+    return _grid_cached(str(p), st.st_mtime_ns, st.st_size)
+
+
+# -- parameters ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Params:
+    opening_deg: float = 120.0
+    nmi_m: float = 1852.0
+    station_step_nmi: float = 0.01
+    eval_step_nmi: float = 0.01
+    overlap_limit: float = 0.2
+    max_lines: int = 1000
+    max_total_length_nmi: float = 1000.0
+    max_neighbours: int = 200
+    coord_limit_nmi: Fraction = Fraction(100)
+
+    @classmethod
+    def from_spec(cls, params: dict[str, Any]) -> Params:
+        def num(key: str, default: Any) -> Fraction:
+            return exact.parse_decimal(str(params[key])) if key in params else Fraction(default)
+
+        return cls(
+            opening_deg=float(num("opening_deg", 120)),
+            nmi_m=float(num("nmi_m", 1852)),
+            station_step_nmi=float(num("station_step_nmi", Fraction(1, 100))),
+            eval_step_nmi=float(num("eval_step_nmi", Fraction(1, 100))),
+            overlap_limit=float(num("overlap_limit", Fraction(1, 5))),
+            max_lines=int(params.get("max_lines", 1000)),
+            max_total_length_nmi=float(num("max_total_length_nmi", 1000)),
+            max_neighbours=int(params.get("max_neighbours", 200)),
+            coord_limit_nmi=num("coord_limit_nmi", 100),
+        )
+
+
+# -- decisions ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Segment:
+    index: int  # position in q4.lines
+    coords: tuple[Fraction, Fraction, Fraction, Fraction]  # exact x0, y0, x1, y1 (nmi)
+    floats: tuple[float, float, float, float]  # the same, correctly rounded
+
+
+def _within(v: Fraction, f: float, lo: Fraction, hi: Fraction, flo: float, fhi: float) -> bool:
+    """lo <= v <= hi for v exact, f = float(v), flo and fhi the floats of the bounds: a float
+    strictly inside (flo, fhi) settles it (correct rounding keeps the order), only a float on
+    a bound needs the exact value."""
+    if flo < f < fhi:
+        return True
+    return lo <= v <= hi
+
+
+def read_lines(doc: dict[str, Any], p: Params) -> list[Segment]:
+    """The segments of `q4.lines`, exact; ReplayInputError names the first unusable entry."""
+    q4 = doc.get("q4")
+    if not isinstance(q4, dict) or "lines" not in q4:
+        raise ReplayInputError(f"{LIST}: missing (the survey lines are the decisions replayed)")
+    lines = q4["lines"]
+    if not isinstance(lines, list):
+        raise ReplayInputError(f"{LIST}: must be a list of segments")
+    if not lines:
+        raise ReplayInputError(f"{LIST}: empty (a design needs at least one survey line)")
+    if len(lines) > p.max_lines:
+        raise ReplayInputError(f"{LIST}: {len(lines)} segments, over the cap of {p.max_lines}")
+    out: list[Segment] = []
+    lim = p.coord_limit_nmi
+    flim = float(lim)
+    for i, entry in enumerate(lines):
+        where = f"{LIST}[{i}]"
+        if not isinstance(entry, dict):
+            raise ReplayInputError(f"{where}: must be an object with {', '.join(KEYS)}")
+        vals: list[Fraction] = []
+        fl: list[float] = []
+        for k in KEYS:
+            node = entry.get(k)
+            if isinstance(node, exact.NonFinite):
+                raise ReplayInputError(f"{where}.{k}: not a finite number ({node.text[:20]})")
+            if not isinstance(node, exact.Num):
+                what = "missing" if node is None else f"not a number ({type(node).__name__})"
+                raise ReplayInputError(f"{where}.{k}: {what}")
+            v, f = node.value, float(node.text)
+            if not _within(v, f, -lim, lim, -flim, flim):
+                raise ReplayInputError(
+                    f"{where}.{k}: {node.text[:20]} nmi is not a coordinate of this sea area "
+                    f"(|value| > {p.coord_limit_nmi} nmi)"
+                )
+            vals.append(v)
+            fl.append(f)
+        out.append(Segment(i, (vals[0], vals[1], vals[2], vals[3]), (fl[0], fl[1], fl[2], fl[3])))
+    return out
+
+
+def _clip(x0: float, y0: float, x1: float, y1: float, box: tuple[float, float, float, float]):
+    """Liang-Barsky: the part of a segment inside the box, or None."""
+    bx0, by0, bx1, by1 = box
+    dx, dy = x1 - x0, y1 - y0
+    lo, hi = 0.0, 1.0
+    for pk, qk in ((-dx, x0 - bx0), (dx, bx1 - x0), (-dy, y0 - by0), (dy, by1 - y0)):
+        if pk == 0:
+            if qk < 0:
+                return None
+            continue
+        r = qk / pk
+        if pk < 0:
+            lo = max(lo, r)
+        else:
+            hi = min(hi, r)
+        if lo > hi:
+            return None
+    return x0 + lo * dx, y0 + lo * dy, x0 + hi * dx, y0 + hi * dy
+
+
+# -- swath geometry ----------------------------------------------------------------------------
+
+
+@dataclass
+class Swaths:
+    """Per replayed segment: start, unit direction, left normal, length, station step, and
+    the stations' reaches on the normal's side (rp) and the other side (rm), all in nmi."""
+
+    ids: list[int]  # index into q4.lines
+    a: np.ndarray  # (K, 2)
+    u: np.ndarray  # (K, 2)
+    n: np.ndarray  # (K, 2)
+    length: np.ndarray  # (K,)
+    dt: np.ndarray  # (K,)
+    off: np.ndarray  # (K + 1,) offsets into the station arrays
+    pts: np.ndarray  # (S, 2) stations
+    rp: np.ndarray  # (S,)
+    rm: np.ndarray  # (S,)
+
+    @property
+    def count(self) -> np.ndarray:
+        return np.diff(self.off)
+
+    @property
+    def seg_of(self) -> np.ndarray:
+        return np.repeat(np.arange(len(self.ids)), self.count)
+
+
+def depth_and_gradient(
+    g: Grid, x: np.ndarray, y: np.ndarray, nmi_m: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Bilinear depth (m) and its gradient (m per m, east and north) at points (nmi)."""
+    fx = np.clip((x - g.x0) / g.step, 0.0, g.nx - 1.0)
+    fy = np.clip((y - g.y0) / g.step, 0.0, g.ny - 1.0)
+    i0 = np.minimum(np.floor(fx).astype(np.int64), g.nx - 2)
+    j0 = np.minimum(np.floor(fy).astype(np.int64), g.ny - 2)
+    tx, ty = fx - i0, fy - j0
+    d = g.depth
+    d00, d10 = d[j0, i0], d[j0, i0 + 1]
+    d01, d11 = d[j0 + 1, i0], d[j0 + 1, i0 + 1]
+    depth = (1 - tx) * (1 - ty) * d00 + tx * (1 - ty) * d10 + (1 - tx) * ty * d01 + tx * ty * d11
+    h = g.step * nmi_m
+    gx = ((1 - ty) * (d10 - d00) + ty * (d11 - d01)) / h
+    gy = ((1 - tx) * (d01 - d00) + tx * (d11 - d10)) / h
+    return depth, gx, gy
+
+
+def reaches(
+    depth: np.ndarray, slope_n: np.ndarray, half_angle: float, nmi_m: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Horizontal reach (nmi) of a ping toward +n and toward -n, for across-track slope
+    tan(a) = slope_n (> 0: the bottom deepens toward +n)."""
+    a = np.arctan(slope_n)
+    k = depth * math.sin(half_angle) * np.cos(a) / nmi_m
+    return k / np.cos(half_angle + a), k / np.cos(half_angle - a)
+
+
+def build_swaths(g: Grid, geo: np.ndarray, ids: list[int], p: Params) -> Swaths:
+    """Stations (midpoints of equal steps of at most station_step_nmi) and reaches of the
+    segments `geo` (rows x0, y0, x1, y1 in nmi, each of positive length)."""
+    half = math.radians(p.opening_deg) / 2
+    A = geo[:, 0:2]
+    D = geo[:, 2:4] - A
+    length = np.hypot(D[:, 0], D[:, 1])
+    U = D / length[:, None]
+    N = np.stack([-U[:, 1], U[:, 0]], axis=1)
+    count = np.maximum(1, np.ceil(length / p.station_step_nmi - 1e-9)).astype(np.int64)
+    dt = length / count
+    off = np.concatenate([[0], np.cumsum(count)])
+    seg_of = np.repeat(np.arange(len(ids)), count)
+    local = np.arange(int(off[-1])) - off[seg_of]
+    t = (local + 0.5) * dt[seg_of]
+    pts = A[seg_of] + t[:, None] * U[seg_of]
+    depth, gx, gy = depth_and_gradient(g, pts[:, 0], pts[:, 1], p.nmi_m)
+    slope = gx * N[seg_of, 0] + gy * N[seg_of, 1]
+    rp, rm = reaches(depth, slope, half, p.nmi_m)
+    return Swaths(ids, A, U, N, length, dt, off, pts, rp, rm)
+
+
+def _weights(sw: Swaths, k: np.ndarray, t: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Stations around along-track distance t of segment(s) k and the interpolation weight
+    (linear between stations, constant beyond the first and last)."""
+    m = sw.off[k + 1] - sw.off[k]
+    f = t / sw.dt[k] - 0.5
+    i0 = np.clip(np.floor(f), 0, m - 1).astype(np.int64)
+    i1 = np.minimum(i0 + 1, m - 1)
+    w = np.clip(f - i0, 0.0, 1.0)
+    return sw.off[k] + i0, sw.off[k] + i1, w
+
+
+def _interp(sw: Swaths, k: np.ndarray, t: np.ndarray, r: np.ndarray) -> np.ndarray:
+    """Reach `r` of segment(s) k at along-track distance t."""
+    a, b, w = _weights(sw, k, t)
+    return r[a] * (1 - w) + r[b] * w
+
+
+def _ragged(start: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For runs start[q] .. start[q] + count[q] - 1: (run of each element, element)."""
+    count = np.maximum(count, 0)
+    q = np.repeat(np.arange(count.size), count)
+    first = np.cumsum(count) - count
+    return q, start[q] + np.arange(int(count.sum())) - first[q]
+
+
+def _chunks(cost: np.ndarray, limit: float) -> list[np.ndarray]:
+    """Consecutive index groups whose summed cost stays near `limit` (bounds memory)."""
+    out, start, acc = [], 0, 0.0
+    for i, c in enumerate(cost.tolist()):
+        if acc and acc + c > limit:
+            out.append(np.arange(start, i))
+            start, acc = i, 0.0
+        acc += c
+    if start < cost.size:
+        out.append(np.arange(start, cost.size))
+    return out
+
+
+# -- coverage -----------------------------------------------------------------------------------
+
+PIECE = 32  # stations per piece: a piece's bounding rectangle hugs its part of the swath
+CHUNK_CELLS = 50_000  # rectangle cells per batch; cells covered by earlier batches are skipped
+
+
+def _interval(a: np.ndarray, b: np.ndarray, lo: Any, hi: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the x interval where lo <= a + b*x <= hi."""
+    flat = np.abs(b) < 1e-15
+    bb = np.where(flat, 1.0, b)
+    x1, x2 = (lo - a) / bb, (hi - a) / bb
+    inside = (a >= lo) & (a <= hi)
+    xlo = np.where(flat, np.where(inside, -np.inf, np.inf), np.minimum(x1, x2))
+    xhi = np.where(flat, np.where(inside, np.inf, -np.inf), np.maximum(x1, x2))
+    return xlo, xhi
+
+
+PLASTIC = 1.324717957244746  # the plastic number: R2 low-discrepancy sequence constants
+
+
+@functools.lru_cache(maxsize=4)
+def sample_offsets(nx: int, ny: int) -> tuple[np.ndarray, np.ndarray]:
+    """Where each evaluation cell is sampled, as fractions of the cell (row-major cell index
+    n = row * nx + col): the R2 sequence (frac(0.5 + n / g), frac(0.5 + n / g^2)), g the
+    plastic number. A jittered grid does not alias with lines that run along its rows or
+    columns (a regular grid counts a narrow gap beside a north-south line all or nothing)."""
+    n = np.arange(nx * ny, dtype=np.float64)
+    ox = np.mod(0.5 + n / PLASTIC, 1.0).reshape(ny, nx)
+    oy = np.mod(0.5 + n / PLASTIC**2, 1.0).reshape(ny, nx)
+    return ox, oy
+
+
+def coverage(g: Grid, sw: Swaths, p: Params, dl: CpuBudget) -> np.ndarray:
+    """Per evaluation cell (rows south to north, columns west to east): whether its sample
+    point lies inside some swath.
+
+    Each segment is cut into pieces of PIECE stations; a piece's part of the swath lies in
+    the rectangle of its along-track extent and its largest reaches (over the stations its
+    interpolation uses). Per row of cells, the rectangle spans an x interval (from where its
+    edges cross the row's bounds and its corners inside the row). Pieces are taken in
+    batches; only the cells of a batch's intervals that no earlier batch covered are tested,
+    against the reaches interpolated at their own t. So the work follows the area newly
+    covered, not the total swath area (stacked or dense lines cost little more than one)."""
+    h = p.eval_step_nmi
+    nxe = round((g.x1 - g.x0) / h)
+    nye = round((g.y1 - g.y0) / h)
+    cov = np.zeros((nye, nxe), dtype=bool)
+    flat = cov.ravel()
+    K = len(sw.ids)
+    if K == 0:
+        return cov
+    ox, oy = sample_offsets(nxe, nye)
+    # pieces: segment, first station, one past the last station
+    npc = (sw.count + PIECE - 1) // PIECE
+    seg, first = _ragged(np.zeros(K, dtype=np.int64), npc)
+    s0 = first * PIECE
+    s1 = np.minimum(s0 + PIECE, sw.count[seg])
+    t_lo = np.where(s0 == 0, 0.0, s0 * sw.dt[seg])
+    t_hi = np.where(s1 == sw.count[seg], sw.length[seg], s1 * sw.dt[seg])
+    lo_st = sw.off[seg] + np.maximum(s0 - 1, 0)
+    hi_st = sw.off[seg] + np.minimum(s1, sw.count[seg] - 1)  # inclusive
+    # largest reaches over stations lo_st..hi_st (runs of at most PIECE + 2 stations)
+    Rp = np.zeros(seg.size)
+    Rm = np.zeros(seg.size)
+    for d in range(PIECE + 2):
+        st = np.minimum(lo_st + d, hi_st)
+        Rp = np.maximum(Rp, sw.rp[st])
+        Rm = np.maximum(Rm, sw.rm[st])
+    a, u, n = sw.a[seg], sw.u[seg], sw.n[seg]
+    p0 = a + t_lo[:, None] * u
+    p1 = a + t_hi[:, None] * u
+    corners = np.stack(
+        [p0 + Rp[:, None] * n, p0 - Rm[:, None] * n, p1 + Rp[:, None] * n, p1 - Rm[:, None] * n],
+        axis=1,
+    )  # (Q, 4, 2)
+    cy = corners[:, :, 1]
+    j0 = np.maximum(0, np.floor((cy.min(axis=1) - g.y0) / h)).astype(np.int64)
+    j1 = np.minimum(nye - 1, np.floor((cy.max(axis=1) - g.y0) / h)).astype(np.int64)
+    cost = (t_hi - t_lo) * (Rp + Rm) / h**2 + np.maximum(0, j1 - j0 + 1)
+    for qs in _chunks(cost, CHUNK_CELLS):
+        dl.check("multibeam coverage")
+        r, row = _ragged(j0[qs], j1[qs] - j0[qs] + 1)
+        q = qs[r]
+        ax, ay = a[q, 0], a[q, 1]
+        ux, uy, nx_, ny_ = u[q, 0], u[q, 1], n[q, 0], n[q, 1]
+        xlo = np.full(q.size, np.inf)
+        xhi = np.full(q.size, -np.inf)
+        for edge in (0.0, 1.0):  # the row's lower and upper bound
+            dy = g.y0 + (row + edge) * h - ay
+            # t = (x - ax) ux + dy uy in [t_lo, t_hi];  c = (x - ax) nx + dy ny in [-Rm, Rp]
+            tlo, thi = _interval(dy * uy - ax * ux, ux, t_lo[q], t_hi[q])
+            clo, chi = _interval(dy * ny_ - ax * nx_, nx_, -Rm[q], Rp[q])
+            lo_, hi_ = np.maximum(tlo, clo), np.minimum(thi, chi)
+            ok = lo_ <= hi_
+            xlo = np.where(ok, np.minimum(xlo, lo_), xlo)
+            xhi = np.where(ok, np.maximum(xhi, hi_), xhi)
+        for c in range(4):
+            y_c = corners[q, c, 1]
+            inside = (y_c >= g.y0 + row * h) & (y_c <= g.y0 + (row + 1) * h)
+            xlo = np.where(inside, np.minimum(xlo, corners[q, c, 0]), xlo)
+            xhi = np.where(inside, np.maximum(xhi, corners[q, c, 0]), xhi)
+        xlo = np.clip(xlo, g.x0 - h, g.x1 + h)
+        xhi = np.clip(xhi, g.x0 - h, g.x1 + h)
+        i0 = np.clip(np.floor((xlo - g.x0) / h), 0, nxe).astype(np.int64)
+        i1 = np.clip(np.floor((xhi - g.x0) / h), -1, nxe - 1).astype(np.int64)
+        # the cells of [i0, i1] on each row that are still uncovered
+        open_cells = np.flatnonzero(~flat)
+        lo = np.searchsorted(open_cells, row * nxe + i0, side="left")
+        hi = np.searchsorted(open_cells, row * nxe + i1, side="right")
+        r, at = _ragged(lo, hi - lo)
+        if at.size == 0:
+            continue
+        cell = open_cells[at]
+        k = seg[q[r]]
+        row, col = cell // nxe, cell % nxe
+        px = g.x0 + (col + ox[row, col]) * h - sw.a[k, 0]
+        py = g.y0 + (row + oy[row, col]) * h - sw.a[k, 1]
+        t = px * sw.u[k, 0] + py * sw.u[k, 1]
+        c = px * sw.n[k, 0] + py * sw.n[k, 1]
+        ia, ib, w = _weights(sw, k, t)
+        inside = (t >= 0) & (t <= sw.length[k])
+        inside &= c <= sw.rp[ia] * (1 - w) + sw.rp[ib] * w
+        inside &= c >= -(sw.rm[ia] * (1 - w) + sw.rm[ib] * w)
+        flat[cell[inside]] = True
+    return cov
+
+
+# -- overlap of adjacent swaths ----------------------------------------------------------------
+
+BLOCK = 16  # stations per block in the nearest-crossing search
+TOL = 1e-12  # nmi: a line through the nadir itself counts on both sides
+CHUNK_PAIRS = 200_000  # (segment, candidate) pairs handled at once (memory bound)
+
+
+def _group_first(key: np.ndarray, dist: np.ndarray) -> np.ndarray:
+    """Indices of the smallest `dist` (>= 0) per distinct integer `key`: one sort of
+    key + dist / (max dist + 1), which orders by key, then by distance (distances closer than
+    about 1e-10 of their range may tie either way)."""
+    if key.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    d = np.maximum(dist, 0.0)
+    order = np.argsort(key + d / (float(d.max()) + 1.0))
+    first = np.ones(order.size, dtype=bool)
+    first[1:] = key[order][1:] != key[order][:-1]
+    return order[first]
+
+
+def _prune(
+    key: np.ndarray,
+    nkeys: int,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    full: np.ndarray,
+    sv0: np.ndarray,
+    dsv: np.ndarray,
+    rq: np.ndarray,
+    rk_min: np.ndarray,
+    rk_max: np.ndarray,
+) -> np.ndarray:
+    """Which (candidate, station run) entries can hold some station's nearest crossing.
+
+    Entry e covers stations lo[e]..hi[e] of the run `key[e]` (a segment, or a block of one)
+    at signed distances sv0[e] + dsv[e] * i, valid in [0, rk + rq[e]]. An entry that covers
+    its whole run (`full`) within reach everywhere guarantees a crossing no farther than its
+    largest distance there; the smallest such guarantee per run is that run's bound, and an
+    entry whose smallest distance is not below the bound can be nobody's nearest (the
+    entry setting the bound is kept)."""
+    va, vb = sv0 + dsv * lo, sv0 + dsv * hi
+    vlo, vhi = np.minimum(va, vb), np.maximum(va, vb)
+    sure = full & (vlo >= -TOL) & (vhi <= rk_min[key] + rq)
+    bound = np.full(nkeys, np.inf)
+    champion = np.zeros(key.size, dtype=bool)
+    idx = np.flatnonzero(sure)
+    if idx.size:
+        win = idx[_group_first(key[idx], vhi[idx])]
+        bound[key[win]] = vhi[win]
+        champion[win] = True
+    keep = (vhi >= -TOL) & (vlo <= rk_max[key] + rq)
+    return keep & ((np.maximum(vlo, 0.0) < bound[key]) | champion)
+
+
+def _nearest_crossings(
+    sw: Swaths,
+    pk: np.ndarray,
+    sv0: np.ndarray,
+    dsv: np.ndarray,
+    i0: np.ndarray,
+    i1: np.ndarray,
+    rq: np.ndarray,
+    rk: np.ndarray,
+    runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per station and one side, the nearest crossing among candidate pairs.
+
+    Pair q (line pk[q] and a candidate) is crossed by the stations i0[q]..i1[q] of line
+    pk[q] at signed distance sv0[q] + dsv[q] * i (positive: on this side); it counts where
+    0 <= distance <= rk[station] + rq[q]. Returns (global station, pair, distance) of each
+    station's nearest valid crossing.
+
+    Pairs are pruned (`_prune`) first over whole segments, then over blocks of BLOCK
+    stations, and only the survivors are expanded station by station: stacked, parallel or
+    fanned lines cost about one candidate per block instead of all of them."""
+    seg_min, seg_max, boff, blk_min, blk_max = runs
+    m = sw.count[pk]
+    full = (i0 == 0) & (i1 == m - 1)
+    keep = _prune(pk, sw.count.size, i0, i1, full, sv0, dsv, rq, seg_min, seg_max)
+    q = np.flatnonzero(keep)
+    r, b = _ragged(i0[q] // BLOCK, i1[q] // BLOCK - i0[q] // BLOCK + 1)
+    q = q[r]
+    lo = np.maximum(i0[q], b * BLOCK)
+    hi = np.minimum(i1[q], b * BLOCK + BLOCK - 1)
+    gb = boff[pk[q]] + b
+    full = (lo == b * BLOCK) & (hi == np.minimum(b * BLOCK + BLOCK - 1, m[q] - 1))
+    keep = _prune(gb, blk_min.size, lo, hi, full, sv0[q], dsv[q], rq[q], blk_min, blk_max)
+    q, lo, hi = q[keep], lo[keep], hi[keep]
+    r, i = _ragged(lo, hi - lo + 1)
+    qq = q[r]
+    gs = sw.off[pk[qq]] + i
+    dd = sv0[qq] + dsv[qq] * i
+    ok = (dd >= -TOL) & (dd <= rk[gs] + rq[qq])
+    gs, qq, dd = gs[ok], qq[ok], np.maximum(dd[ok], 0.0)
+    pick = _group_first(gs, dd)
+    return gs[pick], qq[pick], dd[pick]
+
+
+def _cross(ax: np.ndarray, ay: np.ndarray, bx: np.ndarray, by: np.ndarray) -> np.ndarray:
+    return ax * by - ay * bx
+
+
+def _point_segment(p: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Distance from points p to segments ab (all (P, 2))."""
+    d = b - a
+    den = np.maximum((d * d).sum(-1), 1e-300)
+    t = np.clip(((p - a) * d).sum(-1) / den, 0.0, 1.0)
+    q = a + t[:, None] * d
+    return np.hypot(*(p - q).T)
+
+
+def segment_distance(a1: np.ndarray, b1: np.ndarray, a2: np.ndarray, b2: np.ndarray) -> np.ndarray:
+    """Distance between segments a1b1 and a2b2 (0 where they cross)."""
+    d1, d2 = b1 - a1, b2 - a2
+    o1 = _cross(*d1.T, *(a2 - a1).T)
+    o2 = _cross(*d1.T, *(b2 - a1).T)
+    o3 = _cross(*d2.T, *(a1 - a2).T)
+    o4 = _cross(*d2.T, *(b1 - a2).T)
+    crossing = (o1 * o2 < 0) & (o3 * o4 < 0)
+    dist = np.minimum.reduce(
+        [
+            _point_segment(a1, a2, b2),
+            _point_segment(b1, a2, b2),
+            _point_segment(a2, a1, b1),
+            _point_segment(b2, a1, b1),
+        ]
+    )
+    return np.where(crossing, 0.0, dist)
+
+
+def adjacent_candidates(
+    sw: Swaths, rmax: np.ndarray, cap: int, dl: CpuBudget
+) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs (k, j) such that a ping of k may meet j as its adjacent line: j lies within
+    R_k + 2 R_j of k, so that a crossing within reach, r + R_j / max(|n_k . n_j|, 1/2) <=
+    R_k + 2 R_j, is possible.
+
+    More than `cap` candidates for one segment is not a survey layout (stacked or fanned
+    lines): ReplayInputError names the segment, before any costly work."""
+    K = len(sw.ids)
+    ends = np.stack([sw.a, sw.a + sw.length[:, None] * sw.u], axis=1)  # (K, 2, 2)
+    lo_k = ends.min(axis=1) - rmax[:, None]
+    hi_k = ends.max(axis=1) + rmax[:, None]
+    lo_j = ends.min(axis=1) - 2 * rmax[:, None]
+    hi_j = ends.max(axis=1) + 2 * rmax[:, None]
+    out_k, out_j = [], []
+    rows = max(1, CHUNK_PAIRS // K)
+    for c0 in range(0, K, rows):
+        dl.check("multibeam neighbours")
+        ks = np.arange(c0, min(K, c0 + rows))
+        near = (lo_k[ks, None] <= hi_j[None]).all(-1) & (lo_j[None] <= hi_k[ks, None]).all(-1)
+        near[np.arange(ks.size), ks] = False
+        pk, pj = np.nonzero(near)
+        pk = ks[pk]
+        d = segment_distance(ends[pk, 0], ends[pk, 1], ends[pj, 0], ends[pj, 1])
+        keep = d <= rmax[pk] + 2 * rmax[pj]
+        pk, pj = pk[keep], pj[keep]
+        count = np.bincount(pk - c0, minlength=ks.size)
+        if count.max(initial=0) > cap:
+            k = int(ks[np.argmax(count)])
+            raise ReplayInputError(
+                f"{LIST}[{sw.ids[k]}]: {int(count.max())} other segments run within reach of "
+                f"its swath (cap {cap}): stacked or fanned lines, not a survey layout"
+            )
+        out_k.append(pk)
+        out_j.append(pj)
+    return np.concatenate(out_k), np.concatenate(out_j)
+
+
+def overlap_shares(sw: Swaths, dl: CpuBudget, cap: int = 200) -> np.ndarray:
+    """Per station and side (+n, -n), shape (S, 2): the overlap share with the adjacent
+    swath; NaN where no candidate line (see `adjacent_candidates`) is crossed within reach.
+
+    In the frame of line k (t along it, c across it) another segment j is a straight piece
+    from (ta, ca) to (tb, cb): the ping ray at station t crosses it iff t lies between ta
+    and tb, at c = ca + (t - ta) (cb - ca) / (tb - ta), a linear function of the station
+    index over a contiguous run of stations. The adjacent swath on a side is the one of the
+    nearest candidate line crossed within reach: this ping's reach plus that line's largest
+    reach measured along the ray (divided by |n_k . n_j|, at most doubled: a line crossing
+    at more than 60 degrees counts within r + 2 R_j); a line farther away leaves a gap.
+    The pieces of a bent line (one starting where the other ends, turning by less than 90
+    degrees) never cross each other's pings: each lies beyond the other's end along its axis."""
+    S = len(sw.pts)
+    eta = np.full((S, 2), np.nan)
+    K = len(sw.ids)
+    if K < 2:
+        return eta
+    rmax = np.maximum(
+        np.maximum.reduceat(sw.rp, sw.off[:-1]), np.maximum.reduceat(sw.rm, sw.off[:-1])
+    )
+    all_k, all_j = adjacent_candidates(sw, rmax, cap, dl)
+    ends = np.stack([sw.a, sw.a + sw.length[:, None] * sw.u], axis=1)  # (K, 2, 2)
+    nb = (sw.count + BLOCK - 1) // BLOCK
+    boff = np.concatenate([[0], np.cumsum(nb)])[:-1]
+    bstart = (
+        sw.off[:-1][np.repeat(np.arange(K), nb)]
+        + (np.arange(int(nb.sum())) - np.repeat(boff, nb)) * BLOCK
+    )
+    reach = np.stack([sw.rp, sw.rm], axis=1)  # (S, 2)
+    side_runs = [
+        (
+            np.minimum.reduceat(reach[:, s], sw.off[:-1]),
+            np.maximum.reduceat(reach[:, s], sw.off[:-1]),
+            boff,
+            np.minimum.reduceat(reach[:, s], bstart),
+            np.maximum.reduceat(reach[:, s], bstart),
+        )
+        for s in (0, 1)
+    ]
+    # batches of whole segments (all_k is sorted), so each station sees all its candidates
+    per_k = np.bincount(all_k, minlength=K)
+    first = np.concatenate([[0], np.cumsum(per_k)])
+    for ks in _chunks(per_k.astype(float), CHUNK_PAIRS):
+        dl.check("multibeam overlap")
+        sel = slice(int(first[ks[0]]), int(first[ks[-1] + 1]))
+        pk, pj = all_k[sel], all_j[sel]
+        if pk.size == 0:
+            continue
+        rel = ends[pj] - sw.a[pk][:, None, :]  # (P, 2, 2)
+        uk, nk = sw.u[pk], sw.n[pk]
+        ta = (rel[:, 0] * uk).sum(-1)
+        tb = (rel[:, 1] * uk).sum(-1)
+        ca = (rel[:, 0] * nk).sum(-1)
+        cb = (rel[:, 1] * nk).sum(-1)
+        span = tb - ta
+        cos = np.abs(span) / sw.length[pj]  # |n_k . n_j|
+        dt, m = sw.dt[pk], sw.count[pk]
+        i0 = np.clip(np.ceil(np.minimum(ta, tb) / dt - 0.5), 0, m).astype(np.int64)
+        i1 = np.clip(np.floor(np.maximum(ta, tb) / dt - 0.5), -1, m - 1).astype(np.int64)
+        keep = (i1 >= i0) & (np.abs(span) > 1e-12)  # a perpendicular line is never crossed
+        pk, pj, ta, ca, cb, span, cos = (x[keep] for x in (pk, pj, ta, ca, cb, span, cos))
+        i0, i1, dt = i0[keep], i1[keep], dt[keep]
+        if pk.size == 0:
+            continue
+        slope = (cb - ca) / span  # dc/dt along k
+        v0 = ca + (0.5 * dt - ta) * slope  # c at station index 0
+        dv = dt * slope
+        same = span > 0  # n_k . n_j > 0
+        for side, sign in ((0, 1.0), (1, -1.0)):
+            gs, qq, dd = _nearest_crossings(
+                sw,
+                pk,
+                sign * v0,
+                sign * dv,
+                i0,
+                i1,
+                rmax[pj] / np.maximum(cos, 0.5),
+                reach[:, side],
+                side_runs[side],
+            )
+            if gs.size == 0:
+                continue
+            jj = pj[qq]
+            local = gs - sw.off[pk[qq]]
+            tj = ((local + 0.5) * dt[qq] - ta[qq]) / span[qq] * sw.length[jj]
+            # the adjacent swath's reach on the side facing this line's nadir: its +n side
+            # when the ray runs against n_j (sign * (n_k . n_j) < 0)
+            face_plus = (sign > 0) != same[qq]
+            r_face = np.where(face_plus, _interp(sw, jj, tj, sw.rp), _interp(sw, jj, tj, sw.rm))
+            width = reach[gs, 0] + reach[gs, 1]
+            ell = reach[gs, side] + r_face / cos[qq] - dd
+            eta[gs, side] = np.minimum(ell, width) / width
+    return eta
+
+
+# -- the replay -------------------------------------------------------------------------------------
+
+
+def _fmt(q: Fraction) -> str:
+    return exact.fraction_to_text(q) if q.denominator == 1 else f"{float(q):.6g}"
+
+
+def prepare(task: Any, spec: Any) -> None:
+    """Load the depth grid (task data: cached, never charged to an artifact's budget)."""
+    load_grid(task.data_dir)
+
+
+def replay(doc: dict[str, Any], task: Any, spec: Any, deadline: CpuBudget) -> Outcome:
+    p = Params.from_spec(spec.params)
+    segs = read_lines(doc, p)
+    g = load_grid(task.data_dir)
+    box = (g.x0, g.y0, g.x1, g.y1)
+    bx0, by0, bx1, by1 = (Fraction(str(v)) for v in box)
+
+    outside: list[str] = []
+    zero: list[str] = []
+    n_out = 0
+    total = 0.0
+    geo: list[tuple[float, float, float, float]] = []
+    ids: list[int] = []
+    for s in segs:
+        x0, y0, x1, y1 = s.coords
+        fx0, fy0, fx1, fy1 = s.floats
+        for name, (x, y, fx, fy) in (("start", (x0, y0, fx0, fy0)), ("end", (x1, y1, fx1, fy1))):
+            if not (
+                _within(x, fx, bx0, bx1, box[0], box[2])
+                and _within(y, fy, by0, by1, box[1], box[3])
+            ):
+                n_out += 1
+                if len(outside) < SHOWN:
+                    outside.append(f"{LIST}[{s.index}] {name} ({_fmt(x)}, {_fmt(y)})")
+        if x0 == x1 and y0 == y1:
+            zero.append(f"{LIST}[{s.index}]")
+            continue
+        total += math.hypot(fx1 - fx0, fy1 - fy0)
+        clipped = _clip(fx0, fy0, fx1, fy1, box)
+        # a piece shorter than 1e-9 nmi (2 micrometres) inside the area has no swath to speak of
+        if (
+            clipped is not None
+            and math.hypot(clipped[2] - clipped[0], clipped[3] - clipped[1]) > 1e-9
+        ):
+            geo.append(clipped)
+            ids.append(s.index)
+    if total > p.max_total_length_nmi:
+        raise ReplayInputError(
+            f"{LIST}: the segments are {total:.6g} nmi long in all, over the cap of "
+            f"{p.max_total_length_nmi:g} nmi for a design of this area"
+        )
+    deadline.check("multibeam input")
+    sw = build_swaths(g, np.array(geo, dtype=float).reshape(-1, 4), ids, p)
+    cov = coverage(g, sw, p, deadline)
+    missed_pct = 100.0 * (1.0 - float(cov.mean()))
+    eta = overlap_shares(sw, deadline, p.max_neighbours)
+    over = np.nan_to_num(eta, nan=-np.inf) > p.overlap_limit  # (S, 2)
+    seg_of = sw.seg_of
+    per_station = over.sum(axis=1) * 0.5 * sw.dt[seg_of]
+    per_seg = np.bincount(seg_of, weights=per_station, minlength=len(sw.ids))
+    excess = float(per_seg.sum())
+
+    values: dict[str, Fraction | float | int] = {
+        "q4.total_line_length_nmi": total,
+        "q4.missed_area_pct": missed_pct,
+        "q4.overlap_over_20pct_length_nmi": excess,
+        "q4.endpoints_outside_area": n_out,
+        "q4.zero_length_segments": len(zero),
+    }
+    details: dict[str, str] = {}
+    if n_out:
+        more = f" and {n_out - len(outside)} more" if n_out > len(outside) else ""
+        details["q4.endpoints_outside_area"] = (
+            f"outside the survey area [{_fmt(bx0)}, {_fmt(bx1)}] x [{_fmt(by0)}, {_fmt(by1)}] nmi: "
+            + ", ".join(outside)
+            + more
+        )
+    if zero:
+        more = f" and {len(zero) - SHOWN} more" if len(zero) > SHOWN else ""
+        details["q4.zero_length_segments"] = (
+            "start equals end (no direction, no swath): " + ", ".join(zero[:SHOWN]) + more
+        )
+    if missed_pct > 0 and cov.size:
+        miss = np.argwhere(~cov)
+        h = p.eval_step_nmi
+        (jlo, ilo), (jhi, ihi) = miss.min(axis=0), miss.max(axis=0)
+        details["q4.missed_area_pct"] = (
+            f"{len(miss)} of {cov.size} evaluation points ({h:g} nmi grid) outside every swath, "
+            f"within x [{g.x0 + ilo * h:.3f}, {g.x0 + (ihi + 1) * h:.3f}], "
+            f"y [{g.y0 + jlo * h:.3f}, {g.y0 + (jhi + 1) * h:.3f}] nmi"
+        )
+    if excess > 0:
+        worst = np.argsort(-per_seg)[:SHOWN]
+        details["q4.overlap_over_20pct_length_nmi"] = "most along " + ", ".join(
+            f"{LIST}[{sw.ids[k]}] ({per_seg[k]:.3f} nmi)" for k in worst if per_seg[k] > 0
+        )
+    notes = [
+        f"{len(segs)} segments, {len(sw.pts)} stations at <= {p.station_step_nmi:g} nmi; "
+        f"coverage on a {p.eval_step_nmi:g} nmi grid of {cov.size} points"
+    ]
+    finite = eta[np.isfinite(eta)]
+    if finite.size:
+        notes.append(
+            f"overlap of adjacent swaths over {finite.size} station sides: "
+            f"min {100 * finite.min():.1f} %, mean {100 * finite.mean():.1f} %, "
+            f"max {100 * finite.max():.1f} %"
+        )
+    return Outcome(values=values, details=details, notes=notes)
