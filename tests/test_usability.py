@@ -23,7 +23,7 @@ from harness.store import Store
 from harness.testing import make_fake_task, stand_in_verify
 from harness.usage import Pricing, ResponseUsage, UsageTotals
 from harness.venv import ensure_agent_venv
-from tbmm import cli as tbmm_cli
+from tbmm import cli_tasks as tbmm_cli
 from tbmm import leaderboard as L
 from tbmm.tasks import TASKS_ROOT, load_suite
 
