@@ -32,7 +32,7 @@ def leaderboard_cmd(
     tasks_root: TasksRoot = TASKS_ROOT,
 ) -> None:
     """One row per entry: artifacts, O-Eval mean ± std, Multi-BO (against each task's stored F), cost, gate-zeroed cells; per-task and per-suite tables."""
-    from tbmm.leaderboard import to_csv, to_json, to_markdown, to_table
+    from tbmm.leaderboard_render import to_csv, to_json, to_markdown, to_table
     from tbmm.results import ResultsError, leaderboard
 
     if fmt not in ("auto", "table", "md", "csv", "json"):

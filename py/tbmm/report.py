@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from tbmm import leaderboard as L
+from tbmm import leaderboard_render as R
 from tbmm.exact import fraction_to_text
 from tbmm.floor import baseline_f
 from tbmm.leaderboard import Leaderboard, TrialRow
@@ -104,21 +105,21 @@ def fmt_exact(text: Any, places: int = 4) -> str:
 def _leaderboard_html(lb: Leaderboard) -> str:
     parts = ["<h2 id=leaderboard>Leaderboard</h2>"]
     if lb.empty:
-        parts.append(f'<p class="msg">{esc(L.EMPTY_MESSAGE)}</p>')
+        parts.append(f'<p class="msg">{esc(R.EMPTY_MESSAGE)}</p>')
         return "".join(parts)
     if lb.baseline_state != "ok":
         parts.append(f'<p class="msg">{esc(lb.baseline_message)}</p>')
     rows = []
-    for r, x in zip(L.main_rows(lb), lb.entries, strict=True):
+    for r, x in zip(R.main_rows(lb), lb.entries, strict=True):
         cells = [esc(c) for c in r]
         if x.pareto:
             cells[1] += (
                 ' <span class="badge ok" title="on the cost/O-Eval Pareto front">front</span>'
             )
         rows.append(cells)
-    parts.append(_table(L.MAIN_HEADER, rows, numeric_from=2))
-    parts.append(_ul(L.all_notes(lb), "note"))
-    parts.append(_dl(L.COLUMN_HELP.items()))
+    parts.append(_table(R.MAIN_HEADER, rows, numeric_from=2))
+    parts.append(_ul(R.all_notes(lb), "note"))
+    parts.append(_dl(R.COLUMN_HELP.items()))
     return "".join(parts)
 
 
@@ -145,10 +146,10 @@ def _suites_and_tasks_html(lb: Leaderboard) -> str:
     if lb.empty:
         return ""
     out = ["<h2 id=suites>O-Eval by suite (headline tasks)</h2>"]
-    out.append(_table(L.suite_header(lb), [[esc(c) for c in r] for r in L.suite_rows(lb)], 1))
+    out.append(_table(R.suite_header(lb), [[esc(c) for c in r] for r in R.suite_rows(lb)], 1))
     out.append("<h2 id=per-task>Per-task O-Eval (%), mean over seeds</h2>")
     rows = []
-    for t, r in zip(lb.tasks, L.task_rows(lb), strict=True):
+    for t, r in zip(lb.tasks, R.task_rows(lb), strict=True):
         link = f'<a href="#{anchor_id(t)}">{esc(t)}</a>'
         if t in lb.split_tasks:
             link += ' <span class="badge split">literature split</span>'
@@ -156,7 +157,7 @@ def _suites_and_tasks_html(lb: Leaderboard) -> str:
             link += ' <span class="badge split">incomplete</span>'
         rows.append([link] + [esc(c) for c in r[1:]])
     out.append(_table(["Task", "Suite"] + [x.shown for x in lb.entries], rows, 2))
-    out.append(f'<p class="note">{esc(L.TASK_MARKS_NOTE)}</p>')
+    out.append(f'<p class="note">{esc(R.TASK_MARKS_NOTE)}</p>')
     return "".join(out)
 
 
