@@ -696,7 +696,7 @@ def _sweep(
 
 def _print_leaderboard(db: Path, tasks_root: Path | None) -> None:
     """The leaderboard of everything in the store, on stdout, after every sweep."""
-    from tbmm.leaderboard import to_markdown, to_table
+    from tbmm.leaderboard_render import to_markdown, to_table
     from tbmm.results import ResultsError, leaderboard
     from tbmm.tasks import TASKS_ROOT, TaskFormatError
 

@@ -17,7 +17,7 @@ from harness import cli_agents
 from harness.atif import write_trajectory
 from harness.store import EVENTS_FILE, TRAJECTORY_FILE, Store, StoreError
 from tbmm.clihelp import typer_app
-from tbmm.leaderboard import fmt_tokens
+from tbmm.leaderboard_render import fmt_tokens
 from tbmm.tables import Col, emit
 
 runs_app = typer_app(

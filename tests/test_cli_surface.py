@@ -14,7 +14,8 @@ from typing import Any
 from typer.testing import CliRunner
 
 import tbmm
-from tbmm.cli import app, tasks_list
+from tbmm.cli import app
+from tbmm.cli_tasks import tasks_list
 from tbmm.tasks import find_task, load_suite
 
 from .conftest import REPO, infeasible_dragon, trial_record

@@ -21,7 +21,7 @@ import pytest
 
 from harness.harbor_ingest import IngestError, ingest_job, read_collected
 from tbmm.harbor.layout import artifact_host_path
-from tbmm.leaderboard import to_json
+from tbmm.leaderboard_render import to_json
 from tbmm.results import leaderboard
 from tbmm.tasks import Task, load_suite
 

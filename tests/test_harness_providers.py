@@ -46,6 +46,7 @@ from harness.trajectory import read_trajectory
 from harness.usage import Pricing
 from harness.venv import ensure_agent_venv
 from tbmm import leaderboard as L
+from tbmm import leaderboard_render as R
 
 needs_sandbox = pytest.mark.skipif(not bwrap_path(), reason="no sandbox (bubblewrap) available")
 NO_ENV: dict[str, str] = {}
@@ -620,12 +621,12 @@ def test_cli_runs_a_local_provider_with_limit_and_budget(
         assert row.partial and row.stopped == stop["reason"] and not row.pareto
         assert row.spent == Fraction(22, 10000)
         assert any("is partial" in n and "0.002" in n for n in lb.notes)
-        j = L.to_json(lb)["entries"][0]
+        j = R.to_json(lb)["entries"][0]
         assert j["partial"] and j["tokens"]["input"] == 2000 and j["spent_usd"]["exact"] == "0.0022"
-        rec = next(csv.DictReader(io.StringIO(L.to_csv(lb))))
+        rec = next(csv.DictReader(io.StringIO(R.to_csv(lb))))
         assert (rec["spent_usd"], rec["tokens_in"], rec["tokens_out"]) == ("0.0022", "2000", "200")
         assert rec["partial"] == "yes"
-        md = L.to_markdown(lb)
+        md = R.to_markdown(lb)
         assert "Spent ($)" in md and "$0.00" in md and "2k / 200" in md
         # a larger budget runs the rest; the stop record is cleared once they are stored
         res = CliRunner().invoke(app, [*base, "--resume", "--max-cost", "1"])
@@ -710,6 +711,6 @@ def test_a_stopped_entry_is_partial_and_ranks_after_complete_ones() -> None:
     assert [x.entry for x in lb.entries] == ["low", "stopped"]
     assert lb.entries[1].partial and not lb.entries[1].pareto and lb.entries[0].pareto
     assert lb.entries[1].tokens["tokens_in"] == 20 and lb.entries[1].spent == 1
-    assert "(partial)" in L.main_rows(lb)[1][1]
+    assert "(partial)" in R.main_rows(lb)[1][1]
     # without the record it would rank first
     assert L.compute(rows, tasks=tasks, task_suites=suites).entries[0].entry == "stopped"

@@ -25,6 +25,7 @@ import pytest
 from rich.console import Console
 
 from tbmm import leaderboard as L
+from tbmm import leaderboard_render as R
 from tbmm import plots
 from tbmm.leaderboard import TrialRow, compute, fmt_fixed, trial_row
 from tbmm.rules import multi_bo_cell
@@ -208,14 +209,14 @@ def test_single_entry_single_seed_renderers() -> None:
     assert L.fmt_stat(x.o_eval, 100, 2) == "33.33 ± n/a"
     assert x.multi_bo is None and lb.baseline_state == "none"
     assert x.cost == F(2, 5)  # 4 × 0.1, exact (from the float's shortest decimal text)
-    md = L.to_markdown(lb)
+    md = R.to_markdown(lb)
     assert "| 1 | solo\\|m\\|d | 1 | 4/4 | $0.40 | 33.33 ± n/a | n/a | -0.167 | 0 |" in md
     assert "no baseline F was given" in md
-    j = L.to_json(lb)
+    j = R.to_json(lb)
     assert j["entries"][0]["o_eval"]["std"] is None
     assert j["entries"][0]["o_eval"]["mean_exact"] == "1/3"
     assert j["entries"][0]["multi_bo"] is None
-    rec = next(csv.DictReader(io.StringIO(L.to_csv(lb))))
+    rec = next(csv.DictReader(io.StringIO(R.to_csv(lb))))
     assert rec["o_eval_std_pct"] == "n/a" and rec["multi_bo"] == "n/a"
     assert rec["o_eval_pct"] == "33.33" and rec["entry"] == "solo|m|d"
 
@@ -226,11 +227,11 @@ def test_single_entry_single_seed_renderers() -> None:
 def test_empty_input() -> None:
     lb = board([])
     assert lb.empty and lb.entries == ()
-    assert L.EMPTY_MESSAGE in L.to_markdown(lb)
-    assert L.to_json(lb)["empty"] is True and L.to_json(lb)["message"] == L.EMPTY_MESSAGE
-    assert L.to_csv(lb).count("\n") == 1  # the header only
+    assert R.EMPTY_MESSAGE in R.to_markdown(lb)
+    assert R.to_json(lb)["empty"] is True and R.to_json(lb)["message"] == R.EMPTY_MESSAGE
+    assert R.to_csv(lb).count("\n") == 1  # the header only
     con = Console(record=True, width=120)
-    con.print(L.to_table(lb))
+    con.print(R.to_table(lb))
     assert "No trials in the results store" in con.export_text()
     assert plots.figures(lb) == []
 
@@ -271,7 +272,7 @@ def test_fmt_fixed_rounds_half_away_from_zero() -> None:
 
 
 def test_markdown_csv_json_agree(lb: L.Leaderboard) -> None:
-    md = L.to_markdown(lb)
+    md = R.to_markdown(lb)
     assert "| 1 | A | 3 | 3/4 | $1.83 | 69.44 ± 29.27 | 0.998 ± 0.587 | 0.083 | 0 |" in md
     assert "| 2 | B | 2 | 4/4 | $1.00 | 53.33 ± 4.71 | 1.000 ± 0.056 | -0.050 | 1 |" in md
     assert "| 3 | C | 1 | 1/4 | n/a | 6.67 ± n/a | -0.533 ± n/a | -0.767 | 0 |" in md
@@ -280,7 +281,7 @@ def test_markdown_csv_json_agree(lb: L.Leaderboard) -> None:
     assert "| c2 | CUMCM | 66.67 [m1] | 97.50 | 0.00 [n1] |" in md
     assert "| ms (literature split) | MCM | 50.00 [m1] | 50.00 | 0.00 [n1] |" in md
     assert "| m1 | MCM | 50.00 [n1] | 12.50 [g1] | 0.00 [n1] |" in md
-    recs = list(csv.DictReader(io.StringIO(L.to_csv(lb))))
+    recs = list(csv.DictReader(io.StringIO(R.to_csv(lb))))
     assert [r["entry"] for r in recs] == ["A", "B", "C"]
     a = recs[0]
     assert (a["o_eval_pct"], a["o_eval_std_pct"], a["multi_bo"], a["cost_usd"]) == (
@@ -291,7 +292,7 @@ def test_markdown_csv_json_agree(lb: L.Leaderboard) -> None:
     )
     assert a["cumcm_o_eval_pct"] == "79.17" and a["mcm_o_eval_pct"] == "50.00"
     assert a["task:c2"] == "66.67" and a["pareto"] == "yes" and recs[2]["cost_usd"] == "n/a"
-    j = json.loads(json.dumps(L.to_json(lb)))  # JSON-serialisable
+    j = json.loads(json.dumps(R.to_json(lb)))  # JSON-serialisable
     ja = j["entries"][0]
     assert ja["o_eval"]["mean_exact"] == "25/36" and ja["o_eval"]["var_exact"] == "37/432"
     assert ja["o_eval"]["mean"] == round(25 / 36, 6)
@@ -305,7 +306,7 @@ def test_markdown_csv_json_agree(lb: L.Leaderboard) -> None:
 def test_rich_table_shows_labels_literally() -> None:
     rows = [row("x[bold]y|m", t, 0, "scored", 1) for t in TASKS]
     con = Console(record=True, width=250)
-    con.print(L.to_table(board(rows, baseline_f=dict.fromkeys(TASKS, F(1))), con.width))
+    con.print(R.to_table(board(rows, baseline_f=dict.fromkeys(TASKS, F(1))), con.width))
     text = con.export_text()
     assert "x[bold]y|m" in text and "100.00 ± n/a" in text and "1.000 ± n/a" in text
     assert "[gN]" in text  # the caption's legend is not eaten as markup
@@ -477,7 +478,7 @@ def test_incomplete_task_left_out_of_headline_with_a_note() -> None:
     # seed 0: (1/2 + 19/20)/2 without m1, vs (1/2 + 19/20 + 1/4)/3 with it
     assert dict(b.o_eval.per_seed)[0] == F(29, 40)
     assert dict(b_full.o_eval.per_seed)[0] == F(17, 30)
-    assert L.to_json(lb)["incomplete_tasks"] == ["m1"]
+    assert R.to_json(lb)["incomplete_tasks"] == ["m1"]
 
 
 def test_an_incomplete_task_never_run_is_noted_as_a_deliberate_skip() -> None:
@@ -595,10 +596,10 @@ def test_no_verdict_is_not_a_zero_and_selective_failure_cannot_raise_a_rank(stat
     assert p.per_task["c2"].marks == "e1" and p.per_task["c2"].mean is None
     note = next(n for n in lb.notes if n.startswith("P is partial"))
     assert "no_verdict" in note and "66.67 ± n/a %" in note and "--resume" in note
-    assert L.main_rows(lb)[1][1] == "P (partial)" and L.main_rows(lb)[0][1] == "Q"
-    recs = {r["entry"]: r for r in csv.DictReader(io.StringIO(L.to_csv(lb)))}
+    assert R.main_rows(lb)[1][1] == "P (partial)" and R.main_rows(lb)[0][1] == "Q"
+    recs = {r["entry"]: r for r in csv.DictReader(io.StringIO(R.to_csv(lb)))}
     assert (recs["P"]["partial"], recs["Q"]["partial"], recs["P"]["errors"]) == ("yes", "no", "1")
-    j = {e["entry"]: e for e in L.to_json(lb)["entries"]}
+    j = {e["entry"]: e for e in R.to_json(lb)["entries"]}
     assert j["P"]["partial"] and j["P"]["o_eval_floor"]["mean_exact"] == "2/3"
     assert j["Q"]["o_eval_floor"] is None
     # a verdict is a verdict: exit code 0/1/2 statuses keep their meaning
@@ -621,8 +622,8 @@ def test_skill_column_against_each_tasks_naive_floor() -> None:
     lb = compute(rows, tasks=TASKS, task_suites=SUITES, split_tasks=SPLIT, floor_f=floors)
     x = by(lb, "X")
     assert x.skill is not None and x.skill.mean == (F(1, 2) + F(1, 20) + 0) / 3
-    assert L.to_json(lb)["entries"][0]["skill"]["mean_exact"] == "11/60"
-    assert "| 0.183 |" in L.to_markdown(lb)
+    assert R.to_json(lb)["entries"][0]["skill"]["mean_exact"] == "11/60"
+    assert "| 0.183 |" in R.to_markdown(lb)
     assert by(board(rows), "X").skill is None  # no floor given: n/a
     with pytest.raises(ValueError, match="no naive floor for: ms"):
         compute(rows, tasks=TASKS, task_suites=SUITES, floor_f={"c1": F(0)} | {"c2": 0, "m1": 0})

@@ -21,6 +21,7 @@ import matplotlib.image as mpimg
 import pytest
 
 from tbmm import leaderboard as L
+from tbmm import leaderboard_render as R
 from tbmm.exact import fraction_to_text
 from tbmm.floor import baseline_f
 from tbmm.leaderboard import TrialRow, compute, suite_config, trial_row
@@ -222,7 +223,7 @@ def test_empty_and_missing_baseline_pages(suite: list[Task], tmp_path: Path) -> 
     cfg = suite_config(suite)
     empty = compute([], **cfg)
     text = write_html(empty, [], None, tmp_path / "e.html").read_text(encoding="utf-8")
-    assert L.EMPTY_MESSAGE in text and "<img" not in text
+    assert R.EMPTY_MESSAGE in text and "<img" not in text
     t = suite[0]
     r = trial_row(
         entry="a|b|c",

@@ -68,7 +68,7 @@ def _files(db: Path) -> dict[tuple[str, str, int], dict[str, bytes]]:
 
 
 def _leaderboard(db: Path) -> Any:
-    from tbmm.leaderboard import to_json
+    from tbmm.leaderboard_render import to_json
     from tbmm.results import leaderboard
 
     return to_json(leaderboard(db)[0])

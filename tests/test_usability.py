@@ -23,8 +23,9 @@ from harness.store import Store
 from harness.testing import make_fake_task, stand_in_verify
 from harness.usage import Pricing, ResponseUsage, UsageTotals
 from harness.venv import ensure_agent_venv
-from tbmm import cli as tbmm_cli
+from tbmm import cli_tasks as tbmm_cli
 from tbmm import leaderboard as L
+from tbmm import leaderboard_render as R
 from tbmm.tasks import TASKS_ROOT, load_suite
 
 needs_sandbox = pytest.mark.skipif(not bwrap_path(), reason="no sandbox (bubblewrap) available")
@@ -200,7 +201,7 @@ def test_names_and_price_flags_for_a_command_agent_and_line_progress(
         names=names,
     )
     assert {x.shown for x in lb.entries} == {"Echo {}", "Reference answers"}
-    assert "| 1 | Reference answers |" in L.to_markdown(lb)
+    assert "| 1 | Reference answers |" in R.to_markdown(lb)
 
 
 def test_duplicate_names_stay_unique() -> None:
@@ -284,7 +285,7 @@ def _board(n_entries: int) -> L.Leaderboard:
 def test_leaderboard_fits_80_columns() -> None:
     lb = _board(5)
     con = _terminal()
-    con.print(L.to_table(lb, 80))
+    con.print(R.to_table(lb, 80))
     lines = _lines(con)
     assert max(len(x) for x in lines) <= 80, max(lines, key=len)
     text = "\n".join(lines)
@@ -295,7 +296,7 @@ def test_leaderboard_fits_80_columns() -> None:
     first = lb.entries[-1]  # the entry with the error
     assert first.errors == 1
     wide = _terminal(200)
-    wide.print(L.to_table(lb, 200))
+    wide.print(R.to_table(lb, 200))
     assert " ± " in wide.export_text()  # inline on a wide screen
 
 

@@ -281,7 +281,8 @@ def test_readme_and_help_agree() -> None:
     from typer.testing import CliRunner
 
     from harness.runs_cli import runs_export
-    from tbmm.cli import app, view
+    from tbmm.cli import app
+    from tbmm.cli_reports import view
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     section = readme.split("## Viewing and sharing runs", 1)[1].split("\n## ", 1)[0]

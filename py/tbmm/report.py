@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from tbmm import leaderboard as L
+from tbmm import leaderboard_render as R
 from tbmm.exact import fraction_to_text
 from tbmm.floor import baseline_f
 from tbmm.leaderboard import Leaderboard, TrialRow
@@ -56,17 +57,17 @@ def reference_text(ref: Any) -> str:
 
 def _leaderboard_view(lb: Leaderboard) -> dict[str, Any]:
     if lb.empty:
-        return {"empty": L.EMPTY_MESSAGE}
+        return {"empty": R.EMPTY_MESSAGE}
     return {
         "empty": "",
         "baseline_msg": lb.baseline_message if lb.baseline_state != "ok" else "",
-        "header": L.MAIN_HEADER,
+        "header": R.MAIN_HEADER,
         "rows": [
             {"cells": list(r), "pareto": x.pareto}
-            for r, x in zip(L.main_rows(lb), lb.entries, strict=True)
+            for r, x in zip(R.main_rows(lb), lb.entries, strict=True)
         ],
-        "notes": list(L.all_notes(lb)),
-        "help": list(L.COLUMN_HELP.items()),
+        "notes": list(R.all_notes(lb)),
+        "help": list(R.COLUMN_HELP.items()),
     }
 
 
@@ -97,14 +98,14 @@ def _tables_view(lb: Leaderboard) -> dict[str, Any]:
             "incomplete": t in lb.incomplete_tasks,
             "cells": list(r[1:]),
         }
-        for t, r in zip(lb.tasks, L.task_rows(lb), strict=True)
+        for t, r in zip(lb.tasks, R.task_rows(lb), strict=True)
     ]
     return {
-        "suite_header": L.suite_header(lb),
-        "suite_rows": [list(r) for r in L.suite_rows(lb)],
+        "suite_header": R.suite_header(lb),
+        "suite_rows": [list(r) for r in R.suite_rows(lb)],
         "task_header": ["Task", "Suite"] + [x.shown for x in lb.entries],
         "tasks": tasks,
-        "marks_note": L.TASK_MARKS_NOTE,
+        "marks_note": R.TASK_MARKS_NOTE,
     }
 
 

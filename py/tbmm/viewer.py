@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from tbmm import leaderboard as L
+from tbmm import leaderboard_render as R
 from tbmm.exact import fraction_to_text
 from tbmm.report import fmt_exact, reference_text
 from tbmm.templating import wrap_path  # noqa: F401 - the viewer's path filter, also public here
@@ -433,7 +434,7 @@ def create_app(db: Path, *, tasks_root: Path | None = None, hosts: Iterable[str]
         main = (
             [
                 {"cells": r, "entry": x.entry, "shown": x.shown}
-                for r, x in zip(L.main_rows(lb), lb.entries, strict=True)
+                for r, x in zip(R.main_rows(lb), lb.entries, strict=True)
             ]
             if not lb.empty
             else []
@@ -442,10 +443,10 @@ def create_app(db: Path, *, tasks_root: Path | None = None, hosts: Iterable[str]
             "index.html",
             title="Entries",
             lb=lb,
-            header=L.MAIN_HEADER,
+            header=R.MAIN_HEADER,
             main=main,
-            notes=L.all_notes(lb) if not lb.empty else [],
-            empty=L.EMPTY_MESSAGE if lb.empty else "",
+            notes=R.all_notes(lb) if not lb.empty else [],
+            empty=R.EMPTY_MESSAGE if lb.empty else "",
             entries=entries,
         )
 
