@@ -598,6 +598,48 @@ def _sphere_cull(dx, dy, dz, rx, ry, rz, reach):  # noqa: ANN001, ANN202
     return (perp2 <= lim * lim) & (t > -lim)
 
 
+def _size_classes(st: _Static) -> list[np.ndarray]:
+    """Occluders grouped by half diagonal (factors of 1.5), so that one large mirror does
+    not widen every mirror's search window."""
+    key = np.floor(np.log(np.maximum(st.hd, 1e-3)) / math.log(1.5)).astype(np.int64)
+    order = np.argsort(key, kind="stable")
+    ks = key[order]
+    cuts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1], True])
+    return [order[a:b] for a, b in zip(cuts[:-1], cuts[1:], strict=True)]
+
+
+def _shading_candidates(
+    s: np.ndarray, cT: np.ndarray, st: _Static, targets: np.ndarray, cap: int,
+    classes: list[np.ndarray],
+) -> tuple[np.ndarray, np.ndarray]:
+    """Candidate pairs (i target, j shader) for sun direction `s`, found in the plane
+    orthogonal to the sun: a sun ray from a point of i meets j only if the projected
+    centres are within hd_i + hd_j of one another (the bounding-sphere argument of
+    `_sphere_cull`, which then applies the exact sphere test), so each target searches a
+    square of that half side about its projected centre."""
+    sx, sy, sz = float(s[0]), float(s[1]), float(s[2])
+    gn = math.hypot(sx, sy)
+    gx, gy = sx / gn, sy / gn
+    p = cT[1] * gx - cT[0] * gy  # (-gy, gx, 0)
+    q = (cT[2] * gn - cT[0] * (sz * gx)) - cT[1] * (sz * gy)  # (-sz gx, -sz gy, cos alt)
+    ti = targets
+    out_i, out_j = [], []
+    for cls in classes:
+        hd_max = float(st.hd[cls].max())
+        halfw = st.hd[ti] + hd_max
+        pi, qi = p[ti], q[ti]
+        ii, jj = window_pairs(
+            p[cls], q[cls], pi - halfw, pi + halfw, qi - halfw, qi + halfw,
+            max(2 * hd_max, 0.5), cap,
+        )
+        jj = cls[jj]
+        i = ti[ii]
+        ok = i != jj
+        out_i.append(i[ok])
+        out_j.append(jj[ok])
+    return np.concatenate(out_i), np.concatenate(out_j)
+
+
 def _occlusion_pairs(
     i: np.ndarray,
     j: np.ndarray,
@@ -845,6 +887,11 @@ def _truncation_rays(
     return all_in, _ray_hits(cu[rest], cv[rest], sin_e[rest], lim[rest], rs.basis, rad)
 
 
+def _count_rows(b: np.ndarray) -> np.ndarray:
+    """True entries per row of a boolean matrix (bit-packed popcount: faster than a sum)."""
+    return np.bitwise_count(np.packbits(b, axis=1)).sum(1, dtype=np.int64)
+
+
 def _grid_rows(k: int) -> np.ndarray:
     """beta of the grid rows (the grid's cell centres on [-1/2, 1/2])."""
     return (np.arange(k) + 0.5) / k - 0.5
@@ -879,13 +926,14 @@ def simulate(
     rows = _grid_rows(k)
     sets = ray_sets(num)
     nsets = len(sets)
-    bounds = np.stack([rs.bound for rs in sets])
     rad = 0.5 * site.collector_diameter_m
-    chunk = max(64, 65536 // num.rays)
+    chunk = max(16, 16384 // num.rays)  # (chunk, rays) arrays of 128 kB stay in cache
+    nrays = num.rays
     full = (np.int64(1) << np.int64(k)) - 1
     classes = _classes(st)
     bi, bj = _blocking_pairs(f, st, site, ti, cap, classes)
     cT = np.ascontiguousarray(st.c.T)
+    sizes = _size_classes(st)
     bd0 = tuple(np.take(cT[a], bi) - np.take(cT[a], bj) for a in range(3))
     br = tuple(np.take(st.r[:, a], bi) for a in range(3))
     near = _sphere_cull(-bd0[0], -bd0[1], -bd0[2], *br, st.hd[bi] + st.hd[bj])
@@ -907,7 +955,7 @@ def simulate(
         n, ew, eh = _orientation(s, st)
         cos_i = n[ti] @ s
         fr = _frame(n, ew, eh, f)
-        si, sj = _shading_pairs(s, alt, f, st, ti, cap, classes)
+        si, sj = _shading_candidates(s, cT, st, ti, cap, sizes)
         sd0 = tuple(np.take(cT[a], si) - np.take(cT[a], sj) for a in range(3))
         sx, sy, sz = float(s[0]), float(s[1]), float(s[2])
         near = _sphere_cull(-sd0[0], -sd0[1], -sd0[2], sx, sy, sz, st.hd[si] + st.hd[sj])
@@ -931,21 +979,19 @@ def simulate(
         keep = full & ~lost
         sb = np.bitwise_count(keep).sum(1) / (k * k)
         sbt = sb.copy()  # sb * truncation
-        group = np.full(nt, t % nsets, np.int64)  # one ray set per moment, for every mirror
+        rs = sets[t % nsets]  # one ray set per moment, for every mirror
         cu, cv, sin_e, lim = _image_plane(st, site, ew, eh, f, ti)
-        full_in = _all_in(cu, cv, sin_e, lim, bounds[group], rad)
+        full_in = _all_in(cu, cv, sin_e, lim, rs.bound[None, :], rad)
         rest = np.flatnonzero(~full_in & (sb > 0))
-        for g in np.unique(group[rest]):
-            members = rest[group[rest] == g]
-            rs = sets[int(g)]
-            for a in range(0, members.shape[0], chunk):
-                sel = members[a : a + chunk]
-                rays = _ray_hits(cu[sel], cv[sel], sin_e[sel], lim[sel], rs.basis, rad)
-                kept = _unpack_rows(keep[sel], k)[:, rs.cell]
-                nk = kept.sum(1)
-                hit_kept = (rays & kept).sum(1)
-                share = np.where(nk > 0, hit_kept / np.maximum(nk, 1), rays.mean(1))
-                sbt[sel] = sb[sel] * share
+        ray_row, ray_col = rs.cell // k, (rs.cell % k).astype(np.int64)
+        for a in range(0, rest.shape[0], chunk):
+            sel = rest[a : a + chunk]
+            rays = _ray_hits(cu[sel], cv[sel], sin_e[sel], lim[sel], rs.basis, rad)
+            kept = ((keep[sel][:, ray_row] >> ray_col) & 1).astype(bool)
+            nk = _count_rows(kept)
+            hit_kept = _count_rows(rays & kept)
+            share = np.where(nk > 0, hit_kept / np.maximum(nk, 1), _count_rows(rays) / nrays)
+            sbt[sel] = sb[sel] * share
         trunc = np.divide(sbt, sb, out=np.ones_like(sbt), where=sb > 0)
         eta = sbt * cos_i * at_i * site.reflectivity
         eta_t[t] = (area * eta).sum() / total_area
