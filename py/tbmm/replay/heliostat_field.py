@@ -24,6 +24,7 @@ with the number of mirrors times the neighbours that can actually interact.
 from __future__ import annotations
 
 import decimal
+import functools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -892,6 +893,45 @@ def _count_rows(b: np.ndarray) -> np.ndarray:
     return np.bitwise_count(np.packbits(b, axis=1)).sum(1, dtype=np.int64)
 
 
+@functools.lru_cache(maxsize=4)
+def _kept_tables(num: Numerics) -> list[np.ndarray]:
+    """Per ray set, per grid row, a table from the row's bit mask (grid <= 8: < 256) to the
+    word whose bit r says that ray r (<= 64 rays) starts in a kept cell of that row."""
+    k = num.grid
+    masks = np.arange(1 << k, dtype=np.uint64)
+    out = []
+    for rs in ray_sets(num):
+        tab = np.zeros((k, 1 << k), np.uint64)
+        for r, c in enumerate(rs.cell.tolist()):
+            tab[c // k] |= ((masks >> np.uint64(c % k)) & np.uint64(1)) << np.uint64(r)
+        out.append(tab)
+    return out
+
+
+def _ray_words(
+    cu: np.ndarray, cv: np.ndarray, sin_e: np.ndarray, lim: np.ndarray, basis: np.ndarray,
+    rad: float,
+) -> np.ndarray:
+    """`_ray_hits` packed into one word per mirror (bit r: ray r enters the collector), for
+    <= 64 rays. The same arithmetic; a negative R^2 - u^2 gives a NaN square root, which
+    fails the band test as the explicit |u| <= R test does."""
+    u = cu @ basis
+    q = rad * rad - u * u
+    with np.errstate(invalid="ignore"):
+        np.sqrt(q, out=q)
+    q *= sin_e[:, None]
+    v = cv @ basis
+    v -= q
+    np.abs(v, out=v)
+    hits = v <= lim[:, None]
+    packed = np.packbits(hits, axis=1, bitorder="little")
+    if packed.shape[1] < 8:
+        packed = np.concatenate(
+            [packed, np.zeros((packed.shape[0], 8 - packed.shape[1]), np.uint8)], axis=1
+        )
+    return np.ascontiguousarray(packed).view("<u8")[:, 0]
+
+
 def _grid_rows(k: int) -> np.ndarray:
     """beta of the grid rows (the grid's cell centres on [-1/2, 1/2])."""
     return (np.arange(k) + 0.5) / k - 0.5
@@ -929,6 +969,7 @@ def simulate(
     rad = 0.5 * site.collector_diameter_m
     chunk = max(16, 16384 // num.rays)  # (chunk, rays) arrays of 128 kB stay in cache
     nrays = num.rays
+    tables = _kept_tables(num) if k <= 8 and nrays <= 64 else None
     full = (np.int64(1) << np.int64(k)) - 1
     classes = _classes(st)
     bi, bj = _blocking_pairs(f, st, site, ti, cap, classes)
@@ -983,15 +1024,36 @@ def simulate(
         cu, cv, sin_e, lim = _image_plane(st, site, ew, eh, f, ti)
         full_in = _all_in(cu, cv, sin_e, lim, rs.bound[None, :], rad)
         rest = np.flatnonzero(~full_in & (sb > 0))
-        ray_row, ray_col = rs.cell // k, (rs.cell % k).astype(np.int64)
-        for a in range(0, rest.shape[0], chunk):
-            sel = rest[a : a + chunk]
-            rays = _ray_hits(cu[sel], cv[sel], sin_e[sel], lim[sel], rs.basis, rad)
-            kept = ((keep[sel][:, ray_row] >> ray_col) & 1).astype(bool)
-            nk = _count_rows(kept)
-            hit_kept = _count_rows(rays & kept)
-            share = np.where(nk > 0, hit_kept / np.maximum(nk, 1), _count_rows(rays) / nrays)
-            sbt[sel] = sb[sel] * share
+        if tables is not None:
+            # packed path: the kept rays of every mirror as one 64-bit word (table lookups
+            # per grid row), the hits packed likewise; counts are popcounts
+            tab = tables[t % nsets]
+            kw = tab[0][keep[:, 0]]
+            for rr in range(1, k):
+                kw |= tab[rr][keep[:, rr]]
+            for a in range(0, rest.shape[0], chunk):
+                sel = rest[a : a + chunk]
+                if sel.shape[0] == 1 and a > 0:
+                    continue  # joined to the previous chunk (a one-row product is a gemv)
+                if rest.shape[0] - (a + chunk) == 1:
+                    sel = rest[a : a + chunk + 1]
+                rw = _ray_words(cu[sel], cv[sel], sin_e[sel], lim[sel], rs.basis, rad)
+                kws = kw[sel]
+                nk = np.bitwise_count(kws).astype(np.int64)
+                hit_kept = np.bitwise_count(rw & kws).astype(np.int64)
+                total = np.bitwise_count(rw).astype(np.int64)
+                share = np.where(nk > 0, hit_kept / np.maximum(nk, 1), total / nrays)
+                sbt[sel] = sb[sel] * share
+        else:
+            ray_row, ray_col = rs.cell // k, (rs.cell % k).astype(np.int64)
+            for a in range(0, rest.shape[0], chunk):
+                sel = rest[a : a + chunk]
+                rays = _ray_hits(cu[sel], cv[sel], sin_e[sel], lim[sel], rs.basis, rad)
+                kept = ((keep[sel][:, ray_row] >> ray_col) & 1).astype(bool)
+                nk = _count_rows(kept)
+                hit_kept = _count_rows(rays & kept)
+                share = np.where(nk > 0, hit_kept / np.maximum(nk, 1), _count_rows(rays) / nrays)
+                sbt[sel] = sb[sel] * share
         trunc = np.divide(sbt, sb, out=np.ones_like(sbt), where=sb > 0)
         eta = sbt * cos_i * at_i * site.reflectivity
         eta_t[t] = (area * eta).sum() / total_area
