@@ -655,7 +655,7 @@ def _occlusion_pairs(
     the occluder's n.d, ew.d * 2/w and eh.d * 2/h per mirror when the direction is common."""
     k = rows.shape[0]
     if i.shape[0] == 0:
-        return i, np.zeros((0, k), np.int64)
+        return i, (np.zeros(0, np.uint64) if k <= 8 else np.zeros((0, k), np.int64))
     take = np.take
     njx, njy, njz = take(fr.n[0], j), take(fr.n[1], j), take(fr.n[2], j)
     ejx, ejy = take(fr.ej[0], j), take(fr.ej[1], j)
@@ -698,27 +698,66 @@ def _occlusion_pairs(
 
 def _interval_masks(u0, ua, ub, v0, va, vb, l0, la, lb, rows):  # noqa: ANN001, ANN202
     """Row masks of the grid points inside |u| <= 1, |v| <= 1 with lam > 0 (see
-    `_occlusion_rows`)."""
+    `_occlusion_rows`): (M, k) int64, or for grid <= 8 one uint64 word per pair (byte r:
+    row r's mask)."""
     k = rows.shape[0]
     if u0.shape[0] == 0:
-        return np.zeros((0, k), np.int64)
+        return np.zeros(0, np.uint64) if k <= 8 else np.zeros((0, k), np.int64)
     b = rows[None, :]
     lo = hi_ = None
     for c0, ca, cb in ((u0, ua, ub), (v0, va, vb)):
         inv_a = 1.0 / np.where(np.abs(ca) < 1e-30, 1e-30, ca)[:, None]
         t = c0[:, None] + cb[:, None] * b
-        e1 = (-1.0 - t) * inv_a
-        e2 = (1.0 - t) * inv_a
-        lo_c, hi_c = np.minimum(e1, e2), np.maximum(e1, e2)
-        lo = lo_c if lo is None else np.maximum(lo, lo_c, out=lo)
-        hi_ = hi_c if hi_ is None else np.minimum(hi_, hi_c, out=hi_)
+        e1 = np.subtract(-1.0, t)
+        e1 *= inv_a
+        e2 = np.subtract(1.0, t, out=t)
+        e2 *= inv_a
+        if lo is None:
+            lo, hi_ = np.minimum(e1, e2), np.maximum(e1, e2, out=e1)
+        else:
+            np.maximum(lo, np.minimum(e1, e2), out=lo)
+            np.minimum(hi_, np.maximum(e1, e2, out=e1), out=hi_)
     pos = la >= 0
     inv_a = 1.0 / np.where(np.abs(la) < 1e-30, 1e-30, la)[:, None]
-    e = -(l0[:, None] + lb[:, None] * b) * inv_a
+    e = lb[:, None] * b
+    e += l0[:, None]
+    np.negative(e, out=e)
+    e *= inv_a
     np.maximum(lo, np.where(pos[:, None], e, -np.inf), out=lo)
     np.minimum(hi_, np.where(pos[:, None], np.inf, e), out=hi_)
-    return _row_masks(lo, hi_, k)
+    if k > 8:
+        return _row_masks(lo, hi_, k)
+    return _row_words(lo, hi_, k)
 
+
+@functools.lru_cache(maxsize=8)
+def _span_table(k: int) -> np.ndarray:
+    """Row mask (uint8) of the columns c_lo..c_hi, indexed c_lo * (k + 1) + c_hi + 1."""
+    tab = np.zeros((k + 1) * (k + 1), np.uint8)
+    for c_lo in range(k + 1):
+        for c_hi in range(-1, k):
+            if c_hi >= c_lo:
+                tab[c_lo * (k + 1) + c_hi + 1] = (1 << (c_hi + 1)) - (1 << c_lo)
+    return tab
+
+
+def _row_words(lo: np.ndarray, hi: np.ndarray, k: int) -> np.ndarray:
+    """`_row_masks` (the same column bounds) as one uint64 word per row of `lo`: byte r is
+    row r's mask (grid <= 8)."""
+    m = lo.shape[0]
+    c_lo = (lo + 0.5) * k - 0.5
+    np.ceil(c_lo, out=c_lo)
+    np.clip(c_lo, 0, k, out=c_lo)
+    c_hi = (hi + 0.5) * k - 0.5
+    np.floor(c_hi, out=c_hi)
+    np.clip(c_hi, -1, k - 1, out=c_hi)
+    c_lo *= k + 1
+    c_lo += c_hi
+    c_lo += 1
+    idx = c_lo.astype(np.intp)
+    out = np.zeros((m, 8), np.uint8)
+    out[:, :k] = np.take(_span_table(k), idx)
+    return out.view("<u8")[:, 0]
 
 def _tower_shade(
     s: np.ndarray,
@@ -790,6 +829,15 @@ def _pack_rows(hits: np.ndarray, k: int) -> np.ndarray:
     """Boolean hits (M, k*k), row-major (beta rows, alpha columns) -> int64 row masks."""
     weights = np.int64(1) << np.arange(k, dtype=np.int64)
     return (hits.reshape(hits.shape[0], k, k).astype(np.int64) * weights).sum(2)
+
+
+def _pack_words(hits: np.ndarray, k: int) -> np.ndarray:
+    """Boolean hits (M, k*k), row-major, grid <= 8 -> one uint64 word per row of `hits`
+    (byte r, bit c: row r, column c)."""
+    m = hits.shape[0]
+    out = np.zeros((m, 8), np.uint8)
+    out[:, :k] = np.packbits(hits.reshape(m, k, k), axis=2, bitorder="little")[:, :, 0]
+    return out.view("<u8")[:, 0]
 
 
 def _unpack_rows(masks: np.ndarray, k: int) -> np.ndarray:
@@ -971,6 +1019,8 @@ def simulate(
     nrays = num.rays
     tables = _kept_tables(num) if k <= 8 and nrays <= 64 else None
     full = (np.int64(1) << np.int64(k)) - 1
+    words = k <= 8  # a mirror's grid fits one 64-bit word (byte r: row r)
+    full_word = np.uint64(sum(((1 << k) - 1) << (8 * r) for r in range(k))) if words else None
     classes = _classes(st)
     bi, bj = _blocking_pairs(f, st, site, ti, cap, classes)
     cT = np.ascontiguousarray(st.c.T)
@@ -1012,13 +1062,21 @@ def simulate(
         oi = np.concatenate([oi_s, oi_b])
         omask = np.concatenate([om_s, om_b])
         wi, whit = _tower_shade(s, alt, f, st, site, ew, eh, ti, alpha, beta)
-        lost = _or_by_target(
-            nt,
-            np.concatenate([pos_of[oi], pos_of[wi]]),
-            np.concatenate([omask, _pack_rows(whit, k)]),
-        )
-        keep = full & ~lost
-        sb = np.bitwise_count(keep).sum(1) / (k * k)
+        if words:
+            lost = np.zeros(nt, np.uint64)
+            np.bitwise_or.at(lost, pos_of[oi], omask)
+            np.bitwise_or.at(lost, pos_of[wi], _pack_words(whit, k))
+            keepw = full_word & ~lost
+            sb = np.bitwise_count(keepw).astype(np.int64) / (k * k)
+            keep = keepw.view(np.uint8).reshape(nt, 8).astype(np.intp)
+        else:
+            lost = _or_by_target(
+                nt,
+                np.concatenate([pos_of[oi], pos_of[wi]]),
+                np.concatenate([omask, _pack_rows(whit, k)]),
+            )
+            keep = full & ~lost
+            sb = np.bitwise_count(keep).sum(1) / (k * k)
         sbt = sb.copy()  # sb * truncation
         rs = sets[t % nsets]  # one ray set per moment, for every mirror
         cu, cv, sin_e, lim = _image_plane(st, site, ew, eh, f, ti)
