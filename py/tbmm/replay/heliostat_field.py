@@ -874,6 +874,40 @@ def _image_plane(
     return cu, cv, sin_e, lim
 
 
+def _image_static(st: _Static, site: Site, ti: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The moment-independent parts of `_image_plane` for mirrors `ti`: r, e1, e2 (rows x,
+    y, z), theta * d, sin(e) and the allowed band half-width."""
+    th = site.sun_half_angle_rad
+    r, e1, e2 = st.r[ti].T.copy(), st.e1[ti].T.copy(), st.e2[ti].T.copy()
+    sin_e = st.r[ti, 2].copy()
+    lim = 0.5 * site.collector_height_m * np.sqrt(1.0 - sin_e * sin_e)
+    return (r, e1, e2, th * st.dist[ti], np.full(ti.shape[0], th), sin_e, lim)
+
+
+def _image_rows(img: tuple[np.ndarray, ...], fr: _Frame, ti: np.ndarray):  # noqa: ANN202
+    """`_image_plane`'s cu, cv rows (the same values: einsum's summation order, zero
+    components dropped where they add an exact zero) from the moment's frame."""
+    r, e1, e2, thd, th, _, _ = img
+    wx, wy = np.take(fr.wv[0], ti), np.take(fr.wv[1], ti)
+    hx, hy, hz = np.take(fr.hv[0], ti), np.take(fr.hv[1], ti), np.take(fr.hv[2], ti)
+    wr = wx * r[0] + wy * r[1]
+    hr = _dot3(hx, hy, hz, r[0], r[1], r[2])
+    m = ti.shape[0]
+    cu = np.zeros((m, 8))
+    cv = np.zeros((m, 8))
+    cu[:, 0] = thd
+    cu[:, 2] = wx * e1[0] + wy * e1[1]
+    cu[:, 3] = hx * e1[0] + hy * e1[1]
+    cu[:, 4] = -th * wr
+    cu[:, 5] = -th * hr
+    cv[:, 1] = thd
+    cv[:, 2] = wx * e2[0] + wy * e2[1]
+    cv[:, 3] = _dot3(hx, hy, hz, e2[0], e2[1], e2[2])
+    cv[:, 6] = cu[:, 4]
+    cv[:, 7] = cu[:, 5]
+    return cu, cv
+
+
 def _all_in(
     cu: np.ndarray,
     cv: np.ndarray,
@@ -965,8 +999,7 @@ def _ray_words(
     fails the band test as the explicit |u| <= R test does."""
     u = cu @ basis
     q = rad * rad - u * u
-    with np.errstate(invalid="ignore"):
-        np.sqrt(q, out=q)
+    np.sqrt(q, out=q)  # the caller ignores the invalid-value warning of a NaN
     q *= sin_e[:, None]
     v = cv @ basis
     v -= q
@@ -1031,6 +1064,8 @@ def simulate(
     bi, bj = bi[near], bj[near]
     bd0 = tuple(a[near] for a in bd0)
     br = tuple(a[near] for a in br)
+    img = _image_static(st, site, ti)
+    sin_e, lim = img[-2], img[-1]
     area = f.area[ti]
     total_area = float(area.sum())
     tcount = mom.sun.shape[0]
@@ -1038,91 +1073,92 @@ def simulate(
     eta_m = np.zeros(nt)
     kw_m = np.zeros(nt)
     at_i = st.at[ti]
-    for t in range(tcount):
-        if deadline is not None:
-            deadline.check()
-        s = mom.sun[t]
-        alt = float(mom.altitude[t])
-        n, ew, eh = _orientation(s, st)
-        cos_i = n[ti] @ s
-        fr = _frame(n, ew, eh, f)
-        si, sj = _shading_candidates(s, cT, st, ti, cap, sizes)
-        sd0 = tuple(np.take(cT[a], si) - np.take(cT[a], sj) for a in range(3))
-        sx, sy, sz = float(s[0]), float(s[1]), float(s[2])
-        near = _sphere_cull(-sd0[0], -sd0[1], -sd0[2], sx, sy, sz, st.hd[si] + st.hd[sj])
-        si, sj = si[near], sj[near]
-        sd0 = tuple(a[near] for a in sd0)
-        per_j = (
-            _dot3(fr.n[0], fr.n[1], fr.n[2], sx, sy, sz),
-            fr.ej[0] * sx + fr.ej[1] * sy,
-            _dot3(fr.hj[0], fr.hj[1], fr.hj[2], sx, sy, sz),
-        )
-        oi_s, om_s = _occlusion_pairs(si, sj, sd0, (sx, sy, sz), per_j, fr, rows)
-        oi_b, om_b = _occlusion_pairs(bi, bj, bd0, br, None, fr, rows)
-        oi = np.concatenate([oi_s, oi_b])
-        omask = np.concatenate([om_s, om_b])
-        wi, whit = _tower_shade(s, alt, f, st, site, ew, eh, ti, alpha, beta)
-        if words:
-            lost = np.zeros(nt, np.uint64)
-            np.bitwise_or.at(lost, pos_of[oi], omask)
-            np.bitwise_or.at(lost, pos_of[wi], _pack_words(whit, k))
-            keepw = full_word & ~lost
-            sb = np.bitwise_count(keepw).astype(np.int64) / (k * k)
-            keep = keepw.view(np.uint8).reshape(nt, 8).astype(np.intp)
-        else:
-            lost = _or_by_target(
-                nt,
-                np.concatenate([pos_of[oi], pos_of[wi]]),
-                np.concatenate([omask, _pack_rows(whit, k)]),
+    with np.errstate(invalid="ignore"):  # NaN square roots in `_ray_words`: rays off the side
+        for t in range(tcount):
+            if deadline is not None:
+                deadline.check()
+            s = mom.sun[t]
+            alt = float(mom.altitude[t])
+            n, ew, eh = _orientation(s, st)
+            cos_i = n[ti] @ s
+            fr = _frame(n, ew, eh, f)
+            si, sj = _shading_candidates(s, cT, st, ti, cap, sizes)
+            sd0 = tuple(np.take(cT[a], si) - np.take(cT[a], sj) for a in range(3))
+            sx, sy, sz = float(s[0]), float(s[1]), float(s[2])
+            near = _sphere_cull(-sd0[0], -sd0[1], -sd0[2], sx, sy, sz, st.hd[si] + st.hd[sj])
+            si, sj = si[near], sj[near]
+            sd0 = tuple(a[near] for a in sd0)
+            per_j = (
+                _dot3(fr.n[0], fr.n[1], fr.n[2], sx, sy, sz),
+                fr.ej[0] * sx + fr.ej[1] * sy,
+                _dot3(fr.hj[0], fr.hj[1], fr.hj[2], sx, sy, sz),
             )
-            keep = full & ~lost
-            sb = np.bitwise_count(keep).sum(1) / (k * k)
-        sbt = sb.copy()  # sb * truncation
-        rs = sets[t % nsets]  # one ray set per moment, for every mirror
-        cu, cv, sin_e, lim = _image_plane(st, site, ew, eh, f, ti)
-        full_in = _all_in(cu, cv, sin_e, lim, rs.bound[None, :], rad)
-        rest = np.flatnonzero(~full_in & (sb > 0))
-        if tables is not None:
-            # packed path: the kept rays of every mirror as one 64-bit word (table lookups
-            # per grid row), the hits packed likewise; counts are popcounts
-            tab = tables[t % nsets]
-            kw = tab[0][keep[:, 0]]
-            for rr in range(1, k):
-                kw |= tab[rr][keep[:, rr]]
-            for a in range(0, rest.shape[0], chunk):
-                sel = rest[a : a + chunk]
-                if sel.shape[0] == 1 and a > 0:
-                    continue  # joined to the previous chunk (a one-row product is a gemv)
-                if rest.shape[0] - (a + chunk) == 1:
-                    sel = rest[a : a + chunk + 1]
-                rw = _ray_words(cu[sel], cv[sel], sin_e[sel], lim[sel], rs.basis, rad)
-                kws = kw[sel]
-                nk = np.bitwise_count(kws).astype(np.int64)
-                hit_kept = np.bitwise_count(rw & kws).astype(np.int64)
-                total = np.bitwise_count(rw).astype(np.int64)
-                share = np.where(nk > 0, hit_kept / np.maximum(nk, 1), total / nrays)
-                sbt[sel] = sb[sel] * share
-        else:
-            ray_row, ray_col = rs.cell // k, (rs.cell % k).astype(np.int64)
-            for a in range(0, rest.shape[0], chunk):
-                sel = rest[a : a + chunk]
-                rays = _ray_hits(cu[sel], cv[sel], sin_e[sel], lim[sel], rs.basis, rad)
-                kept = ((keep[sel][:, ray_row] >> ray_col) & 1).astype(bool)
-                nk = _count_rows(kept)
-                hit_kept = _count_rows(rays & kept)
-                share = np.where(nk > 0, hit_kept / np.maximum(nk, 1), _count_rows(rays) / nrays)
-                sbt[sel] = sb[sel] * share
-        trunc = np.divide(sbt, sb, out=np.ones_like(sbt), where=sb > 0)
-        eta = sbt * cos_i * at_i * site.reflectivity
-        eta_t[t] = (area * eta).sum() / total_area
-        cos_t[t] = (area * cos_i).sum() / total_area
-        sb_t[t] = (area * sb).sum() / total_area
-        tr_t[t] = (area * trunc).sum() / total_area
-        at_t[t] = (area * at_i).sum() / total_area
-        pw_t[t] = mom.dni[t] * (area * eta).sum() / 1000.0
-        if per_mirror:
-            eta_m += eta
-            kw_m += mom.dni[t] * area * eta
+            oi_s, om_s = _occlusion_pairs(si, sj, sd0, (sx, sy, sz), per_j, fr, rows)
+            oi_b, om_b = _occlusion_pairs(bi, bj, bd0, br, None, fr, rows)
+            oi = np.concatenate([oi_s, oi_b])
+            omask = np.concatenate([om_s, om_b])
+            wi, whit = _tower_shade(s, alt, f, st, site, ew, eh, ti, alpha, beta)
+            if words:
+                lost = np.zeros(nt, np.uint64)
+                np.bitwise_or.at(lost, pos_of[oi], omask)
+                np.bitwise_or.at(lost, pos_of[wi], _pack_words(whit, k))
+                keepw = full_word & ~lost
+                sb = np.bitwise_count(keepw).astype(np.int64) / (k * k)
+                keep = keepw.view(np.uint8).reshape(nt, 8).astype(np.intp)
+            else:
+                lost = _or_by_target(
+                    nt,
+                    np.concatenate([pos_of[oi], pos_of[wi]]),
+                    np.concatenate([omask, _pack_rows(whit, k)]),
+                )
+                keep = full & ~lost
+                sb = np.bitwise_count(keep).sum(1) / (k * k)
+            sbt = sb.copy()  # sb * truncation
+            rs = sets[t % nsets]  # one ray set per moment, for every mirror
+            cu, cv = _image_rows(img, fr, ti)
+            full_in = _all_in(cu, cv, sin_e, lim, rs.bound[None, :], rad)
+            rest = np.flatnonzero(~full_in & (sb > 0))
+            if tables is not None:
+                # packed path: the kept rays of every mirror as one 64-bit word (table lookups
+                # per grid row), the hits packed likewise; counts are popcounts
+                tab = tables[t % nsets]
+                kw = tab[0][keep[:, 0]]
+                for rr in range(1, k):
+                    kw |= tab[rr][keep[:, rr]]
+                for a in range(0, rest.shape[0], chunk):
+                    sel = rest[a : a + chunk]
+                    if sel.shape[0] == 1 and a > 0:
+                        continue  # joined to the previous chunk (a one-row product is a gemv)
+                    if rest.shape[0] - (a + chunk) == 1:
+                        sel = rest[a : a + chunk + 1]
+                    rw = _ray_words(cu[sel], cv[sel], sin_e[sel], lim[sel], rs.basis, rad)
+                    kws = kw[sel]
+                    nk = np.bitwise_count(kws).astype(np.int64)
+                    hit_kept = np.bitwise_count(rw & kws).astype(np.int64)
+                    total = np.bitwise_count(rw).astype(np.int64)
+                    share = np.where(nk > 0, hit_kept / np.maximum(nk, 1), total / nrays)
+                    sbt[sel] = sb[sel] * share
+            else:
+                ray_row, ray_col = rs.cell // k, (rs.cell % k).astype(np.int64)
+                for a in range(0, rest.shape[0], chunk):
+                    sel = rest[a : a + chunk]
+                    rays = _ray_hits(cu[sel], cv[sel], sin_e[sel], lim[sel], rs.basis, rad)
+                    kept = ((keep[sel][:, ray_row] >> ray_col) & 1).astype(bool)
+                    nk = _count_rows(kept)
+                    hit_kept = _count_rows(rays & kept)
+                    share = np.where(nk > 0, hit_kept / np.maximum(nk, 1), _count_rows(rays) / nrays)
+                    sbt[sel] = sb[sel] * share
+            trunc = np.divide(sbt, sb, out=np.ones_like(sbt), where=sb > 0)
+            eta = sbt * cos_i * at_i * site.reflectivity
+            eta_t[t] = (area * eta).sum() / total_area
+            cos_t[t] = (area * cos_i).sum() / total_area
+            sb_t[t] = (area * sb).sum() / total_area
+            tr_t[t] = (area * trunc).sum() / total_area
+            at_t[t] = (area * at_i).sum() / total_area
+            pw_t[t] = mom.dni[t] * (area * eta).sum() / 1000.0
+            if per_mirror:
+                eta_m += eta
+                kw_m += mom.dni[t] * area * eta
     return Performance(
         eta=eta_t,
         cos=cos_t,
