@@ -485,9 +485,7 @@ def bench_replay_speedups(tasks: list[Task], runs: int = 3) -> list[Speedup]:
     for t in tasks:
         if t.replay_spec is None or reference_replay(t.replay_spec.module) is None:
             continue
-        doc = read_artifact(
-            exact.dumps(strip_replayed(t.anchor_artifact)[0], indent=None), t.caps
-        )
+        doc = read_artifact(exact.dumps(strip_replayed(t.anchor_artifact)[0], indent=None), t.caps)
         r = replay_speedup(t, doc, "anchor", runs)
         if r is not None:
             out.append(r)

@@ -23,8 +23,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_replay_heliostat_field as B  # noqa: E402
 
 from tbmm.bench import replay_speedup  # noqa: E402
-from tbmm.replay import run_replay  # noqa: E402
 from tbmm.replay import cache as C  # noqa: E402
+from tbmm.replay import run_replay  # noqa: E402
 from tbmm.scoring import read_artifact  # noqa: E402
 from tbmm.tasks import TASKS_ROOT, load_task  # noqa: E402
 

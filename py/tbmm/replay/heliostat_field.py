@@ -610,7 +610,11 @@ def _size_classes(st: _Static) -> list[np.ndarray]:
 
 
 def _shading_candidates(
-    s: np.ndarray, cT: np.ndarray, st: _Static, targets: np.ndarray, cap: int,
+    s: np.ndarray,
+    cT: np.ndarray,
+    st: _Static,
+    targets: np.ndarray,
+    cap: int,
     classes: list[np.ndarray],
 ) -> tuple[np.ndarray, np.ndarray]:
     """Candidate pairs (i target, j shader) for sun direction `s`, found in the plane
@@ -630,8 +634,14 @@ def _shading_candidates(
         halfw = st.hd[ti] + hd_max
         pi, qi = p[ti], q[ti]
         ii, jj = window_pairs(
-            p[cls], q[cls], pi - halfw, pi + halfw, qi - halfw, qi + halfw,
-            max(2 * hd_max, 0.5), cap,
+            p[cls],
+            q[cls],
+            pi - halfw,
+            pi + halfw,
+            qi - halfw,
+            qi + halfw,
+            max(2 * hd_max, 0.5),
+            cap,
         )
         jj = cls[jj]
         i = ti[ii]
@@ -691,8 +701,16 @@ def _occlusion_pairs(
     rl = 0.5 * (np.abs(la) + np.abs(lb))
     keep = np.flatnonzero((np.abs(u0) <= 1 + ru) & (np.abs(v0) <= 1 + rv) & (l0 + rl > 0))
     return i[keep], _interval_masks(
-        u0[keep], ua[keep], ub[keep], v0[keep], va[keep], vb[keep],
-        l0[keep], la[keep], lb[keep], rows,
+        u0[keep],
+        ua[keep],
+        ub[keep],
+        v0[keep],
+        va[keep],
+        vb[keep],
+        l0[keep],
+        la[keep],
+        lb[keep],
+        rows,
     )
 
 
@@ -758,6 +776,7 @@ def _row_words(lo: np.ndarray, hi: np.ndarray, k: int) -> np.ndarray:
     out = np.zeros((m, 8), np.uint8)
     out[:, :k] = np.take(_span_table(k), idx)
     return out.view("<u8")[:, 0]
+
 
 def _tower_shade(
     s: np.ndarray,
@@ -991,7 +1010,11 @@ def _kept_tables(num: Numerics) -> list[np.ndarray]:
 
 
 def _ray_words(
-    cu: np.ndarray, cv: np.ndarray, sin_e: np.ndarray, lim: np.ndarray, basis: np.ndarray,
+    cu: np.ndarray,
+    cv: np.ndarray,
+    sin_e: np.ndarray,
+    lim: np.ndarray,
+    basis: np.ndarray,
     rad: float,
 ) -> np.ndarray:
     """`_ray_hits` packed into one word per mirror (bit r: ray r enters the collector), for
@@ -1146,7 +1169,9 @@ def simulate(
                     kept = ((keep[sel][:, ray_row] >> ray_col) & 1).astype(bool)
                     nk = _count_rows(kept)
                     hit_kept = _count_rows(rays & kept)
-                    share = np.where(nk > 0, hit_kept / np.maximum(nk, 1), _count_rows(rays) / nrays)
+                    share = np.where(
+                        nk > 0, hit_kept / np.maximum(nk, 1), _count_rows(rays) / nrays
+                    )
                     sbt[sel] = sb[sel] * share
             trunc = np.divide(sbt, sb, out=np.ones_like(sbt), where=sb > 0)
             eta = sbt * cos_i * at_i * site.reflectivity
