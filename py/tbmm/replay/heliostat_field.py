@@ -413,60 +413,6 @@ def _blocking_pairs_in(f: Field, st: _Static, targets: np.ndarray, cap: int, cls
     return i[ok], jj[ok]
 
 
-def _shading_pairs(
-    s: np.ndarray,
-    alt: float,
-    f: Field,
-    st: _Static,
-    targets: np.ndarray,
-    cap: int,
-    classes: list[np.ndarray],
-):
-    """Candidate pairs (i target, j shader) for sun direction `s` (altitude `alt`)."""
-    gx, gy = s[0], s[1]
-    gn = math.hypot(gx, gy)
-    gx, gy = gx / gn, gy / gn
-    xp = f.x * gx + f.y * gy  # towards the sun
-    yp = -f.x * gy + f.y * gx
-    out_i, out_j = [], []
-    for cls in classes:
-        i, j = _shading_pairs_in(xp, yp, alt, st, targets, cap, cls)
-        out_i.append(i)
-        out_j.append(j)
-    return np.concatenate(out_i), np.concatenate(out_j)
-
-
-def _shading_pairs_in(xp, yp, alt, st, targets, cap, cls):  # noqa: ANN001
-    hd_max = float(st.hd[cls].max())
-    reach = np.maximum(float(st.ztop[cls].max()) - st.zbot, 0.0) / math.tan(alt)
-    ti = targets
-    halfw = st.hd[ti] + hd_max
-    ii, jj = window_pairs(
-        yp[cls],
-        xp[cls],
-        yp[ti] - halfw,
-        yp[ti] + halfw,
-        xp[ti] - halfw,
-        xp[ti] + reach[ti] + halfw,
-        max(2 * hd_max, 1.0),
-        cap,
-    )
-    jj = cls[jj]
-    i = ti[ii]
-    ok = i != jj
-    i, jj = i[ok], jj[ok]
-    dx = xp[jj] - xp[i]
-    dy = np.abs(yp[jj] - yp[i])
-    lim = st.hd[i] + st.hd[jj]
-    ok = (dy <= lim) & (dx >= -lim) & (dx <= reach[i] + lim)
-    return i[ok], jj[ok]
-
-
-def _dot(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Row-wise dot products of two (M, 3) arrays."""
-    return np.einsum("ij,ij->i", a, b)
-
-
 def _row_masks(lo: np.ndarray, hi: np.ndarray, k: int) -> np.ndarray:
     """Bit masks (int64) of the grid columns whose alpha lies in [lo, hi], per row."""
     c_lo = np.clip(np.ceil((lo + 0.5) * k - 0.5), 0, k).astype(np.int64)
@@ -478,82 +424,18 @@ def _row_masks(lo: np.ndarray, hi: np.ndarray, k: int) -> np.ndarray:
     return np.where(ok, (one << (c_hi + 1)) - (one << c_lo), 0)
 
 
-def _occlusion_rows(
-    i: np.ndarray,
-    j: np.ndarray,
-    d: np.ndarray,
-    f: Field,
-    st: _Static,
-    n: np.ndarray,
-    ew: np.ndarray,
-    eh: np.ndarray,
-    rows: np.ndarray,
-) -> tuple[np.ndarray, np.ndarray]:
-    """For each candidate (i, j, direction d): which grid points of mirror i send a ray
-    along d (from the point, forwards) that crosses mirror j's rectangle.
-
-    The crossing point in j's plane, in units of j's half sides (u, v), and the ray
-    parameter lam are affine in i's grid coordinates (alpha, beta) in [-1/2, 1/2]^2.
-    A candidate is dropped when i's whole rectangle maps outside |u| <= 1, |v| <= 1 or
-    lam > 0 (exact: the affine image of a rectangle is the hull of its corners); for the
-    others each grid row (beta fixed) is an interval of alpha, turned into a bit mask of
-    the grid columns it contains. Returns (target index, int64 masks (M, k))."""
-    k = rows.shape[0]
-    if i.shape[0] == 0:
-        return i, np.zeros((0, k), np.int64)
-    nj = n[j]
-    den = _dot(nj, d)
-    good = np.abs(den) > 1e-12
-    if not good.all():
-        i, j, d, nj, den = i[good], j[good], d[good], nj[good], den[good]
-    d0 = st.c[i] - st.c[j]
-    wi = ew[i] * f.w[i, None]
-    hi = eh[i] * f.h[i, None]
-    inv = -1.0 / den
-    l0, la, lb = _dot(nj, d0) * inv, _dot(nj, wi) * inv, _dot(nj, hi) * inv
-    ewj = ew[j] * (2.0 / f.w[j])[:, None]
-    ehj = eh[j] * (2.0 / f.h[j])[:, None]
-    wd, hd_ = _dot(ewj, d), _dot(ehj, d)
-    u0, ua, ub = _dot(ewj, d0) + l0 * wd, _dot(ewj, wi) + la * wd, _dot(ewj, hi) + lb * wd
-    v0, va, vb = _dot(ehj, d0) + l0 * hd_, _dot(ehj, wi) + la * hd_, _dot(ehj, hi) + lb * hd_
-    ru = 0.5 * (np.abs(ua) + np.abs(ub))
-    rv = 0.5 * (np.abs(va) + np.abs(vb))
-    rl = 0.5 * (np.abs(la) + np.abs(lb))
-    keep = (np.abs(u0) <= 1 + ru) & (np.abs(v0) <= 1 + rv) & (l0 + rl > 0)
-    i = i[keep]
-    if i.shape[0] == 0:
-        return i, np.zeros((0, k), np.int64)
-    b = rows[None, :]
-    lo = hi_ = None
-    for c0, ca, cb in ((u0[keep], ua[keep], ub[keep]), (v0[keep], va[keep], vb[keep])):
-        # -1 <= c0 + cb*beta + ca*alpha <= 1; a vanishing ca is replaced by a tiny one,
-        # which turns the row into "all" (|t| < 1) or "none" (|t| > 1) columns
-        inv_a = 1.0 / np.where(np.abs(ca) < 1e-30, 1e-30, ca)[:, None]
-        t = c0[:, None] + cb[:, None] * b
-        e1 = (-1.0 - t) * inv_a
-        e2 = (1.0 - t) * inv_a
-        lo_c, hi_c = np.minimum(e1, e2), np.maximum(e1, e2)
-        lo = lo_c if lo is None else np.maximum(lo, lo_c, out=lo)
-        hi_ = hi_c if hi_ is None else np.minimum(hi_, hi_c, out=hi_)
-    # lam > 0: l0 + lb*beta + la*alpha > 0
-    la_k = la[keep]
-    pos = la_k >= 0
-    inv_a = 1.0 / np.where(np.abs(la_k) < 1e-30, 1e-30, la_k)[:, None]
-    e = -(l0[keep][:, None] + lb[keep][:, None] * b) * inv_a
-    np.maximum(lo, np.where(pos[:, None], e, -np.inf), out=lo)
-    np.minimum(hi_, np.where(pos[:, None], np.inf, e), out=hi_)
-    return i, _row_masks(lo, hi_, k)
-
-
 # --- the occlusion kernel in component arrays ----------------------------------------------
 #
-# The same arithmetic as the row-interval derivation below (`_occlusion_rows`), reorganised
-# for speed: every per-mirror factor (orientation, scaled axes, and for shading, whose ray
-# direction is the sun's for every pair, the dot products with that direction) is computed
-# once per mirror and gathered per pair from 1-D component arrays; the pairs that cannot
-# interact are dropped by a bounding-sphere test before the affine coefficients are formed.
-# Dot products keep numpy's einsum order over three components, ((x + z) + y), so every
-# coefficient, hence every lost grid point, is bit for bit the one `_occlusion_rows` gives.
+# Shading and blocking decided per grid point, exactly per grid row (`_occlusion_pairs`).
+# Rewritten for speed on 2026-12-02 with the same arithmetic as the replay before it
+# (tests/reference_replays/heliostat_field_v1.py, compared value for value on the anchor and
+# the benchmark corpus): every per-mirror factor (orientation, scaled axes, and for shading,
+# whose ray direction is the sun's for every pair, the dot products with that direction) is
+# computed once per mirror and gathered per pair from 1-D component arrays; pairs that
+# cannot interact are dropped by a bounding-sphere test before the affine coefficients are
+# formed; a mirror's 8 x 8 grid is one 64-bit word. Dot products keep numpy's einsum order
+# over three components, ((x + z) + y), so every coefficient, hence every lost grid point,
+# is bit for bit the one the replay computed before.
 
 
 def _dot3(ax, ay, az, bx, by, bz):  # noqa: ANN001, ANN202
@@ -660,9 +542,19 @@ def _occlusion_pairs(
     fr: _Frame,
     rows: np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """`_occlusion_rows` for pairs (i target, j occluder) with centre offsets d0 = c_i - c_j
-    and ray direction `direction` (per pair arrays, or scalars for the sun); `per_j` holds
-    the occluder's n.d, ew.d * 2/w and eh.d * 2/h per mirror when the direction is common."""
+    """For each pair (i target, j occluder), with centre offset d0 = c_i - c_j and ray
+    direction d (per pair, or the sun's for all): which grid points of mirror i send a ray
+    along d (from the point, forwards) that crosses mirror j's rectangle.
+
+    The crossing point in j's plane, in units of j's half sides (u, v), and the ray
+    parameter lam are affine in i's grid coordinates (alpha, beta) in [-1/2, 1/2]^2.
+    A candidate is dropped when i's whole rectangle maps outside |u| <= 1, |v| <= 1 or
+    lam > 0 (exact: the affine image of a rectangle is the hull of its corners); for the
+    others each grid row (beta fixed) is an interval of alpha, turned into a bit mask of
+    the grid columns it contains. Returns (target index, masks): one uint64 word per
+    kept pair (byte r: row r) for grids <= 8, else int64 row masks (M, k). `per_j` holds
+    the occluder's n.d, ew.d * 2/w and eh.d * 2/h per mirror when the direction is
+    common."""
     k = rows.shape[0]
     if i.shape[0] == 0:
         return i, (np.zeros(0, np.uint64) if k <= 8 else np.zeros((0, k), np.int64))
@@ -716,7 +608,7 @@ def _occlusion_pairs(
 
 def _interval_masks(u0, ua, ub, v0, va, vb, l0, la, lb, rows):  # noqa: ANN001, ANN202
     """Row masks of the grid points inside |u| <= 1, |v| <= 1 with lam > 0 (see
-    `_occlusion_rows`): (M, k) int64, or for grid <= 8 one uint64 word per pair (byte r:
+    `_occlusion_pairs`): (M, k) int64, or for grid <= 8 one uint64 word per pair (byte r:
     row r's mask)."""
     k = rows.shape[0]
     if u0.shape[0] == 0:
@@ -776,6 +668,55 @@ def _row_words(lo: np.ndarray, hi: np.ndarray, k: int) -> np.ndarray:
     out = np.zeros((m, 8), np.uint8)
     out[:, :k] = np.take(_span_table(k), idx)
     return out.view("<u8")[:, 0]
+
+
+def _blocking_static(
+    f: Field,
+    st: _Static,
+    site: Site,
+    cT: np.ndarray,
+    ti: np.ndarray,
+    cap: int,
+    classes: list[np.ndarray],
+) -> tuple[np.ndarray, np.ndarray, tuple[np.ndarray, ...], tuple[np.ndarray, ...]]:
+    """Blocking candidates, found once (the reflected ray's direction r_i does not depend
+    on the moment): (i, j, c_i - c_j, r_i) after the bounding-sphere cull."""
+    bi, bj = _blocking_pairs(f, st, site, ti, cap, classes)
+    bd0 = tuple(np.take(cT[a], bi) - np.take(cT[a], bj) for a in range(3))
+    br = tuple(np.take(st.r[:, a], bi) for a in range(3))
+    near = _sphere_cull(-bd0[0], -bd0[1], -bd0[2], *br, st.hd[bi] + st.hd[bj])
+    return bi[near], bj[near], tuple(a[near] for a in bd0), tuple(a[near] for a in br)
+
+
+def _mirror_occlusion(
+    s: np.ndarray,
+    fr: _Frame,
+    cT: np.ndarray,
+    st: _Static,
+    ti: np.ndarray,
+    cap: int,
+    sizes: list[np.ndarray],
+    blk: tuple[np.ndarray, np.ndarray, tuple[np.ndarray, ...], tuple[np.ndarray, ...]],
+    rows: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Grid points of the targets lost to other mirrors at sun `s` (shading: the sun ray
+    meets a mirror; blocking: the reflected ray does): (target index, words or row masks)
+    per occluding pair, to be or-ed per target."""
+    si, sj = _shading_candidates(s, cT, st, ti, cap, sizes)
+    sd0 = tuple(np.take(cT[a], si) - np.take(cT[a], sj) for a in range(3))
+    sx, sy, sz = float(s[0]), float(s[1]), float(s[2])
+    near = _sphere_cull(-sd0[0], -sd0[1], -sd0[2], sx, sy, sz, st.hd[si] + st.hd[sj])
+    si, sj = si[near], sj[near]
+    sd0 = tuple(a[near] for a in sd0)
+    per_j = (
+        _dot3(fr.n[0], fr.n[1], fr.n[2], sx, sy, sz),
+        fr.ej[0] * sx + fr.ej[1] * sy,
+        _dot3(fr.hj[0], fr.hj[1], fr.hj[2], sx, sy, sz),
+    )
+    oi_s, om_s = _occlusion_pairs(si, sj, sd0, (sx, sy, sz), per_j, fr, rows)
+    bi, bj, bd0, br = blk
+    oi_b, om_b = _occlusion_pairs(bi, bj, bd0, br, None, fr, rows)
+    return np.concatenate([oi_s, oi_b]), np.concatenate([om_s, om_b])
 
 
 def _tower_shade(
@@ -859,16 +800,18 @@ def _pack_words(hits: np.ndarray, k: int) -> np.ndarray:
     return out.view("<u8")[:, 0]
 
 
-def _unpack_rows(masks: np.ndarray, k: int) -> np.ndarray:
-    """int64 row masks (M, k) -> boolean (M, k*k), row-major."""
-    bits = (masks[:, :, None] >> np.arange(k, dtype=np.int64)) & 1
-    return bits.reshape(masks.shape[0], k * k).astype(bool)
+def _image_static(st: _Static, site: Site, ti: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The moment-independent parts of `_image_rows` for mirrors `ti`: r, e1, e2 (rows x,
+    y, z), theta * d, theta, sin(e) and the allowed band half-width."""
+    th = site.sun_half_angle_rad
+    r, e1, e2 = st.r[ti].T.copy(), st.e1[ti].T.copy(), st.e2[ti].T.copy()
+    sin_e = st.r[ti, 2].copy()
+    lim = 0.5 * site.collector_height_m * np.sqrt(1.0 - sin_e * sin_e)
+    return (r, e1, e2, th * st.dist[ti], np.full(ti.shape[0], th), sin_e, lim)
 
 
-def _image_plane(
-    st: _Static, site: Site, ew: np.ndarray, eh: np.ndarray, f: Field, ti: np.ndarray
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Where the sun-cone rays of mirrors `ti` cross the plane through the collector centre
+def _image_rows(img: tuple[np.ndarray, ...], fr: _Frame, ti: np.ndarray):  # noqa: ANN202
+    """Where the sun-cone rays of mirrors `ti` (frame `fr`) cross the plane through the collector centre
     orthogonal to each mirror's central reflected ray r (axes e1 horizontal, e2 = r x e1).
 
     A ray from p = C + alpha*w*ew + beta*h*eh along r + theta*(sx*e1 + sy*e2) crosses at
@@ -878,34 +821,9 @@ def _image_plane(
     enters the collector's lateral surface (radius R) at height 80 + (v - sin(e) *
     sqrt(R^2 - u^2)) / cos(e) when |u| <= R (e: elevation of r); the actual ray differs in
     direction by <= theta over the <= R/cos(e) from that plane to the surface, a shift of
-    at most about 2 cm at the collector's edges. Returns cu, cv, sin(e) and the allowed
-    |v - sin(e) sqrt(R^2 - u^2)| (half the collector height times cos(e))."""
-    th = site.sun_half_angle_rad
-    r, e1, e2 = st.r[ti], st.e1[ti], st.e2[ti]
-    wv, hv = ew[ti] * f.w[ti, None], eh[ti] * f.h[ti, None]
-    wr, hr = _dot(wv, r), _dot(hv, r)
-    d = st.dist[ti]
-    z = np.zeros_like(d)
-    cu = np.stack([th * d, z, _dot(wv, e1), _dot(hv, e1), -th * wr, -th * hr, z, z], 1)
-    cv = np.stack([z, th * d, _dot(wv, e2), _dot(hv, e2), z, z, -th * wr, -th * hr], 1)
-    sin_e = r[:, 2]
-    lim = 0.5 * site.collector_height_m * np.sqrt(1.0 - sin_e * sin_e)
-    return cu, cv, sin_e, lim
-
-
-def _image_static(st: _Static, site: Site, ti: np.ndarray) -> tuple[np.ndarray, ...]:
-    """The moment-independent parts of `_image_plane` for mirrors `ti`: r, e1, e2 (rows x,
-    y, z), theta * d, sin(e) and the allowed band half-width."""
-    th = site.sun_half_angle_rad
-    r, e1, e2 = st.r[ti].T.copy(), st.e1[ti].T.copy(), st.e2[ti].T.copy()
-    sin_e = st.r[ti, 2].copy()
-    lim = 0.5 * site.collector_height_m * np.sqrt(1.0 - sin_e * sin_e)
-    return (r, e1, e2, th * st.dist[ti], np.full(ti.shape[0], th), sin_e, lim)
-
-
-def _image_rows(img: tuple[np.ndarray, ...], fr: _Frame, ti: np.ndarray):  # noqa: ANN202
-    """`_image_plane`'s cu, cv rows (the same values: einsum's summation order, zero
-    components dropped where they add an exact zero) from the moment's frame."""
+    at most about 2 cm at the collector's edges. Returns cu, cv; sin(e) and the allowed
+    |v - sin(e) sqrt(R^2 - u^2)| (half the collector height times cos(e)) are static
+    (`_image_static`). Dot products in einsum's summation order, as before the rewrite."""
     r, e1, e2, thd, th, _, _ = img
     wx, wy = np.take(fr.wv[0], ti), np.take(fr.wv[1], ti)
     hx, hy, hz = np.take(fr.hv[0], ti), np.take(fr.hv[1], ti), np.take(fr.hv[2], ti)
@@ -973,20 +891,23 @@ def _ray_hits(
 def _truncation_rays(
     st: _Static,
     site: Site,
-    ew: np.ndarray,
-    eh: np.ndarray,
-    f: Field,
+    fr: _Frame,
     ti: np.ndarray,
     rs: RaySet,
-) -> tuple[np.ndarray, np.ndarray | None]:
-    """All mirrors `ti` with one ray set: (all_in, hits of the others, in order)."""
+) -> tuple[np.ndarray, np.ndarray]:
+    """All mirrors `ti` with one ray set, as the replay decides them: (all_in, hits (M,
+    rays) of every mirror, all True where all_in)."""
     rad = 0.5 * site.collector_diameter_m
-    cu, cv, sin_e, lim = _image_plane(st, site, ew, eh, f, ti)
+    img = _image_static(st, site, ti)
+    cu, cv = _image_rows(img, fr, ti)
+    sin_e, lim = img[-2], img[-1]
     all_in = _all_in(cu, cv, sin_e, lim, rs.bound[None, :], rad)
-    rest = ~all_in
-    if not rest.any():
-        return all_in, None
-    return all_in, _ray_hits(cu[rest], cv[rest], sin_e[rest], lim[rest], rs.basis, rad)
+    nrays = rs.basis.shape[1]
+    with np.errstate(invalid="ignore"):
+        w = _ray_words(cu, cv, sin_e, lim, rs.basis, rad)
+    hits = ((w[:, None] >> np.arange(nrays, dtype=np.uint64)) & np.uint64(1)).astype(bool)
+    hits[all_in] = True
+    return all_in, hits
 
 
 def _count_rows(b: np.ndarray) -> np.ndarray:
@@ -1078,15 +999,9 @@ def simulate(
     words = k <= 8  # a mirror's grid fits one 64-bit word (byte r: row r)
     full_word = np.uint64(sum(((1 << k) - 1) << (8 * r) for r in range(k))) if words else None
     classes = _classes(st)
-    bi, bj = _blocking_pairs(f, st, site, ti, cap, classes)
     cT = np.ascontiguousarray(st.c.T)
     sizes = _size_classes(st)
-    bd0 = tuple(np.take(cT[a], bi) - np.take(cT[a], bj) for a in range(3))
-    br = tuple(np.take(st.r[:, a], bi) for a in range(3))
-    near = _sphere_cull(-bd0[0], -bd0[1], -bd0[2], *br, st.hd[bi] + st.hd[bj])
-    bi, bj = bi[near], bj[near]
-    bd0 = tuple(a[near] for a in bd0)
-    br = tuple(a[near] for a in br)
+    blk = _blocking_static(f, st, site, cT, ti, cap, classes)
     img = _image_static(st, site, ti)
     sin_e, lim = img[-2], img[-1]
     area = f.area[ti]
@@ -1105,21 +1020,7 @@ def simulate(
             n, ew, eh = _orientation(s, st)
             cos_i = n[ti] @ s
             fr = _frame(n, ew, eh, f)
-            si, sj = _shading_candidates(s, cT, st, ti, cap, sizes)
-            sd0 = tuple(np.take(cT[a], si) - np.take(cT[a], sj) for a in range(3))
-            sx, sy, sz = float(s[0]), float(s[1]), float(s[2])
-            near = _sphere_cull(-sd0[0], -sd0[1], -sd0[2], sx, sy, sz, st.hd[si] + st.hd[sj])
-            si, sj = si[near], sj[near]
-            sd0 = tuple(a[near] for a in sd0)
-            per_j = (
-                _dot3(fr.n[0], fr.n[1], fr.n[2], sx, sy, sz),
-                fr.ej[0] * sx + fr.ej[1] * sy,
-                _dot3(fr.hj[0], fr.hj[1], fr.hj[2], sx, sy, sz),
-            )
-            oi_s, om_s = _occlusion_pairs(si, sj, sd0, (sx, sy, sz), per_j, fr, rows)
-            oi_b, om_b = _occlusion_pairs(bi, bj, bd0, br, None, fr, rows)
-            oi = np.concatenate([oi_s, oi_b])
-            omask = np.concatenate([om_s, om_b])
+            oi, omask = _mirror_occlusion(s, fr, cT, st, ti, cap, sizes, blk, rows)
             wi, whit = _tower_shade(s, alt, f, st, site, ew, eh, ti, alpha, beta)
             if words:
                 lost = np.zeros(nt, np.uint64)
