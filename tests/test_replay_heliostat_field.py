@@ -872,3 +872,29 @@ def test_the_densest_legal_fields_replay_as_the_reference_implementation(task: T
     cases["illegal"] = B.illegal_field()[1]
     for text in cases.values():
         _same_as_reference(task, text)
+
+
+def test_row_intervals_equal_per_point_evaluation() -> None:
+    """The row-interval masks (one 64-bit word per pair) against evaluating |u| <= 1,
+    |v| <= 1 and lam > 0 at every grid point, on random affine maps, half of them with lam
+    changing sign over the rectangle (the case the interval code skips when it cannot
+    bind; the reference designs never reach it)."""
+    rng = np.random.default_rng(7)
+    m, k = 4000, 8
+    co = {c: rng.uniform(-2.0, 2.0, m) for c in ("u0", "ua", "ub", "v0", "va", "vb", "la", "lb")}
+    rl = 0.5 * (np.abs(co["la"]) + np.abs(co["lb"]))
+    co["l0"] = np.where(np.arange(m) % 2 == 0, rl + rng.uniform(0.0, 1.0, m), rng.uniform(-1, 1, m))
+    rows = H._grid_rows(k)
+    words = H._interval_masks(
+        *(co[c] for c in ("u0", "ua", "ub", "v0", "va", "vb", "l0", "la", "lb")), rows
+    )
+    alpha, beta = H._grid(k)
+
+    def at(c0: str, ca: str, cb: str) -> np.ndarray:
+        return co[c0][:, None] + co[ca][:, None] * alpha + co[cb][:, None] * beta
+
+    inside = (np.abs(at("u0", "ua", "ub")) <= 1) & (np.abs(at("v0", "va", "vb")) <= 1)
+    inside &= at("l0", "la", "lb") > 0
+    assert inside.any() and not inside.all()
+    assert ((at("l0", "la", "lb") <= 0).any(1)).sum() > m // 4  # lam binds for many
+    assert (_lost_points(words, k) == inside).all()
