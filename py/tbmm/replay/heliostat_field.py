@@ -1055,19 +1055,20 @@ def simulate(
                 kw = tab[0][keep[:, 0]]
                 for rr in range(1, k):
                     kw |= tab[rr][keep[:, rr]]
-                for a in range(0, rest.shape[0], chunk):
-                    sel = rest[a : a + chunk]
-                    if sel.shape[0] == 1 and a > 0:
-                        continue  # joined to the previous chunk (a one-row product is a gemv)
-                    if rest.shape[0] - (a + chunk) == 1:
-                        sel = rest[a : a + chunk + 1]
-                    rw = _ray_words(cu[sel], cv[sel], sin_e[sel], lim[sel], rs.basis, rad)
-                    kws = kw[sel]
-                    nk = np.bitwise_count(kws).astype(np.int64)
-                    hit_kept = np.bitwise_count(rw & kws).astype(np.int64)
-                    total = np.bitwise_count(rw).astype(np.int64)
-                    share = np.where(nk > 0, hit_kept / np.maximum(nk, 1), total / nrays)
-                    sbt[sel] = sb[sel] * share
+                nr = rest.shape[0]
+                cu_r, cv_r, se_r, lim_r = cu[rest], cv[rest], sin_e[rest], lim[rest]
+                rw = np.empty(nr, np.uint64)
+                for a in range(0, nr, chunk):
+                    b = a + chunk + (1 if nr - (a + chunk) == 1 else 0)  # no one-row gemv
+                    if a > 0 and nr - a == 1:
+                        continue  # joined to the previous chunk
+                    rw[a:b] = _ray_words(cu_r[a:b], cv_r[a:b], se_r[a:b], lim_r[a:b], rs.basis, rad)
+                kws = kw[rest]
+                nk = np.bitwise_count(kws).astype(np.int64)
+                hit_kept = np.bitwise_count(rw & kws).astype(np.int64)
+                total = np.bitwise_count(rw).astype(np.int64)
+                share = np.where(nk > 0, hit_kept / np.maximum(nk, 1), total / nrays)
+                sbt[rest] = sb[rest] * share
             else:
                 ray_row, ray_col = rs.cell // k, (rs.cell % k).astype(np.int64)
                 for a in range(0, rest.shape[0], chunk):
