@@ -898,3 +898,21 @@ def test_row_intervals_equal_per_point_evaluation() -> None:
     assert inside.any() and not inside.all()
     assert ((at("l0", "la", "lb") <= 0).any(1)).sum() > m // 4  # lam binds for many
     assert (_lost_points(words, k) == inside).all()
+
+
+def test_cell_pairs_find_the_window_pairs() -> None:
+    """The cell-grid neighbour search returns exactly the pairs of the sort-based window
+    search (same square windows), on a random cloud with points on cell edges."""
+    rng = np.random.default_rng(11)
+    a = np.round(rng.uniform(-300, 300, 3000), 1)
+    b = np.round(rng.uniform(-300, 300, 3000), 1)
+    half = rng.uniform(2.0, 8.0, 3000)
+    found = H.cell_pairs(a, b, half, float(half.max()), 10**9)
+    assert found is not None
+    ref = H.window_pairs(a, b, a - half, a + half, b - half, b + half, 8.0, 10**9)
+    key = sorted(zip(*map(np.ndarray.tolist, found), strict=True))
+    assert key == sorted(zip(*map(np.ndarray.tolist, ref), strict=True)) and len(key) > 3000
+    with pytest.raises(H.TooDense):
+        H.cell_pairs(a, b, half, float(half.max()), 100)
+    far = np.array([0.0, 1e6])  # a sparse box: left to the window search
+    assert H.cell_pairs(far, far, np.ones(2), 1.0, 10**9) is None

@@ -242,6 +242,42 @@ def window_pairs(
     return ii[keep], jj[keep]
 
 
+def cell_pairs(
+    a: np.ndarray, b: np.ndarray, half: np.ndarray, cell: float, cap: int
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """All (i, j) with |a[j] - a[i]| <= half[i] and |b[j] - b[i]| <= half[i], for half <=
+    cell: points bucketed in square cells of side `cell`, each query reads the 3 x 3 cells
+    about its own (direct indexing, no binary search). None when the bounding box holds
+    far more cells than points (a sparse field: `window_pairs` then). Raises TooDense past
+    `cap` candidates."""
+    m = a.shape[0]
+    if m == 0:
+        return np.empty(0, np.int64), np.empty(0, np.int64)
+    amin, bmin = float(a.min()), float(b.min())
+    ca = np.floor((a - amin) / cell).astype(np.int64)
+    cb = np.floor((b - bmin) / cell).astype(np.int64)
+    na, nb = int(ca.max()) + 3, int(cb.max()) + 3  # a margin of one cell on each side
+    if na * nb > 16 * m + 4096:
+        return None
+    cid = (ca + 1) * nb + (cb + 1)
+    order = np.argsort(cid, kind="stable")
+    counts = np.bincount(cid, minlength=na * nb)
+    starts = np.cumsum(counts) - counts
+    offs = (np.arange(-1, 2)[:, None] * nb + np.arange(-1, 2)[None, :]).ravel()
+    q = (cid[:, None] + offs[None, :]).ravel()  # 9 cells per query, all inside the table
+    cnt = counts[q]
+    total = int(cnt.sum())
+    if total > cap:
+        raise TooDense(f"{total} candidates")
+    qi = np.repeat(np.arange(m), 9)
+    ii = np.repeat(qi, cnt)
+    off = np.cumsum(cnt) - cnt
+    jj = order[np.repeat(starts[q] - off, cnt) + np.arange(total)]
+    h = half[ii]
+    keep = (np.abs(a[jj] - a[ii]) <= h) & (np.abs(b[jj] - b[ii]) <= h)
+    return ii[keep], jj[keep]
+
+
 # --- the optical replay ------------------------------------------------------------------
 
 
@@ -515,9 +551,18 @@ def _shading_candidates(
     q = (cT[2] * gn - cT[0] * (sz * gx)) - cT[1] * (sz * gy)  # (-sz gx, -sz gy, cos alt)
     ti = targets
     out_i, out_j = [], []
+    single = len(classes) == 1 and ti.shape[0] == p.shape[0]
     for cls in classes:
         hd_max = float(st.hd[cls].max())
         halfw = st.hd[ti] + hd_max
+        if single:  # every mirror is a target and an occluder: one cell grid
+            found = cell_pairs(p, q, halfw, float(halfw.max()) * (1 + 1e-9) + 1e-9, cap)
+            if found is not None:
+                ii, jj = found
+                ok = ii != jj
+                out_i.append(ii[ok])
+                out_j.append(jj[ok])
+                continue
         pi, qi = p[ti], q[ti]
         ii, jj = window_pairs(
             p[cls],
