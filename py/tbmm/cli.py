@@ -1042,7 +1042,7 @@ def bench(
         console.print(
             f"  {sp.task} replay vs {sp.reference}: {sp.ratio:.2f}× less CPU "
             f"({sp.cpu:.2f} s vs {sp.reference_cpu:.2f} s on the {sp.input}, median of "
-            f"{sp.runs} interleaved rounds, {'same values' if sp.same_values else 'VALUES DIFFER'})",
+            f"{sp.runs} interleaved rounds, {'same values' if sp.same_values else 'values not identical'})",
             highlight=False,
             soft_wrap=True,
         )
