@@ -34,6 +34,23 @@ def test_mixed_corpus_rows(suite: list[Task]) -> None:
     assert all(r.count > 0 for r in rows)
 
 
+def test_replay_speedup_against_the_reference_copy() -> None:
+    """`tbmm bench`'s ratio line: the heliostat replay and its frozen copy alternate on the
+    anchor and give the same values (the figure itself is not asserted: timings are noisy);
+    a module without a copy has no line."""
+    from tbmm.bench import bench_replay_speedups, reference_replay
+    from tbmm.tasks import find_task
+
+    assert reference_replay("no_such_replay") is None
+    task = find_task("cumcm-2023-a-heliostat-field")
+    (r,) = bench_replay_speedups([task], runs=1)
+    assert r.task == task.slug and r.runs == 1 and r.same_values
+    assert (REPO / r.reference).is_file()
+    assert r.cpu > 0 and r.reference_cpu > 0 and r.ratio == pytest.approx(r.reference_cpu / r.cpu)
+    production = find_task("cumcm-2024-b-production-decision")  # replayed, no frozen copy
+    assert production.replay_spec is not None and bench_replay_speedups([production]) == []
+
+
 # ------------------------------------------------------------------ ratio wording (issue 24)
 
 COST = re.compile(r"costs (\d+\.\d\d)× json\.loads")

@@ -680,9 +680,16 @@ def test_sun_vectors_follow_the_statement_s_formulas() -> None:
     assert m.dni[27] == pytest.approx(dni, rel=1e-12)
 
 
+def _lost_points(words: np.ndarray, k: int) -> np.ndarray:
+    """One uint64 word per mirror (byte r: grid row r) -> boolean (N, k*k), row-major."""
+    bits = (words[:, None] >> np.arange(64, dtype=np.uint64)) & np.uint64(1)
+    return bits.astype(bool).reshape(-1, 8, 8)[:, :k, :k].reshape(-1, k * k)
+
+
 def test_shading_and_blocking_match_brute_force_ray_casting(task: Task) -> None:
     """Per grid point, casting the sun ray and the reflected ray against every other mirror
-    gives the same lost points as the windowed search with row intervals."""
+    gives the same lost points as the replay's candidate search (the sun-plane windows and
+    the bounding-sphere cull) with row intervals."""
     doc = _decisions(task)
     f = _field(doc["q3"], "q3")
     site = H.Site()
@@ -694,16 +701,17 @@ def test_shading_and_blocking_match_brute_force_ray_casting(task: Task) -> None:
     everyone = np.arange(f.n)
     rng = np.random.default_rng(3)
     targets = rng.choice(f.n, 25, replace=False)
-    classes = H._classes(st)
-    bi, bj = H._blocking_pairs(f, st, site, everyone, 10**9, classes)
+    cT = np.ascontiguousarray(st.c.T)
+    blk = H._blocking_static(f, st, site, cT, everyone, 10**9, H._classes(st))
+    sizes = H._size_classes(st)
     for t in (0, 12, 27, 59):
         s = mom.sun[t]
         n, ew, eh = H._orientation(s, st)
-        si, sj = H._shading_pairs(s, float(mom.altitude[t]), f, st, everyone, 10**9, classes)
-        ii, jj = np.concatenate([si, bi]), np.concatenate([sj, bj])
-        d = np.concatenate([np.broadcast_to(s, (si.shape[0], 3)), st.r[bi]])
-        oi, om = H._occlusion_rows(ii, jj, d, f, st, n, ew, eh, rows)
-        lost = H._unpack_rows(H._or_by_target(f.n, oi, om), k)
+        fr = H._frame(n, ew, eh, f)
+        oi, om = H._mirror_occlusion(s, fr, cT, st, everyone, 10**9, sizes, blk, rows)
+        words = np.zeros(f.n, np.uint64)
+        np.bitwise_or.at(words, oi, om)
+        lost = _lost_points(words, k)
         others = np.arange(f.n)
         for i in targets:
             pts = st.c[i] + np.outer(alpha * f.w[i], ew[i]) + np.outer(beta * f.h[i], eh[i])
@@ -720,6 +728,50 @@ def test_shading_and_blocking_match_brute_force_ray_casting(task: Task) -> None:
             assert (hit == lost[i]).all(), (t, i)
 
 
+def test_the_sphere_cull_keeps_every_pair_that_loses_a_point(task: Task) -> None:
+    """The cull is only a shortcut: on the reference design, every candidate pair it drops
+    (shading by the sun-plane windows, blocking by the polar corridors) loses no grid point
+    when its row intervals are computed anyway."""
+    doc = _decisions(task)
+    f = _field(doc["q2"], "q2")
+    site = H.Site()
+    st = H._static(f, site)
+    mom = H.moments(site)
+    rows = H._grid_rows(8)
+    everyone = np.arange(f.n)
+    cT = np.ascontiguousarray(st.c.T)
+    bi, bj = H._blocking_pairs(f, st, site, everyone, 10**9, H._classes(st))
+    d0 = tuple(cT[a][bi] - cT[a][bj] for a in range(3))
+    r = tuple(st.r[bi, a] for a in range(3))
+    near = H._sphere_cull(-d0[0], -d0[1], -d0[2], *r, st.hd[bi] + st.hd[bj])
+    assert 0 < near.sum() < near.shape[0]  # the cull does drop pairs here
+    dropped = 0
+    for t in (0, 27, 59):
+        s = mom.sun[t]
+        fr = H._frame(*H._orientation(s, st), f)
+        far = ~near
+        _, om = H._occlusion_pairs(
+            bi[far], bj[far], tuple(a[far] for a in d0), tuple(a[far] for a in r), None, fr, rows
+        )
+        assert not om.any(), t
+        si, sj = H._shading_candidates(s, cT, st, everyone, 10**9, H._size_classes(st))
+        sd0 = tuple(cT[a][si] - cT[a][sj] for a in range(3))
+        sx, sy, sz = map(float, s)
+        keep = H._sphere_cull(-sd0[0], -sd0[1], -sd0[2], sx, sy, sz, st.hd[si] + st.hd[sj])
+        gone = ~keep
+        per_j = (
+            H._dot3(fr.n[0], fr.n[1], fr.n[2], sx, sy, sz),
+            fr.ej[0] * sx + fr.ej[1] * sy,
+            H._dot3(fr.hj[0], fr.hj[1], fr.hj[2], sx, sy, sz),
+        )
+        _, om = H._occlusion_pairs(
+            si[gone], sj[gone], tuple(a[gone] for a in sd0), (sx, sy, sz), per_j, fr, rows
+        )
+        assert not om.any(), t
+        dropped += int(gone.sum()) + int(far.sum())
+    assert dropped > 0
+
+
 def test_truncation_matches_exact_ray_cylinder_intersection(task: Task) -> None:
     """The image-plane criterion against the exact first crossing of each ray with the
     collector cylinder: the same verdict for all but a sliver of rays within 3 cm of the
@@ -733,12 +785,9 @@ def test_truncation_matches_exact_ray_cylinder_intersection(task: Task) -> None:
     ti = np.arange(0, f.n, 7)
     total = mismatched = 0
     for t in (2, 30, 57):
-        _, ew, eh = H._orientation(mom.sun[t], st)
+        n, ew, eh = H._orientation(mom.sun[t], st)
         rs = sets[t % len(sets)]
-        all_in, rays = H._truncation_rays(st, site, ew, eh, f, ti, rs)
-        verdict = np.ones((ti.shape[0], rs.basis.shape[1]), bool)
-        if rays is not None:
-            verdict[~all_in] = rays
+        _, verdict = H._truncation_rays(st, site, H._frame(n, ew, eh, f), ti, rs)
         sx, sy, a, b = rs.basis[0], rs.basis[1], rs.basis[2], rs.basis[3]
         th = site.sun_half_angle_rad
         tower = np.array([f.tower_x, f.tower_y, site.collector_center_height_m])
@@ -823,3 +872,47 @@ def test_the_densest_legal_fields_replay_as_the_reference_implementation(task: T
     cases["illegal"] = B.illegal_field()[1]
     for text in cases.values():
         _same_as_reference(task, text)
+
+
+def test_row_intervals_equal_per_point_evaluation() -> None:
+    """The row-interval masks (one 64-bit word per pair) against evaluating |u| <= 1,
+    |v| <= 1 and lam > 0 at every grid point, on random affine maps, half of them with lam
+    changing sign over the rectangle (the case the interval code skips when it cannot
+    bind; the reference designs never reach it)."""
+    rng = np.random.default_rng(7)
+    m, k = 4000, 8
+    co = {c: rng.uniform(-2.0, 2.0, m) for c in ("u0", "ua", "ub", "v0", "va", "vb", "la", "lb")}
+    rl = 0.5 * (np.abs(co["la"]) + np.abs(co["lb"]))
+    co["l0"] = np.where(np.arange(m) % 2 == 0, rl + rng.uniform(0.0, 1.0, m), rng.uniform(-1, 1, m))
+    rows = H._grid_rows(k)
+    words = H._interval_masks(
+        *(co[c] for c in ("u0", "ua", "ub", "v0", "va", "vb", "l0", "la", "lb")), rows
+    )
+    alpha, beta = H._grid(k)
+
+    def at(c0: str, ca: str, cb: str) -> np.ndarray:
+        return co[c0][:, None] + co[ca][:, None] * alpha + co[cb][:, None] * beta
+
+    inside = (np.abs(at("u0", "ua", "ub")) <= 1) & (np.abs(at("v0", "va", "vb")) <= 1)
+    inside &= at("l0", "la", "lb") > 0
+    assert inside.any() and not inside.all()
+    assert ((at("l0", "la", "lb") <= 0).any(1)).sum() > m // 4  # lam binds for many
+    assert (_lost_points(words, k) == inside).all()
+
+
+def test_cell_pairs_find_the_window_pairs() -> None:
+    """The cell-grid neighbour search returns exactly the pairs of the sort-based window
+    search (same square windows), on a random cloud with points on cell edges."""
+    rng = np.random.default_rng(11)
+    a = np.round(rng.uniform(-300, 300, 3000), 1)
+    b = np.round(rng.uniform(-300, 300, 3000), 1)
+    half = rng.uniform(2.0, 8.0, 3000)
+    found = H.cell_pairs(a, b, half, float(half.max()), 10**9)
+    assert found is not None
+    ref = H.window_pairs(a, b, a - half, a + half, b - half, b + half, 8.0, 10**9)
+    key = sorted(zip(*map(np.ndarray.tolist, found), strict=True))
+    assert key == sorted(zip(*map(np.ndarray.tolist, ref), strict=True)) and len(key) > 3000
+    with pytest.raises(H.TooDense):
+        H.cell_pairs(a, b, half, float(half.max()), 100)
+    far = np.array([0.0, 1e6])  # a sparse box: left to the window search
+    assert H.cell_pairs(far, far, np.ones(2), 1.0, 10**9) is None

@@ -393,6 +393,105 @@ def bench_replay_heliostat_field(task: Task, seconds: float = 2.0) -> BenchResul
     return BenchResult("replay", task.slug, n, time.process_time() - t0)
 
 
+# --- replays against their frozen pre-rewrite copies ---------------------------------
+
+
+@dataclass(frozen=True)
+class Speedup:
+    """CPU time of a replay's frozen reference copy over the production replay's, on the
+    same parsed artifact, the two alternating `runs` times; `ratio` is the median of the
+    per-round ratios (> 1: the production replay is the cheaper)."""
+
+    task: str
+    input: str
+    reference: str
+    ratio: float
+    reference_cpu: float  # median CPU seconds per replay
+    cpu: float
+    runs: int
+    same_values: bool
+
+
+def reference_replay(module: str) -> Any | None:
+    """The frozen copy `tests/reference_replays/<module>_v1.py` of a checkout (None when
+    tbmm runs from an installed wheel, which ships no tests)."""
+    import importlib.util
+    from pathlib import Path
+
+    from tbmm.tasks import TASKS_ROOT
+
+    path = Path(TASKS_ROOT).parent / "tests" / "reference_replays" / f"{module}_v1.py"
+    if not path.is_file():
+        return None
+    spec = importlib.util.spec_from_file_location(f"_tbmm_reference_{module}_v1", path)
+    if spec is None or spec.loader is None:
+        return None
+    import sys
+
+    if spec.name in sys.modules:
+        return sys.modules[spec.name]
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up while it loads
+    try:
+        spec.loader.exec_module(mod)
+    except BaseException:
+        del sys.modules[spec.name]
+        raise
+    return mod
+
+
+def replay_speedup(task: Task, doc: dict, label: str, runs: int = 3) -> Speedup | None:
+    """Interleaved CPU-time ratio of the task's reference replay copy to its replay on one
+    parsed artifact (see `Speedup`); None when the task has no reference copy."""
+    import statistics
+
+    from tbmm.replay import CpuBudget, load_module
+
+    spec = task.replay_spec
+    if spec is None:
+        return None
+    ref = reference_replay(spec.module)
+    if ref is None:
+        return None
+    new = load_module(spec.module)
+    old_cpu, new_cpu, same = [], [], True
+    for _ in range(max(runs, 1)):
+        c0 = time.process_time()
+        a = ref.replay(doc, task, spec, CpuBudget(600))
+        c1 = time.process_time()
+        b = new(doc, task, spec, CpuBudget(600))
+        c2 = time.process_time()
+        old_cpu.append(c1 - c0)
+        new_cpu.append(c2 - c1)
+        same = same and a.values == b.values and a.notes == b.notes
+    ratios = [o / n for o, n in zip(old_cpu, new_cpu, strict=True) if n > 0]
+    return Speedup(
+        task=task.slug,
+        input=label,
+        reference=f"tests/reference_replays/{spec.module}_v1.py",
+        ratio=statistics.median(ratios) if ratios else float("inf"),
+        reference_cpu=statistics.median(old_cpu),
+        cpu=statistics.median(new_cpu),
+        runs=len(old_cpu),
+        same_values=same,
+    )
+
+
+def bench_replay_speedups(tasks: list[Task], runs: int = 3) -> list[Speedup]:
+    """`replay_speedup` on the anchor of every replayed task that has a reference copy."""
+    from tbmm.replay import strip_replayed
+
+    out = []
+    for t in tasks:
+        if t.replay_spec is None or reference_replay(t.replay_spec.module) is None:
+            continue
+        doc = read_artifact(exact.dumps(strip_replayed(t.anchor_artifact)[0], indent=None), t.caps)
+        r = replay_speedup(t, doc, "anchor", runs)
+        if r is not None:
+            out.append(r)
+    return out
+
+
 # --- the Lean layer's costs (`tbmm bench --lean`) -------------------------------------
 
 

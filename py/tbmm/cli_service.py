@@ -59,6 +59,13 @@ def bench(
     ] = None,
     seconds: Annotated[float, typer.Option(help="CPU seconds per measurement.")] = 2.0,
     replays: Annotated[bool, typer.Option(help="Also run each replay's own benchmark.")] = True,
+    reference_runs: Annotated[
+        int,
+        typer.Option(
+            help="Interleaved rounds of each replay against its frozen pre-rewrite copy "
+            "(tests/reference_replays/, in a checkout) on the task's anchor; 0: skip.",
+        ),
+    ] = 3,
     tasks_root: TasksRoot = TASKS_ROOT,
     lean: Annotated[
         bool,
@@ -125,8 +132,13 @@ def bench(
     claims = [t for t in tasks if t.replay_spec is None]
     if claims and len(claims) < len(tasks):
         rows += bench_mixed(claims, seconds, group="no replay")
+    speedups = []
     if replays:
         rows += bench_replays(tasks, seconds / 2)
+        if reference_runs > 0:
+            from tbmm.bench import bench_replay_speedups
+
+            speedups = bench_replay_speedups(tasks, reference_runs)
     loads = {r.task: r.rate for r in rows if r.name == "json.loads"}
     out = [
         {
@@ -142,6 +154,21 @@ def bench(
         }
         for r in rows
     ]
+    out += [
+        {
+            "name": "replay vs reference",
+            "task": r.task,
+            "count": r.runs,
+            "cpu_seconds": round(r.cpu, 3),
+            "per_second": round(1 / r.cpu, 2) if r.cpu else None,
+            "cost_x_json_loads": None,
+            "reference": r.reference,
+            "reference_cpu_seconds": round(r.reference_cpu, 3),
+            "ratio_vs_reference": round(r.ratio, 2),
+            "same_values": r.same_values,
+        }
+        for r in speedups
+    ]
     if as_json:
         print(json.dumps(out, indent=2))
         return
@@ -152,8 +179,18 @@ def bench(
         where = "" if r["task"] == "mixed" else f"  ({r['task']})"
         if r["name"] == "json.loads" and r["task"] != "mixed":
             console.print(f"  tasks without a replay ({len(claims)}):", highlight=False)
+        if r["name"] == "replay vs reference":
+            continue
         console.print(
             f"{r['name']:>14s} {r['per_second']:>10,.0f}/s{ratio}{where}", highlight=False
+        )
+    for sp in speedups:
+        console.print(
+            f"  {sp.task} replay vs {sp.reference}: {sp.ratio:.2f}× less CPU "
+            f"({sp.cpu:.2f} s vs {sp.reference_cpu:.2f} s on the {sp.input}, median of "
+            f"{sp.runs} interleaved rounds, {'same values' if sp.same_values else 'values not identical'})",
+            highlight=False,
+            soft_wrap=True,
         )
 
 

@@ -1,5 +1,7 @@
 """Reference copy (frozen 2026-12-01, main at 0f77a0d) of tbmm.replay.heliostat_field: the
-tests compare the production replay against it (same values); never imported by tbmm.
+tests compare the production replay against it (same values); tbmm loads it only in
+`tbmm bench` (from a checkout, `tbmm.bench.reference_replay`) to measure the CPU ratio, never
+on a verdict path.
 
 CUMCM 2023 A (heliostat field): replay a field design at the statement's 60 moments.
 
