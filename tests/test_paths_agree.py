@@ -92,7 +92,7 @@ def _over_caps(task: Task) -> list[str]:
         '{"broken": ',
         "",
         "null",
-        '{"lone": "\ud800"}'.encode().decode("unicode_escape"),  # a lone surrogate
+        '{"lone": "' + chr(0xD800) + '"}',  # a lone surrogate: not UTF-8 in a file
         # over the byte cap by one byte and by a lot: the anchor with an extra key
         anchor[:-1] + ', "pad": "' + "x" * (room - 10) + '"}',
         anchor[:-1] + ', "pad": [' + "1," * (task.caps.max_bytes // 2) + "1]}",

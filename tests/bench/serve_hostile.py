@@ -4,7 +4,8 @@
 
 For each kind of body (about `--mib` MiB each), starts a fresh `tbmm serve --workers 1` on
 a free port, warms it with one small verification, then posts the hostile body while a
-thread polls /healthz (0.5 s timeout, every 0.1 s). Prints, per kind: the answer's status
+thread polls /healthz (0.5 s timeout, every 0.1 s); 20 polls of the idle server just
+before say what the machine's load alone costs. Prints, per kind: the answer's status
 and a line of its message, the wall time of the request, the /healthz latencies seen
 during it (max, p50, failed polls), and the worker's peak RSS (VmHWM from /proc; the
 uvicorn process with one worker IS the worker) before and after the hostile request.
@@ -157,6 +158,13 @@ def main() -> None:
             small = {"items": [{"task": SLUG, "artifact": {"q": {}}}]}
             httpx.post(f"{url}/v1/verify", json=small, timeout=60).raise_for_status()
             before = vm_hwm_mib(pid)
+            idle = []  # the same polls with nothing to judge: what the machine's load costs
+            for _ in range(20):
+                t0 = time.monotonic()
+                httpx.get(f"{url}/healthz", timeout=5).raise_for_status()
+                idle.append(time.monotonic() - t0)
+                time.sleep(0.1)
+            idle.sort()
             res = post_with_polls(url, body)
             after = vm_hwm_mib(pid)
             alive = httpx.get(f"{url}/healthz", timeout=5).status_code == 200
@@ -176,6 +184,8 @@ def main() -> None:
                     "healthz_polls_failed": res["failed_polls"],
                     "healthz_max_ms": round(lat[-1] * 1000, 1),
                     "healthz_p50_ms": round(statistics.median(lat) * 1000, 1),
+                    "idle_healthz_max_ms": round(idle[-1] * 1000, 1),
+                    "idle_healthz_p50_ms": round(statistics.median(idle) * 1000, 1),
                     "peak_rss_mib_before": round(before, 1),
                     "peak_rss_mib_after": round(after, 1),
                     "alive_after": alive,
