@@ -63,6 +63,10 @@ def hostile_body(kind: str, size: int) -> bytes:
     elif kind == "completion":  # a completion holding a huge object
         comp = b'"{\\"pad\\": [' + _fill(b"1.5,", size)[:-1] + b']}"'
         return b'{"items": [{"task": "' + SLUG.encode() + b'", "completion": ' + comp + tail
+    elif kind == "capped":  # items just within the byte cap, each a tree of 2 M numbers
+        art = b'{"q": {}, "pad": [' + _fill(b"1,", 4 * MiB - 64)[:-1] + b"]}"
+        one = b'{"task": "' + SLUG.encode() + b'", "artifact": ' + art + b"}"
+        return b'{"items": [' + b",".join([one] * max(1, size // len(one))) + b"]}"
     elif kind == "junk":  # numbers under a key serve does not use
         return b'{"items": [], "junk": [' + _fill(b"1.5,", size)[:-1] + b"]}"
     else:
@@ -114,6 +118,7 @@ def post_with_polls(url: str, body: bytes, poll_timeout: float = 0.5) -> dict:
                 timeout=900,
             )
             out["status"] = r.status_code
+            out["text"] = r.text
             out["message"] = r.text[:160]
         except httpx.HTTPError as exc:
             out["status"] = None
@@ -147,7 +152,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--mib", type=float, default=60)
     ap.add_argument(
-        "--kinds", default="numbers,nested,lists,digits,keys,text,items,completion,junk"
+        "--kinds", default="numbers,nested,lists,digits,keys,text,items,completion,junk,capped"
     )
     args = ap.parse_args()
     size = int(args.mib * MiB)
