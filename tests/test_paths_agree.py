@@ -253,10 +253,12 @@ def test_cli_api_serve_and_harbor_give_the_same_verdicts(suite: list[Task], tmp_
     assert not differ, differ[:5]
     assert len(as_object) >= 900, len(as_object)  # most inputs went in as objects too
     assert all(k in as_object for k in over)  # over the byte cap, as objects too
+    # a parsed object has no byte size of its own: the API measures its compact
+    # serialisation, which an indented text over the cap by a few bytes fits under
     differ = [
         (items[k][0].slug, items[k][1][:80], api[k], v)
         for k, v in api_object.items()
-        if _sizeless(v) != _sizeless(api[k])
+        if k not in over and _sizeless(v) != _sizeless(api[k])
     ]
     assert not differ, differ[:5]
     assert len(api_object) >= 900, len(api_object)
