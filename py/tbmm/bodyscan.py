@@ -10,8 +10,9 @@ sent as, through the same caps (`tbmm.bounds`) and pipeline as `tbmm verify`: th
 before any parsing, so an item over a cap gets the verdict the command line gives for
 the same text, and only one artifact within its caps is ever a tree at a time.
 
-Skipping a value costs one regex step per string and per run of brackets (numbers,
-commas and whitespace are skipped inside the regex engine); a body needing more than
+Skipping a value costs one regex step per run of brackets and per stretch between two
+(strings, numbers, commas and whitespace are passed over inside the regex engine, at
+most a window at a time); the envelope one per key and string. A body needing more than
 `max_steps` of them is refused (413) before they are taken, a deterministic bound on the
 scan's work that no honest batch comes near.
 """
@@ -41,11 +42,14 @@ _SCALAR = re.compile(
     rb"-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?(?:[eE][+-]?[0-9]++)?|true|false|null|NaN|-?Infinity"
 )
 MAX_SCALAR = 4096  # bytes of a number or literal outside an artifact
-# inside a skipped container: a (lenient) string, a lone quote (unterminated), or a run of
-# opening or of closing brackets; everything else is passed over by the regex engine
-_STRUCT = re.compile(rb'"(?:[^"\\]++|\\.)*+"|"|[\[{]++|[\]}]++', re.DOTALL)
+# inside a skipped container: a flat stretch (strings, numbers, separators: no bracket
+# outside a string), a lone quote (a string the window cut, or unterminated), or a run
+# of opening or of closing brackets. One step per bracket run and per stretch between.
+_STRUCT = re.compile(
+    rb'(?:"(?:[^"\\]++|\\.)*+"|[^"\[\]{}]++)++|"|[\[{]++|[\]}]++', re.DOTALL
+)
 
-MAX_STEPS = 8_000_000  # regex steps per body (strings + bracket runs): ~1 µs each, ~8 s at most
+MAX_STEPS = 8_000_000  # regex steps per body: ~1 µs each, ~8 s at most
 MAX_SLUG = 256  # bytes of a task slug (an unknown one is echoed back in its verdict)
 
 
@@ -92,7 +96,9 @@ class Scanner:
         self.steps += 1
         if self.steps > self.max_steps:
             raise BodyError(
-                413, f"the body holds more than {self.max_steps} strings and bracket runs"
+                413,
+                f"the body holds more than {self.max_steps} bracket runs and stretches "
+                "between them",
             )
 
     def string_span(self) -> tuple[int, int]:
@@ -152,12 +158,13 @@ class Scanner:
             step()
             s, e = m.span()
             first = buf[s]
-            if first == 0x22:  # "
-                if e - s == 1 or e == w:  # maybe cut by the window: the string alone
-                    e = _lenient_string_end(buf, s)
-                    if e < 0:
-                        self.pos = s
-                        raise self.fail("unterminated string")
+            if first == 0x22 and e - s == 1:  # a string cut by the window, or unterminated
+                e = _lenient_string_end(buf, s)
+                if e < 0:
+                    self.pos = s
+                    raise self.fail("unterminated string")
+            elif first not in (0x5B, 0x7B, 0x5D, 0x7D):  # a flat stretch
+                pass
             elif first in (0x5B, 0x7B):
                 depth += e - s
             elif e - s >= depth:

@@ -27,7 +27,6 @@ import asyncio
 import hmac
 import json
 import os
-import sys
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -162,9 +161,6 @@ def create_app() -> Any:
 
     import tbmm
 
-    # The judging thread hands the GIL back to the event loop every millisecond (the
-    # default is 5 ms, paid at each of the loop's wake-ups while serving /healthz).
-    sys.setswitchinterval(min(sys.getswitchinterval(), 0.001))
     app = FastAPI(
         title="TB-MathModel reward service",
         version=tbmm.__version__,
