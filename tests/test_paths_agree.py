@@ -1,18 +1,22 @@
 """One input, one verdict, whichever way it comes in.
 
 The same corpus — every task's anchor, its generated adversarial artifacts, mutants of the
-anchor (numbers scaled, made NaN or over-long) and inputs over the caps — goes through the
-command line (`tbmm verify --manifest --json`), the Python API (`tbmm.verify`), `tbmm
-serve` (each artifact once as JSON text and once as a parsed object inside the request)
-and, on a sample, the Harbor verifier entry. Their verdicts must agree on everything that
-decides a score: status, feasibility, gate, exact O-Eval and Robust BO-Eval. (Before, an
-object artifact holding a 10^6-digit number was scored by serve and refused by the CLI.)
+anchor (numbers scaled, made NaN or over-long) and inputs over each cap of tbmm.bounds
+(bytes, digits, depth, a referenced list, an unreferenced list) — goes through the command
+line (`tbmm verify --manifest --json`), the Python API (`tbmm.verify`, given the text and,
+for objects, the parsed exact tree), `tbmm serve` (each artifact once as JSON text and once
+as an object inside the request) and the Harbor verifier entry (every input refused
+before Lean, and a sample with the Lean kernel). Their verdicts must agree on everything
+that decides a score — status, feasibility, gate, exact O-Eval and Robust BO-Eval — and
+on the reason of a refusal. (Before, an object artifact holding a 10^6-digit number was
+scored by serve and refused by the CLI.)
 """
 
 from __future__ import annotations
 
 import json
 import random
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -78,7 +82,9 @@ def _mutants(task: Task, rng: random.Random) -> list[str]:
 
 def _over_caps(task: Task) -> list[str]:
     deep = "[" * 40 + "1" + "]" * 40
-    return [
+    anchor = task.anchor_artifact_bytes().decode().strip()
+    room = task.caps.max_bytes - len(anchor.encode())
+    out = [
         '{"q": {"x": 1' + "0" * 20_000 + "}}",  # past the exponent limit: NonFinite
         '{"deep": ' + deep + "}",
         '{"pad": [' + ",".join(["1"] * 100_001) + "]}",  # one over the unreferenced cap
@@ -86,7 +92,24 @@ def _over_caps(task: Task) -> list[str]:
         '{"broken": ',
         "",
         "null",
+        '{"lone": "' + chr(0xD800) + '"}',  # a lone surrogate: not UTF-8 in a file
+        # over the byte cap by one byte and by a lot: the anchor with an extra key
+        anchor[:-1] + ', "pad": "' + "x" * (room - 10) + '"}',
+        anchor[:-1] + ', "pad": [' + "1," * (task.caps.max_bytes // 2) + "1]}",
     ]
+    doc = json.loads(anchor)
+    for path, cap in task.caps.per_path.items():  # a referenced list one over its cap
+        if "[*]" in path:
+            continue
+        node, keys = doc, path.split(".")
+        for k in keys[:-1]:
+            node = node.get(k) if isinstance(node, dict) else None
+        if isinstance(node, dict) and isinstance(node.get(keys[-1]), list) and node[keys[-1]]:
+            lst = node[keys[-1]]
+            node[keys[-1]] = (lst * (cap + 1))[: cap + 1]
+            out.append(json.dumps(doc))
+            node[keys[-1]] = lst
+    return out
 
 
 def corpus(suite: list[Task]) -> list[tuple[Task, str]]:
@@ -104,11 +127,38 @@ def corpus(suite: list[Task]) -> list[tuple[Task, str]]:
 
 def core_of_report(r: dict[str, Any]) -> tuple:
     status = "unreadable" if r["status"] == "over_caps" else r["status"]
-    return (status, r["exit_code"] == 0, r["gate"], r["o_eval_exact"], r["robust_bo_eval_exact"])
+    return (
+        status,
+        r["exit_code"] == 0,
+        r["gate"],
+        r["o_eval_exact"],
+        r["robust_bo_eval_exact"],
+        r["error"],
+    )
 
 
 def core_of_verdict(v: dict[str, Any]) -> tuple:
-    return (v["status"], v["feasible"], v["gate"], v["o_eval_exact"], v["robust_bo_exact"])
+    return (
+        v["status"],
+        v["feasible"],
+        v["gate"],
+        v["o_eval_exact"],
+        v["robust_bo_exact"],
+        v["error"],
+    )
+
+
+_SIZE = re.compile(r"^artifact is \d+ bytes")
+
+
+def _sizeless(core: tuple) -> tuple:
+    """A verdict core without the byte count of a size refusal: an object re-serialised by
+    the Python API has other whitespace than the text it was parsed from."""
+    return (*core[:-1], _SIZE.sub("artifact is N bytes", core[-1]))
+
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8", "surrogatepass")  # a lone surrogate as the bytes it stands for
 
 
 def test_cli_api_serve_and_harbor_give_the_same_verdicts(suite: list[Task], tmp_path: Path) -> None:
@@ -120,13 +170,30 @@ def test_cli_api_serve_and_harbor_give_the_same_verdicts(suite: list[Task], tmp_
 
     items = corpus(suite)
     assert len(items) >= 1000, len(items)
+    over = [k for k, (t, text) in enumerate(items) if len(_utf8(text)) > t.caps.max_bytes]
+    assert len(over) >= 2 * len(suite)  # the byte cap is in the corpus, for every task
 
     api = [core_of_verdict(tbmm.verify(t, text, lean=False).model_dump()) for t, text in items]
+    statuses = {c[0] for c in api}
+    assert {"scored", "gate_failed", "unreadable"} <= statuses, statuses
+    reasons = " ".join(c[-1] for c in api)
+    for cap in ("bytes, over the cap", "characters, over the cap", "nested deeper", "entries, over the cap"):
+        assert cap in reasons, cap  # each cap of tbmm.bounds is hit by some input
+
+    # the Python API given the parsed exact tree of every text that is a JSON object
+    api_object: dict[int, tuple] = {}
+    for k, (t, text) in enumerate(items):
+        try:
+            doc = exact.loads(_utf8(text))
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(doc, dict):
+            api_object[k] = core_of_verdict(tbmm.verify(t, doc, lean=False).model_dump())
 
     # the command line: one process, every file named in a manifest
     manifest = {}
     for k, (t, text) in enumerate(items):
-        (tmp_path / f"a{k}.json").write_text(text, encoding="utf-8")
+        (tmp_path / f"a{k}.json").write_bytes(_utf8(text))
         manifest[f"a{k}.json"] = t.slug
     (tmp_path / "manifest.json").write_text(json.dumps(manifest))
     proc = subprocess.run(
@@ -146,8 +213,12 @@ def test_cli_api_serve_and_harbor_give_the_same_verdicts(suite: list[Task], tmp_
     )
     assert proc.returncode in (0, 1, 2), proc.stderr[-2000:]
     cli = [core_of_report(r) for r in json.loads(proc.stdout)]
+    for k, c in enumerate(cli):  # a refusal of the command line names the file first
+        prefix = f"{tmp_path / f'a{k}.json'}: "
+        if c[-1].startswith(prefix):
+            cli[k] = (*c[:-1], c[-1].removeprefix(prefix))
 
-    # serve: each artifact as JSON text, and (when it parses to an object) as the object
+    # serve: each artifact as JSON text, and (when it looks like an object) as the object
     client = TestClient(create_app())
     as_text, as_object = [], {}
     for i in range(0, len(items), SERVE_CHUNK):
@@ -160,11 +231,13 @@ def test_cli_api_serve_and_harbor_give_the_same_verdicts(suite: list[Task], tmp_
         for k, (t, text) in enumerate(chunk):
             stripped = text.strip()
             if stripped.startswith("{") and stripped.endswith("}"):
-                objs.append((i + k, f'{{"task": {json.dumps(t.slug)}, "artifact": {text}}}'))
-        r = client.post("/v1/verify", content='{"items": [' + ",".join(o for _, o in objs) + "]}")
-        if r.status_code == 400:  # a chunk holding an unparseable object: each alone
+                objs.append((i + k, f'{{"task": {json.dumps(t.slug)}, "artifact": {stripped}}}'))
+        r = client.post(
+            "/v1/verify", content=_utf8('{"items": [' + ",".join(o for _, o in objs) + "]}")
+        )
+        if r.status_code == 400:  # a chunk holding an unbalanced object: each alone
             for k, o in objs:
-                one = client.post("/v1/verify", content='{"items": [' + o + "]}")
+                one = client.post("/v1/verify", content=_utf8('{"items": [' + o + "]}"))
                 if one.status_code == 200:
                     as_object[k] = core_of_verdict(one.json()["verdicts"][0])
             continue
@@ -179,16 +252,28 @@ def test_cli_api_serve_and_harbor_give_the_same_verdicts(suite: list[Task], tmp_
     ]
     assert not differ, differ[:5]
     assert len(as_object) >= 900, len(as_object)  # most inputs went in as objects too
+    assert all(k in as_object for k in over)  # over the byte cap, as objects too
+    # a parsed object has no byte size of its own: the API measures its compact
+    # serialisation, which an indented text over the cap by a few bytes fits under
+    differ = [
+        (items[k][0].slug, items[k][1][:80], api[k], v)
+        for k, v in api_object.items()
+        if k not in over and _sizeless(v) != _sizeless(api[k])
+    ]
+    assert not differ, differ[:5]
+    assert len(api_object) >= 900, len(api_object)
 
-    # the Harbor verifier entry (with the Lean kernel) on a sample of small claims-only tasks
+    # the Harbor verifier entry: every input refused before Lean (unreadable or over a
+    # cap), and a sample of small claims-only tasks with the Lean kernel
+    refused = [k for k in range(len(items)) if api[k][0] == "unreadable"]
+    assert len(refused) >= len(over)
     rng = random.Random(7)
     sample = [
         k for k, (t, text) in enumerate(items) if t.replay_spec is None and len(text) < 20_000
     ]
-    for k in rng.sample(sample, 12):
+    for k in refused + rng.sample(sample, 12):
         t, text = items[k]
-        path = tmp_path / f"h{k}.json"
-        path.write_text(text, encoding="utf-8")
+        path = tmp_path / f"a{k}.json"
         res = verify_for_harbor(t.slug, path)
         assert res["report"] is not None, res["error"]
         assert core_of_report(res["report"]) == api[k], (t.slug, text[:80])

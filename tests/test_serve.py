@@ -142,20 +142,16 @@ def test_lean_items_are_kernel_checked(server: str) -> None:
 
 
 def test_healthz_answers_while_a_large_request_is_judged(server: str) -> None:
-    """Parsing and verification run off the event loop: /healthz is answered while a
-    large request (about 20 MB of numbers) is still being parsed and judged. Ordering,
-    not timing: several health checks must complete before the large answer does."""
+    """Scanning and verification run off the event loop: /healthz is answered while a
+    large batch (thousands of artifacts within their caps) is judged. Ordering, not
+    timing: several health checks must complete before the large answer does. (Bodies
+    over the caps: tests/test_serve_hostile.py.)"""
     import threading
 
-    pad = ",".join(["1.5"] * 2_500_000)
-    slug = "mcm-2025-b-juneau-tourism"
-    body = (
-        '{"items": ['
-        + ",".join(
-            f'{{"task": "{slug}", "artifact": {{"q": {{}}, "pad{k}": [{pad}]}}}}' for k in range(2)
-        )
-        + "]}"
-    )
+    t = tbmm.load_task("mcm-2025-b-juneau-tourism")
+    anchor = t.anchor_artifact_bytes().decode().strip()
+    one = f'{{"task": "{t.slug}", "artifact": {anchor}}}'
+    body = '{"items": [' + ",".join([one] * 4000) + "]}"
     done: dict[str, float] = {}
 
     def big() -> None:
@@ -201,3 +197,33 @@ def test_a_token_guards_the_v1_endpoints() -> None:
     ok = client.post("/v1/verify", content=body, headers={"Authorization": "Bearer s3cret"})
     assert ok.status_code == 200 and ok.json()["verdicts"][0]["task"] == "mcm-2025-b-juneau-tourism"
     assert TestClient(create_app()).get("/v1/tasks").status_code == 200  # no token: open
+
+
+def test_a_request_past_its_cpu_budget_is_refused_whole() -> None:
+    """Past the request's CPU budget (checked between items) the request ends with 503
+    and no verdicts at all, never a partial list or a guessed one."""
+    from tbmm.bodyscan import verify_body
+    from tbmm.serve import HttpError, verify_items
+
+    t = tbmm.load_task("mcm-2025-b-juneau-tourism")
+    one = f'{{"task": "{t.slug}", "artifact": {t.anchor_artifact_bytes().decode().strip()}}}'
+    body = ('{"items": [' + ",".join([one] * 3) + "]}").encode()
+    items, reward = verify_body(body, max_items=10)
+    assert len(verify_items(body, items, reward)["verdicts"]) == 3
+    with pytest.raises(HttpError) as err:
+        verify_items(body, items, reward, budget_s=0.0)
+    assert err.value.status == 503 and "CPU budget" in err.value.detail
+
+
+def test_an_over_long_completion_is_unreadable_unsearched() -> None:
+    """A completion longer than twice the artifact byte cap is not searched for an
+    answer (the search would build a tree of it): unreadable, with the reason; the API
+    and the batch API say the same."""
+    t = tbmm.load_task("mcm-2025-b-juneau-tourism")
+    cap = tbmm.api.completion_cap(t)
+    anchor = t.anchor_artifact_bytes().decode()
+    long = "x" * (cap - len(anchor)) + anchor
+    assert tbmm.verify_completion(t, long).status == "scored"  # at the cap: searched
+    v = tbmm.verify_completion(t, long + " ")
+    assert v.status == "unreadable" and f"over the cap of {cap}" in v.error
+    assert tbmm.verify_many([(t, long + " ")], completions=True)[0] == v

@@ -213,7 +213,9 @@ def _bytes(artifact: Any) -> bytes:
     if isinstance(artifact, bytes):
         return artifact
     if isinstance(artifact, str):
-        return artifact.encode("utf-8")
+        # a lone surrogate (from a JSON "\\ud800" escape) stays the invalid UTF-8 it
+        # stands for: the reader then calls it unreadable, as it would in a file
+        return artifact.encode("utf-8", "surrogatepass")
     from tbmm import exact
 
     return exact.dumps(_exact_tree(artifact), indent=None, faithful=True).encode("utf-8")
@@ -411,10 +413,37 @@ def _objects(text: str) -> list[tuple[int, int]]:
 
 
 def _is_object(text: str) -> bool:
+    """Whether `text` is one JSON object, decided without keeping a tree of it (numbers
+    and objects are dropped as they are read: a completion is not an artifact yet, and
+    is not bound by an artifact's caps)."""
     try:
-        return isinstance(json.loads(text), dict)
+        doc = json.loads(
+            text,
+            object_pairs_hook=_drop_object,
+            parse_int=_drop,
+            parse_float=_drop,
+            parse_constant=_drop,
+        )
     except (ValueError, RecursionError):
         return False
+    return doc is _OBJECT
+
+
+_OBJECT: dict[str, Any] = {}
+
+
+def _drop_object(_: Any) -> dict[str, Any]:
+    return _OBJECT
+
+
+def _drop(_: str) -> None:
+    return None
+
+
+def completion_cap(task: Any) -> int:
+    """Characters of a completion that is read at all: twice the task's artifact byte cap
+    (an answer within the caps plus as much prose); longer ones are unreadable, unsearched."""
+    return 2 * _task(task).caps.max_bytes
 
 
 def extract_artifact(text: str) -> Extraction:
@@ -447,7 +476,16 @@ def extract_artifact(text: str) -> Extraction:
 
 def verify_completion(task: Any, completion: str, *, lean: bool = False) -> Verdict:
     """`verify` of the JSON answer found in a completion; none found = unreadable, with why."""
-    ex = extract_artifact(completion)
+    cap = completion_cap(task)
+    if isinstance(completion, str) and len(completion) > cap:
+        ex = Extraction(
+            found=False,
+            text=None,
+            method="none",
+            reason=f"the completion has {len(completion)} characters, over the cap of {cap}",
+        )
+    else:
+        ex = extract_artifact(completion)
     if not ex.found:
         t = _task(task)
         from tbmm.verify import verify_artifact
@@ -474,8 +512,9 @@ def verify_many(
     for k, (task, artifact) in enumerate(items):
         t = _task(task)
         if completions:
-            ex = extract_artifact(artifact)
-            if not ex.found:
+            too_long = isinstance(artifact, str) and len(artifact) > completion_cap(t)
+            ex = extract_artifact("" if too_long else artifact)
+            if not ex.found:  # verify_completion says why (over the cap, or no answer)
                 out[k] = verify_completion(t, artifact)
                 continue
             artifact = ex.text

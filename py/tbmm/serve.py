@@ -10,14 +10,20 @@ With a token (`tbmm serve --token`, or $TBMM_SERVE_TOKEN), every /v1/ endpoint n
 `Authorization: Bearer <token>`. Parsing and verification run in a worker thread, off the
 event loop, so /healthz answers while a large request is being judged.
 
-Request bodies are read as bytes and parsed exactly (numbers keep their decimal text, as
-in every other entry point), within a body cap and an item cap; each artifact then goes
-through the same input caps and pipeline as `tbmm verify`. Workers are processes
-(`--workers`, default: one per core), each loading a task once.
+A body is read in chunks within a byte cap (413 as soon as it is passed, the rest unread)
+and is never parsed as a whole: `tbmm.bodyscan` finds each item's artifact by its byte
+span, and each artifact is read from exactly those bytes (an object's own text, or the
+decoded string) through the same caps (`tbmm.bounds`: bytes first, then digits, depth,
+lists) and pipeline as `tbmm verify`, one at a time: the same input, the same verdict and
+reason, and at most one artifact within its caps is a Python tree at any moment. Each
+request has a CPU budget (REQUEST_CPU_BUDGET_S, 503 past it) and a worker judges at most
+CONCURRENT_REQUESTS at once, which bounds its memory (see README: peak RSS). Workers are
+processes (`--workers`, default: one per core), each loading a task once.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import json
 import os
@@ -25,7 +31,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from tbmm import exact
+from tbmm import bodyscan, bounds
 
 try:  # the `serve` extra; FastAPI resolves the endpoint annotations from this module
     from fastapi import FastAPI, Request
@@ -36,6 +42,12 @@ except ImportError:  # pragma: no cover - depends on the install
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
 MAX_ITEMS = 4096
+# CPU seconds (the request thread's) for reading and judging one request; one artifact
+# has its own, smaller budget inside (tbmm.bounds.DEFAULT_BUDGET_S), and Lean its own.
+REQUEST_CPU_BUDGET_S = 600.0
+# Requests read and judged at once by one worker: the memory bound is this many bodies
+# and artifact trees. Others wait unread (their bytes stay in the socket: backpressure).
+CONCURRENT_REQUESTS = 2
 TOKEN_ENV = "TBMM_SERVE_TOKEN"  # when set (or `tbmm serve --token`), /v1/* needs it
 
 
@@ -71,64 +83,62 @@ class HttpError(Exception):
         self.status, self.detail = status, detail
 
 
-def _items(doc: Any) -> tuple[list[dict[str, Any]], str]:
-    """Validate a parsed /v1/verify body (exact tree) into plain items."""
-    if not isinstance(doc, dict) or not isinstance(doc.get("items"), list):
-        raise HttpError(422, "the body must be an object with an `items` list")
-    reward = doc.get("reward", "skill")
-    if reward not in ("skill", "o_eval", "robust_bo"):
-        raise HttpError(422, "reward must be skill, o_eval or robust_bo")
-    if len(doc["items"]) > MAX_ITEMS:
-        raise HttpError(413, f"at most {MAX_ITEMS} items per request")
-    out = []
-    for i, it in enumerate(doc["items"]):
-        if not isinstance(it, dict) or not isinstance(it.get("task"), str):
-            raise HttpError(422, f"items[{i}]: needs a `task` slug")
-        art, comp = it.get("artifact"), it.get("completion")
-        if (art is None) == (comp is None):
-            raise HttpError(422, f"items[{i}]: give exactly one of `artifact` or `completion`")
-        if comp is not None and not isinstance(comp, str):
-            raise HttpError(422, f"items[{i}]: `completion` must be a string")
-        if art is not None and not isinstance(art, dict | str):
-            raise HttpError(422, f"items[{i}]: `artifact` must be an object or its JSON text")
-        lean = it.get("lean", False)
-        if not isinstance(lean, bool):
-            raise HttpError(422, f"items[{i}]: `lean` must be a boolean")
-        out.append({"task": it["task"], "artifact": art, "completion": comp, "lean": lean})
-    return out, reward
+def _artifact_bytes(body: bytes | bytearray, span: tuple[str, int, int]) -> bytes:
+    """An item's artifact as the bytes `tbmm verify` would read: an object is its own text
+    in the body, a string is its decoded text (lone surrogates kept as the invalid UTF-8
+    they stand for, so the reader calls them unreadable as it would in a file)."""
+    kind, a, b = span
+    if kind == "object":
+        return memoryview(body)[a:b].tobytes()
+    return bodyscan.decode_string(body, a, b).encode("utf-8", "surrogatepass")
 
 
-def verify_items(items: list[dict[str, Any]], reward: str) -> dict[str, Any]:
-    """Verdicts and rewards of validated items, in order (an unknown task is an unreadable
-    verdict). Items asking for Lean are kernel-checked together, in ONE Lean run per
-    request; the others never wait for Lean."""
+def verify_items(
+    body: bytes | bytearray,
+    items: list[bodyscan.Item],
+    reward: str,
+    budget_s: float = REQUEST_CPU_BUDGET_S,
+) -> dict[str, Any]:
+    """Verdicts and rewards of the scanned items of `body`, in order (an unknown task is
+    an unreadable verdict). One artifact at a time is read (within its task's caps) and
+    judged; items asking for Lean are kernel-checked together, in ONE Lean run per
+    request, and the others never wait for Lean. The request's CPU (this thread's, as for
+    every budget of tbmm.bounds) is checked between items: past `budget_s` the request
+    ends with 503 and no verdicts, never a partial or a guessed one."""
     from tbmm.api import load_task, verify, verify_completion, verify_many
     from tbmm.rewards import FLOOR, reward_of
 
+    start = bounds.cpu_now()
     verdicts: list[Any] = [None] * len(items)
     lean_art: list[tuple[int, Any, Any]] = []
     lean_comp: list[tuple[int, Any, Any]] = []
     for k, it in enumerate(items):
-        try:
-            task = load_task(it["task"])
-        except KeyError:
-            verdicts[k] = {"task": it["task"], "status": "unknown_task", "error": "unknown task"}
-            continue
-        if it["completion"] is not None:
-            payload = it["completion"]
-        else:
-            art = it["artifact"]
-            payload = (
-                art.encode()
-                if isinstance(art, str)
-                else exact.dumps(art, indent=None, faithful=True).encode()
+        spent = bounds.cpu_now() - start
+        if spent > budget_s:
+            raise HttpError(
+                503,
+                f"the request spent its CPU budget of {budget_s:g} s after {k} of "
+                f"{len(items)} items; send smaller batches",
             )
-        if it["lean"]:
-            (lean_comp if it["completion"] is not None else lean_art).append((k, task, payload))
-        elif it["completion"] is not None:
+        assert it.task is not None
+        try:
+            task = load_task(it.task)
+        except KeyError:
+            verdicts[k] = {"task": it.task, "status": "unknown_task", "error": "unknown task"}
+            continue
+        if it.completion is not None:
+            _, a, b = it.completion
+            payload: Any = bodyscan.decode_string(body, a, b)
+        else:
+            assert it.artifact is not None
+            payload = _artifact_bytes(body, it.artifact)
+        if it.lean:
+            (lean_comp if it.completion is not None else lean_art).append((k, task, payload))
+        elif it.completion is not None:
             verdicts[k] = verify_completion(task, payload)
         else:
             verdicts[k] = verify(task, payload)
+        del payload
     for group, completions in ((lean_art, False), (lean_comp, True)):
         if group:
             done = verify_many([(t, p) for _, t, p in group], lean=True, completions=completions)
@@ -157,23 +167,30 @@ def create_app() -> Any:
         description="Exact, gate-checked verdicts and rewards for TB-MathModel artifacts.",
     )
 
-    async def _read(request: Request) -> bytes:
+    async def _read(request: Request) -> bytearray:
+        """The body, read in chunks into one buffer and refused (413) as soon as it passes
+        MAX_BODY_BYTES: the rest is never read."""
         declared = request.headers.get("content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY_BYTES):
             raise HttpError(413, f"the body exceeds {MAX_BODY_BYTES} bytes")
-        chunks, size = [], 0
+        buf = bytearray()
         async for chunk in request.stream():
-            size += len(chunk)
-            if size > MAX_BODY_BYTES:
+            if len(buf) + len(chunk) > MAX_BODY_BYTES:
                 raise HttpError(413, f"the body exceeds {MAX_BODY_BYTES} bytes")
-            chunks.append(chunk)
-        return b"".join(chunks)
+            buf += chunk
+        return buf
 
-    def _parse(raw: bytes) -> Any:
-        try:
-            return exact.loads(raw)
-        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-            raise HttpError(400, f"the body is not JSON: {exc}") from exc
+    gate = asyncio.Semaphore(CONCURRENT_REQUESTS)
+
+    async def _judge(request: Request, work: Any) -> Any:
+        """Read the body and run `work(body)` in a thread, at most CONCURRENT_REQUESTS at
+        once in this worker; the event loop (and /healthz) never waits for either."""
+        async with gate:
+            raw = await _read(request)
+            try:
+                return await run_in_threadpool(work, raw)
+            except bodyscan.BodyError as exc:
+                raise HttpError(exc.status, exc.detail) from exc
 
     token = os.environ.get(TOKEN_ENV) or None
 
@@ -196,7 +213,7 @@ def create_app() -> Any:
         return JSONResponse({"error": exc.detail}, status_code=exc.status)
 
     @app.get("/healthz")
-    def healthz() -> dict[str, Any]:
+    async def healthz() -> dict[str, Any]:  # on the loop itself: no thread to wait for
         return {"ok": True, "version": tbmm.__version__, "pid": os.getpid()}
 
     @app.get("/v1/tasks")
@@ -219,40 +236,27 @@ def create_app() -> Any:
         },
     )
     async def verify_batch(request: Request) -> Response:
-        raw = await _read(request)
+        def work(raw: bytearray) -> bytes:  # scanning and verification off the event loop
+            items, reward = bodyscan.verify_body(raw, MAX_ITEMS)
+            out = verify_items(raw, items, reward)
+            return json.dumps(out, separators=(",", ":")).encode()
 
-        def work() -> bytes:  # parsing and verification off the event loop
-            items, reward = _items(_parse(raw))
-            return json.dumps(verify_items(items, reward), separators=(",", ":")).encode()
-
-        return Response(await run_in_threadpool(work), media_type="application/json")
+        return Response(await _judge(request, work), media_type="application/json")
 
     @app.post("/v1/openrlhf")
     async def openrlhf(request: Request) -> dict[str, Any]:
         from tbmm.rewards import openrlhf_reward
 
-        raw = await _read(request)
-
-        def work() -> dict[str, Any]:
+        def work(raw: bytearray) -> dict[str, Any]:
+            payload = bodyscan.string_lists(raw, ("query", "prompts", "labels"), MAX_ITEMS)
             try:
-                return openrlhf_reward(_plain(_parse(raw)))
-            except ValueError as exc:
+                return openrlhf_reward(payload)
+            except (ValueError, KeyError) as exc:
                 raise HttpError(422, str(exc)) from exc
 
-        return await run_in_threadpool(work)
+        return await _judge(request, work)
 
     return app
-
-
-def _plain(doc: Any) -> Any:
-    """An exact tree as plain Python (strings stay strings; numbers become their text)."""
-    if isinstance(doc, dict):
-        return {k: _plain(v) for k, v in doc.items()}
-    if isinstance(doc, list):
-        return [_plain(v) for v in doc]
-    if isinstance(doc, exact.Num | exact.NonFinite):
-        return str(doc)
-    return doc
 
 
 def run(host: str, port: int, workers: int) -> None:

@@ -58,14 +58,19 @@ REWARD_KEYS = (
 def read_agent_artifact(path: Path, max_bytes: int) -> bytes | None:
     """The artifact's bytes (at most `max_bytes + 1`, so the verifier's own cap refuses a
     larger one), or None when there is no regular file there. A symlink is never
-    followed: the agent chose it."""
+    followed: the agent chose it. A file over the cap is not read: BoundsError, with its
+    size in the reason as `tbmm verify` states it."""
+    from tbmm.bounds import Caps, check_size
+
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
             return None
+        check_size(st.st_size, Caps(max_bytes=max_bytes))
         with os.fdopen(fd, "rb", closefd=False) as fh:
             return fh.read(max_bytes + 1)
     finally:
@@ -99,13 +104,19 @@ def rewards(report: dict[str, Any], replayed_task: bool) -> dict[str, float | in
 
 def verify_for_harbor(slug: str, artifact: Path, tasks_root: Path | None = None) -> dict[str, Any]:
     """`{"report": VerifyReport JSON or None, "error": str}` for one artifact, never raising."""
+    from tbmm.bounds import BoundsError
     from tbmm.tasks import TASKS_ROOT, find_task
-    from tbmm.verify import verify_artifact
+    from tbmm.verify import _unreadable, verify_artifact
 
     try:
         task = find_task(slug, tasks_root or TASKS_ROOT)
-        data = read_agent_artifact(artifact, task.caps.max_bytes)
-        rep = verify_artifact(task, data, lean=True)
+        try:
+            data = read_agent_artifact(artifact, task.caps.max_bytes)
+        except BoundsError as exc:  # over the byte cap: refused unread, as by tbmm verify
+            rep = _unreadable(task, str(exc), "over_caps")
+            rep.task_digest = task.verdict_digest
+        else:
+            rep = verify_artifact(task, data, lean=True)
     except Exception as exc:  # no verdict: a missing runtime, a generator bug, a crash
         tb = traceback.format_exc(limit=8)
         return {"report": None, "replayed": False, "error": f"{type(exc).__name__}: {exc}\n{tb}"}
