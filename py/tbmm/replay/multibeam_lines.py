@@ -495,22 +495,22 @@ def coverage(g: Grid, sw: Swaths, p: Params, dl: CpuBudget) -> np.ndarray:
 
 # -- overlap of adjacent swaths ----------------------------------------------------------------
 
-BLOCK = 16  # stations per block in the nearest-crossing search
+BLOCKS = (16, 4)  # stations per block, coarse to fine, in the nearest-crossing search
 TOL = 1e-12  # nmi: a line through the nadir itself counts on both sides
 CHUNK_PAIRS = 200_000  # (segment, candidate) pairs handled at once (memory bound)
 
 
-def _group_first(key: np.ndarray, dist: np.ndarray) -> np.ndarray:
-    """Indices of the smallest `dist` (>= 0) per distinct integer `key`: one sort of
-    key + dist / (max dist + 1), which orders by key, then by distance (distances closer than
-    about 1e-10 of their range may tie either way)."""
+def _group_first(key: np.ndarray, dist: np.ndarray, nkeys: int) -> np.ndarray:
+    """Indices of the smallest `dist` per distinct integer `key` in [0, nkeys): an unbuffered
+    minimum per key (linear, no sort of all entries), then the first entry reaching it
+    (exact ties go to the earlier entry)."""
     if key.size == 0:
         return np.zeros(0, dtype=np.int64)
-    d = np.maximum(dist, 0.0)
-    order = np.argsort(key + d / (float(d.max()) + 1.0))
-    first = np.ones(order.size, dtype=bool)
-    first[1:] = key[order][1:] != key[order][:-1]
-    return order[first]
+    best = np.full(nkeys, np.inf)
+    np.minimum.at(best, key, dist)
+    at = np.flatnonzero(dist == best[key])
+    _, first = np.unique(key[at], return_index=True)
+    return at[first]
 
 
 def _prune(
@@ -540,7 +540,7 @@ def _prune(
     champion = np.zeros(key.size, dtype=bool)
     idx = np.flatnonzero(sure)
     if idx.size:
-        win = idx[_group_first(key[idx], vhi[idx])]
+        win = idx[_group_first(key[idx], vhi[idx], nkeys)]
         bound[key[win]] = vhi[win]
         champion[win] = True
     keep = (vhi >= -TOL) & (vlo <= rk_max[key] + rq)
@@ -556,7 +556,7 @@ def _nearest_crossings(
     i1: np.ndarray,
     rq: np.ndarray,
     rk: np.ndarray,
-    runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    runs: tuple[np.ndarray, np.ndarray, list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per station and one side, the nearest crossing among candidate pairs.
 
@@ -565,29 +565,31 @@ def _nearest_crossings(
     0 <= distance <= rk[station] + rq[q]. Returns (global station, pair, distance) of each
     station's nearest valid crossing.
 
-    Pairs are pruned (`_prune`) first over whole segments, then over blocks of BLOCK
-    stations, and only the survivors are expanded station by station: stacked, parallel or
+    Pairs are pruned (`_prune`) first over whole segments, then over ever finer blocks (BLOCKS)
+    of stations, and only the survivors are expanded station by station: stacked, parallel or
     fanned lines cost about one candidate per block instead of all of them."""
-    seg_min, seg_max, boff, blk_min, blk_max = runs
+    seg_min, seg_max, levels = runs
     m = sw.count[pk]
     full = (i0 == 0) & (i1 == m - 1)
     keep = _prune(pk, sw.count.size, i0, i1, full, sv0, dsv, rq, seg_min, seg_max)
     q = np.flatnonzero(keep)
-    r, b = _ragged(i0[q] // BLOCK, i1[q] // BLOCK - i0[q] // BLOCK + 1)
-    q = q[r]
-    lo = np.maximum(i0[q], b * BLOCK)
-    hi = np.minimum(i1[q], b * BLOCK + BLOCK - 1)
-    gb = boff[pk[q]] + b
-    full = (lo == b * BLOCK) & (hi == np.minimum(b * BLOCK + BLOCK - 1, m[q] - 1))
-    keep = _prune(gb, blk_min.size, lo, hi, full, sv0[q], dsv[q], rq[q], blk_min, blk_max)
-    q, lo, hi = q[keep], lo[keep], hi[keep]
+    lo, hi = i0[q], i1[q]
+    for size, boff, blk_min, blk_max in levels:  # ever finer blocks of stations
+        r, b = _ragged(lo // size, hi // size - lo // size + 1)
+        q = q[r]
+        lo = np.maximum(lo[r], b * size)
+        hi = np.minimum(hi[r], b * size + size - 1)
+        gb = boff[pk[q]] + b
+        full = (lo == b * size) & (hi == np.minimum(b * size + size - 1, m[q] - 1))
+        keep = _prune(gb, blk_min.size, lo, hi, full, sv0[q], dsv[q], rq[q], blk_min, blk_max)
+        q, lo, hi = q[keep], lo[keep], hi[keep]
     r, i = _ragged(lo, hi - lo + 1)
     qq = q[r]
     gs = sw.off[pk[qq]] + i
     dd = sv0[qq] + dsv[qq] * i
     ok = (dd >= -TOL) & (dd <= rk[gs] + rq[qq])
     gs, qq, dd = gs[ok], qq[ok], np.maximum(dd[ok], 0.0)
-    pick = _group_first(gs, dd)
+    pick = _group_first(gs, dd, len(sw.pts))
     return gs[pick], qq[pick], dd[pick]
 
 
@@ -685,20 +687,29 @@ def overlap_shares(sw: Swaths, dl: CpuBudget, cap: int = 200) -> np.ndarray:
     )
     all_k, all_j = adjacent_candidates(sw, rmax, cap, dl)
     ends = np.stack([sw.a, sw.a + sw.length[:, None] * sw.u], axis=1)  # (K, 2, 2)
-    nb = (sw.count + BLOCK - 1) // BLOCK
-    boff = np.concatenate([[0], np.cumsum(nb)])[:-1]
-    bstart = (
-        sw.off[:-1][np.repeat(np.arange(K), nb)]
-        + (np.arange(int(nb.sum())) - np.repeat(boff, nb)) * BLOCK
-    )
     reach = np.stack([sw.rp, sw.rm], axis=1)  # (S, 2)
+    starts = []
+    for size in BLOCKS:
+        nb = (sw.count + size - 1) // size
+        boff = np.concatenate([[0], np.cumsum(nb)])[:-1]
+        bstart = (
+            sw.off[:-1][np.repeat(np.arange(K), nb)]
+            + (np.arange(int(nb.sum())) - np.repeat(boff, nb)) * size
+        )
+        starts.append((size, boff, bstart))
     side_runs = [
         (
             np.minimum.reduceat(reach[:, s], sw.off[:-1]),
             np.maximum.reduceat(reach[:, s], sw.off[:-1]),
-            boff,
-            np.minimum.reduceat(reach[:, s], bstart),
-            np.maximum.reduceat(reach[:, s], bstart),
+            [
+                (
+                    size,
+                    boff,
+                    np.minimum.reduceat(reach[:, s], bstart),
+                    np.maximum.reduceat(reach[:, s], bstart),
+                )
+                for size, boff, bstart in starts
+            ],
         )
         for s in (0, 1)
     ]
