@@ -495,7 +495,7 @@ def coverage(g: Grid, sw: Swaths, p: Params, dl: CpuBudget) -> np.ndarray:
 
 # -- overlap of adjacent swaths ----------------------------------------------------------------
 
-BLOCKS = (16, 4)  # stations per block, coarse to fine, in the nearest-crossing search
+BLOCKS = (64, 16, 4)  # stations per block, coarse to fine, in the nearest-crossing search
 TOL = 1e-12  # nmi: a line through the nadir itself counts on both sides
 CHUNK_PAIRS = 200_000  # (segment, candidate) pairs handled at once (memory bound)
 
@@ -547,6 +547,24 @@ def _prune(
     return keep & ((np.maximum(vlo, 0.0) < bound[key]) | champion)
 
 
+def _valid_run(
+    lo: np.ndarray, hi: np.ndarray, v0: np.ndarray, dv: np.ndarray, vmax: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The stations lo..hi narrowed to those where -TOL <= v0 + dv * i <= vmax may hold (a
+    linear distance: an interval), widened by one station against rounding, so that only
+    stations the exact test would refuse anyway are dropped. A line crossing this one
+    changes side halfway: half of its stations need no look on this side."""
+    moving = dv != 0.0
+    dd = np.where(moving, dv, 1.0)
+    a, b = (-TOL - v0) / dd, (vmax - v0) / dd
+    first = np.where(moving, np.floor(np.minimum(a, b)) - 1, -np.inf)
+    last = np.where(moving, np.ceil(np.maximum(a, b)) + 1, np.inf)
+    still = ~moving & ((v0 < -TOL) | (v0 > vmax))  # a constant distance out of range
+    new_lo = np.maximum(lo, np.clip(first, -1, 2**62).astype(np.int64, copy=False))
+    new_hi = np.minimum(hi, np.clip(last, -1, 2**62).astype(np.int64, copy=False))
+    return new_lo, np.where(still, new_lo - 1, new_hi)
+
+
 def _nearest_crossings(
     sw: Swaths,
     pk: np.ndarray,
@@ -573,7 +591,9 @@ def _nearest_crossings(
     full = (i0 == 0) & (i1 == m - 1)
     keep = _prune(pk, sw.count.size, i0, i1, full, sv0, dsv, rq, seg_min, seg_max)
     q = np.flatnonzero(keep)
-    lo, hi = i0[q], i1[q]
+    lo, hi = _valid_run(i0[q], i1[q], sv0[q], dsv[q], seg_max[pk[q]] + rq[q])
+    ok = lo <= hi
+    q, lo, hi = q[ok], lo[ok], hi[ok]
     for size, boff, blk_min, blk_max in levels:  # ever finer blocks of stations
         r, b = _ragged(lo // size, hi // size - lo // size + 1)
         q = q[r]
