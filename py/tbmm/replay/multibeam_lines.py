@@ -617,32 +617,42 @@ def _cross(ax: np.ndarray, ay: np.ndarray, bx: np.ndarray, by: np.ndarray) -> np
     return ax * by - ay * bx
 
 
-def _point_segment(p: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Distance from points p to segments ab (all (P, 2))."""
-    d = b - a
-    den = np.maximum((d * d).sum(-1), 1e-300)
-    t = np.clip(((p - a) * d).sum(-1) / den, 0.0, 1.0)
-    q = a + t[:, None] * d
-    return np.hypot(*(p - q).T)
+def _point_segment_xy(
+    px: np.ndarray, py: np.ndarray, ax: np.ndarray, ay: np.ndarray, bx: np.ndarray, by: np.ndarray
+) -> np.ndarray:
+    """Distance from points p to segments ab, on coordinate columns (numpy reduces a
+    length-2 axis slowly)."""
+    dx, dy = bx - ax, by - ay
+    den = np.maximum(dx * dx + dy * dy, 1e-300)
+    t = np.clip(((px - ax) * dx + (py - ay) * dy) / den, 0.0, 1.0)
+    return np.hypot(px - (ax + t * dx), py - (ay + t * dy))
 
 
-def segment_distance(a1: np.ndarray, b1: np.ndarray, a2: np.ndarray, b2: np.ndarray) -> np.ndarray:
-    """Distance between segments a1b1 and a2b2 (0 where they cross)."""
-    d1, d2 = b1 - a1, b2 - a2
-    o1 = _cross(*d1.T, *(a2 - a1).T)
-    o2 = _cross(*d1.T, *(b2 - a1).T)
-    o3 = _cross(*d2.T, *(a1 - a2).T)
-    o4 = _cross(*d2.T, *(b1 - a2).T)
-    crossing = (o1 * o2 < 0) & (o3 * o4 < 0)
-    dist = np.minimum.reduce(
-        [
-            _point_segment(a1, a2, b2),
-            _point_segment(b1, a2, b2),
-            _point_segment(a2, a1, b1),
-            _point_segment(b2, a1, b1),
-        ]
-    )
-    return np.where(crossing, 0.0, dist)
+def _segments_within(e: tuple[np.ndarray, ...], pk: np.ndarray, pj: np.ndarray, lim: np.ndarray):
+    """Segment distance(k, j) <= lim (0 where they cross) for the pairs (pk, pj) of segments with end columns
+    e = (x0, y0, x1, y1): the same test, with each distance computed only for the pairs no
+    earlier one settled (crossing pairs first, then the four end-to-segment distances)."""
+    x0, y0, x1, y1 = e
+    a1x, a1y, b1x, b1y = x0[pk], y0[pk], x1[pk], y1[pk]
+    a2x, a2y, b2x, b2y = x0[pj], y0[pj], x1[pj], y1[pj]
+    d1x, d1y, d2x, d2y = b1x - a1x, b1y - a1y, b2x - a2x, b2y - a2y
+    o1 = _cross(d1x, d1y, a2x - a1x, a2y - a1y)
+    o2 = _cross(d1x, d1y, b2x - a1x, b2y - a1y)
+    o3 = _cross(d2x, d2y, a1x - a2x, a1y - a2y)
+    o4 = _cross(d2x, d2y, b1x - a2x, b1y - a2y)
+    ok = (o1 * o2 < 0) & (o3 * o4 < 0)
+    for p, a, b in (
+        ((a1x, a1y), (a2x, a2y), (b2x, b2y)),
+        ((b1x, b1y), (a2x, a2y), (b2x, b2y)),
+        ((a2x, a2y), (a1x, a1y), (b1x, b1y)),
+        ((b2x, b2y), (a1x, a1y), (b1x, b1y)),
+    ):
+        w = np.flatnonzero(~ok)
+        if w.size == 0:
+            break
+        d = _point_segment_xy(p[0][w], p[1][w], a[0][w], a[1][w], b[0][w], b[1][w])
+        ok[w[d <= lim[w]]] = True
+    return ok
 
 
 def adjacent_candidates(
@@ -656,21 +666,25 @@ def adjacent_candidates(
     lines): ReplayInputError names the segment, before any costly work."""
     K = len(sw.ids)
     ends = np.stack([sw.a, sw.a + sw.length[:, None] * sw.u], axis=1)  # (K, 2, 2)
-    lo_k = ends.min(axis=1) - rmax[:, None]
-    hi_k = ends.max(axis=1) + rmax[:, None]
-    lo_j = ends.min(axis=1) - 2 * rmax[:, None]
-    hi_j = ends.max(axis=1) + 2 * rmax[:, None]
+    e = (ends[:, 0, 0], ends[:, 0, 1], ends[:, 1, 0], ends[:, 1, 1])
+    lo, hi = ends.min(axis=1), ends.max(axis=1)
+    # bounding boxes: k's grown by R_k, j's by 2 R_j (coordinate columns, contiguous)
+    lkx, lky = lo[:, 0] - rmax, lo[:, 1] - rmax
+    hkx, hky = hi[:, 0] + rmax, hi[:, 1] + rmax
+    ljx, ljy = lo[:, 0] - 2 * rmax, lo[:, 1] - 2 * rmax
+    hjx, hjy = hi[:, 0] + 2 * rmax, hi[:, 1] + 2 * rmax
     out_k, out_j = [], []
     rows = max(1, CHUNK_PAIRS // K)
     for c0 in range(0, K, rows):
         dl.check("multibeam neighbours")
         ks = np.arange(c0, min(K, c0 + rows))
-        near = (lo_k[ks, None] <= hi_j[None]).all(-1) & (lo_j[None] <= hi_k[ks, None]).all(-1)
+        near = (lkx[ks, None] <= hjx[None]) & (ljx[None] <= hkx[ks, None])
+        near &= lky[ks, None] <= hjy[None]
+        near &= ljy[None] <= hky[ks, None]
         near[np.arange(ks.size), ks] = False
         pk, pj = np.nonzero(near)
         pk = ks[pk]
-        d = segment_distance(ends[pk, 0], ends[pk, 1], ends[pj, 0], ends[pj, 1])
-        keep = d <= rmax[pk] + 2 * rmax[pj]
+        keep = _segments_within(e, pk, pj, rmax[pk] + 2 * rmax[pj])
         pk, pj = pk[keep], pj[keep]
         count = np.bincount(pk - c0, minlength=ks.size)
         if count.max(initial=0) > cap:
@@ -744,10 +758,10 @@ def overlap_shares(sw: Swaths, dl: CpuBudget, cap: int = 200) -> np.ndarray:
             continue
         rel = ends[pj] - sw.a[pk][:, None, :]  # (P, 2, 2)
         uk, nk = sw.u[pk], sw.n[pk]
-        ta = (rel[:, 0] * uk).sum(-1)
-        tb = (rel[:, 1] * uk).sum(-1)
-        ca = (rel[:, 0] * nk).sum(-1)
-        cb = (rel[:, 1] * nk).sum(-1)
+        ta = rel[:, 0, 0] * uk[:, 0] + rel[:, 0, 1] * uk[:, 1]
+        tb = rel[:, 1, 0] * uk[:, 0] + rel[:, 1, 1] * uk[:, 1]
+        ca = rel[:, 0, 0] * nk[:, 0] + rel[:, 0, 1] * nk[:, 1]
+        cb = rel[:, 1, 0] * nk[:, 0] + rel[:, 1, 1] * nk[:, 1]
         span = tb - ta
         cos = np.abs(span) / sw.length[pj]  # |n_k . n_j|
         dt, m = sw.dt[pk], sw.count[pk]
