@@ -56,6 +56,7 @@ def main(repeats: int = 3) -> int:
         for _ in range(repeats):
             mb._grid_cached.cache_clear()
             mb.sample_offsets.cache_clear()
+            mb.sample_points.cache_clear()
             cold.append(_time(task, text))
             warm.append(_time(task, text))
         ev = warm[-1][2]

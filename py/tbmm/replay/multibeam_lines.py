@@ -398,6 +398,22 @@ def sample_offsets(nx: int, ny: int) -> tuple[np.ndarray, np.ndarray]:
     return ox, oy
 
 
+@functools.lru_cache(maxsize=4)
+def sample_points(
+    x0: float, y0: float, h: float, nx: int, ny: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The evaluation cells' sample points (nmi), flat in row-major cell order: computed once
+    per grid and process, as `coverage` computed them per tested cell (the same floats)."""
+    ox, oy = sample_offsets(nx, ny)
+    col = np.tile(np.arange(nx), ny)
+    row = np.repeat(np.arange(ny), nx)
+    sx = x0 + (col + ox.ravel()) * h
+    sy = y0 + (row + oy.ravel()) * h
+    sx.flags.writeable = False
+    sy.flags.writeable = False
+    return sx, sy
+
+
 def coverage(g: Grid, sw: Swaths, p: Params, dl: CpuBudget) -> np.ndarray:
     """Per evaluation cell (rows south to north, columns west to east): whether its sample
     point lies inside some swath.
@@ -417,7 +433,7 @@ def coverage(g: Grid, sw: Swaths, p: Params, dl: CpuBudget) -> np.ndarray:
     K = len(sw.ids)
     if K == 0:
         return cov
-    ox, oy = sample_offsets(nxe, nye)
+    sx, sy = sample_points(g.x0, g.y0, h, nxe, nye)
     # pieces: segment, first station, one past the last station
     npc = (sw.count + PIECE - 1) // PIECE
     seg, first = _ragged(np.zeros(K, dtype=np.int64), npc)
@@ -480,9 +496,8 @@ def coverage(g: Grid, sw: Swaths, p: Params, dl: CpuBudget) -> np.ndarray:
             continue
         cell = open_cells[at]
         k = seg[q[r]]
-        row, col = cell // nxe, cell % nxe
-        px = g.x0 + (col + ox[row, col]) * h - sw.a[k, 0]
-        py = g.y0 + (row + oy[row, col]) * h - sw.a[k, 1]
+        px = sx[cell] - sw.a[k, 0]
+        py = sy[cell] - sw.a[k, 1]
         t = px * sw.u[k, 0] + py * sw.u[k, 1]
         c = px * sw.n[k, 0] + py * sw.n[k, 1]
         ia, ib, w = _weights(sw, k, t)
@@ -796,7 +811,10 @@ def overlap_shares(sw: Swaths, dl: CpuBudget, cap: int = 200) -> np.ndarray:
             # the adjacent swath's reach on the side facing this line's nadir: its +n side
             # when the ray runs against n_j (sign * (n_k . n_j) < 0)
             face_plus = (sign > 0) != same[qq]
-            r_face = np.where(face_plus, _interp(sw, jj, tj, sw.rp), _interp(sw, jj, tj, sw.rm))
+            ia, ib, w = _weights(sw, jj, tj)
+            r_face = np.where(
+                face_plus, sw.rp[ia] * (1 - w) + sw.rp[ib] * w, sw.rm[ia] * (1 - w) + sw.rm[ib] * w
+            )
             width = reach[gs, 0] + reach[gs, 1]
             ell = reach[gs, side] + r_face / cos[qq] - dd
             eta[gs, side] = np.minimum(ell, width) / width
@@ -811,8 +829,11 @@ def _fmt(q: Fraction) -> str:
 
 
 def prepare(task: Any, spec: Any) -> None:
-    """Load the depth grid (task data: cached, never charged to an artifact's budget)."""
-    load_grid(task.data_dir)
+    """Load the depth grid and the evaluation cells' sample points (task data: cached per
+    process, never charged to an artifact's budget)."""
+    g = load_grid(task.data_dir)
+    h = Params.from_spec(spec.params).eval_step_nmi
+    sample_points(g.x0, g.y0, h, round((g.x1 - g.x0) / h), round((g.y1 - g.y0) / h))
 
 
 def replay(doc: dict[str, Any], task: Any, spec: Any, deadline: CpuBudget) -> Outcome:
