@@ -383,6 +383,7 @@ def _interval(a: np.ndarray, b: np.ndarray, lo: Any, hi: Any) -> tuple[np.ndarra
     return xlo, xhi
 
 
+GOLDEN = 0.6180339887498949  # (sqrt 5 - 1) / 2: the order in which coverage takes pieces
 PLASTIC = 1.324717957244746  # the plastic number: R2 low-discrepancy sequence constants
 
 
@@ -461,7 +462,12 @@ def coverage(g: Grid, sw: Swaths, p: Params, dl: CpuBudget) -> np.ndarray:
     j0 = np.maximum(0, np.floor((cy.min(axis=1) - g.y0) / h)).astype(np.int64)
     j1 = np.minimum(nye - 1, np.floor((cy.max(axis=1) - g.y0) / h)).astype(np.int64)
     cost = (t_hi - t_lo) * (Rp + Rm) / h**2 + np.maximum(0, j1 - j0 + 1)
-    for qs in _chunks(cost, CHUNK_CELLS):
+    # pieces in a scattered (golden-ratio) order: a batch rarely holds two overlapping pieces,
+    # so a cell in many swaths (dense or stacked lines) is tested about once, not once per
+    # swath of its batch; the union does not depend on the order
+    perm = np.argsort(np.mod(np.arange(seg.size) * GOLDEN, 1.0), kind="stable")
+    for part in _chunks(cost[perm], CHUNK_CELLS):
+        qs = perm[part]
         dl.check("multibeam coverage")
         r, row = _ragged(j0[qs], j1[qs] - j0[qs] + 1)
         q = qs[r]
