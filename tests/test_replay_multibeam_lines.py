@@ -306,6 +306,22 @@ def test_pruned_search_matches_naive_on_crossing_bundles(grid: mb.Grid) -> None:
     assert np.max(np.abs(fast[both] - slow[both])) < 1e-12
 
 
+def test_coverage_draws_a_repeated_segment_once_and_nothing_else_less(
+    grid: mb.Grid, params: mb.Params
+) -> None:
+    """Exact repeats are drawn once, near repeats (1e-9 nmi apart, or reversed) are not
+    repeats: the coverage is the frozen v1's, cell for cell, which draws every segment."""
+    from tests.reference_replays import multibeam_lines_v1 as R
+
+    base = [(1.0, 1.0, 1.0, 2.0), (2.0, 0.5, 3.0, 3.5), (0.2, 4.0, 3.8, 4.1)]
+    segs = base * 5 + [(1.0 + 1e-9, 1.0, 1.0, 2.0), (3.0, 3.5, 2.0, 0.5), (0.5, 0.3, 0.9, 0.3)]
+    sw = mb.build_swaths(grid, np.array(segs), list(range(len(segs))), params)
+    got = mb.coverage(grid, sw, params, CpuBudget(60))
+    assert np.array_equal(got, R.coverage(grid, sw, params, CpuBudget(60)))
+    alone = mb.build_swaths(grid, np.array(segs[-1:]), [0], params)
+    assert got.sum() > mb.coverage(grid, alone, params, CpuBudget(60)).sum() > 0
+
+
 def test_valid_run_keeps_every_valid_station() -> None:
     """The narrowing before the block search drops only stations the exact test refuses:
     random linear distances, constant ones, tiny slopes and bounds met exactly."""

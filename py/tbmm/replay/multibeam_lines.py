@@ -435,8 +435,15 @@ def coverage(g: Grid, sw: Swaths, p: Params, dl: CpuBudget) -> np.ndarray:
     if K == 0:
         return cov
     sx, sy = sample_points(g.x0, g.y0, h, nxe, nye)
-    # pieces: segment, first station, one past the last station
+    # pieces: segment, first station, one past the last station; a segment repeating an
+    # earlier one exactly (same start, direction and length: the same stations and reaches)
+    # adds nothing to the union, so only the first of each is drawn
     npc = (sw.count + PIECE - 1) // PIECE
+    geo = np.concatenate([sw.a, sw.u, sw.length[:, None]], axis=1)
+    _, first_of = np.unique(geo, axis=0, return_index=True)
+    drawn = np.zeros(K, dtype=bool)
+    drawn[first_of] = True
+    npc = np.where(drawn, npc, 0)
     seg, first = _ragged(np.zeros(K, dtype=np.int64), npc)
     s0 = first * PIECE
     s1 = np.minimum(s0 + PIECE, sw.count[seg])
