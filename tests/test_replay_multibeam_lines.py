@@ -285,7 +285,7 @@ def test_pruned_search_matches_naive(grid: mb.Grid) -> None:
 def test_pruned_search_matches_naive_on_crossing_bundles(grid: mb.Grid) -> None:
     """Lines crossing at one point (every pair changes side there, the case the finer blocks
     and the valid-run narrowing target), a bundle crossing at a quarter of its length and a
-    near-parallel tilted group: the pruned search equals the plain one."""
+    near-parallel tilted group, some lines repeated: the pruned search equals the plain one."""
     segs: list[tuple[float, ...]] = []
     for cx, cy, spread, at in ((1.5, 1.5, 0.15, 0.5), (2.8, 3.2, 0.5, 0.25)):
         for a in np.linspace(np.pi / 2 - spread, np.pi / 2 + spread, 7):
@@ -295,6 +295,7 @@ def test_pruned_search_matches_naive_on_crossing_bundles(grid: mb.Grid) -> None:
     for x in np.linspace(0.8, 0.9, 5):
         tilt = rng.uniform(-0.08, 0.08)
         segs.append((x, 3.0, x + tilt, 3.8))
+    segs += [segs[0], segs[0], segs[-1], segs[3]]  # exact repeats: one stands for its class
     sw = mb.build_swaths(
         grid, np.array(segs), list(range(len(segs))), mb.Params(station_step_nmi=0.02)
     )
@@ -320,6 +321,16 @@ def test_coverage_draws_a_repeated_segment_once_and_nothing_else_less(
     assert np.array_equal(got, R.coverage(grid, sw, params, CpuBudget(60)))
     alone = mb.build_swaths(grid, np.array(segs[-1:]), [0], params)
     assert got.sum() > mb.coverage(grid, alone, params, CpuBudget(60)).sum() > 0
+
+
+def test_repeats_are_exact_repeats_only(grid: mb.Grid, params: mb.Params) -> None:
+    """Only a segment with the same start, direction and length stands for another: a
+    shorter or longer one on the same line, a reversed one or a shifted one does not."""
+    a = (1.0, 1.0, 1.5, 2.0)
+    segs = [a, (1.0, 1.0, 1.25, 1.5), a, (1.5, 2.0, 1.0, 1.0), (1.0, 1.0, 1.75, 2.5), a]
+    segs.append((1.0 + 1e-12, 1.0, 1.5, 2.0))
+    sw = mb.build_swaths(grid, np.array(segs), list(range(len(segs))), params)
+    assert mb._repeats(sw).tolist() == [0, 1, 0, 3, 4, 0, 6]
 
 
 def test_valid_run_keeps_every_valid_station() -> None:

@@ -415,6 +415,14 @@ def sample_points(
     return sx, sy
 
 
+def _repeats(sw: Swaths) -> np.ndarray:
+    """Per segment, the first segment with the same start, direction and length (itself if
+    none): exact repeats have the same stations and reaches."""
+    geo = np.concatenate([sw.a, sw.u, sw.length[:, None]], axis=1)
+    _, first, inverse = np.unique(geo, axis=0, return_index=True, return_inverse=True)
+    return first[inverse.reshape(-1)]
+
+
 def coverage(g: Grid, sw: Swaths, p: Params, dl: CpuBudget) -> np.ndarray:
     """Per evaluation cell (rows south to north, columns west to east): whether its sample
     point lies inside some swath.
@@ -439,10 +447,8 @@ def coverage(g: Grid, sw: Swaths, p: Params, dl: CpuBudget) -> np.ndarray:
     # earlier one exactly (same start, direction and length: the same stations and reaches)
     # adds nothing to the union, so only the first of each is drawn
     npc = (sw.count + PIECE - 1) // PIECE
-    geo = np.concatenate([sw.a, sw.u, sw.length[:, None]], axis=1)
-    _, first_of = np.unique(geo, axis=0, return_index=True)
-    drawn = np.zeros(K, dtype=bool)
-    drawn[first_of] = True
+    cls = _repeats(sw)
+    drawn = cls == np.arange(K)
     npc = np.where(drawn, npc, 0)
     seg, first = _ragged(np.zeros(K, dtype=np.int64), npc)
     s0 = first * PIECE
@@ -748,6 +754,12 @@ def overlap_shares(sw: Swaths, dl: CpuBudget, cap: int = 200) -> np.ndarray:
         np.maximum.reduceat(sw.rp, sw.off[:-1]), np.maximum.reduceat(sw.rm, sw.off[:-1])
     )
     all_k, all_j = adjacent_candidates(sw, rmax, cap, dl)
+    # exact repeats of one segment cross every ray at the same point with the same reaches:
+    # one of them per class stands for all (the cap above counted every one)
+    cls = _repeats(sw)
+    _, firsts = np.unique(all_k * K + cls[all_j], return_index=True)
+    firsts.sort()
+    all_k, all_j = all_k[firsts], all_j[firsts]
     ends = np.stack([sw.a, sw.a + sw.length[:, None] * sw.u], axis=1)  # (K, 2, 2)
     reach = np.stack([sw.rp, sw.rm], axis=1)  # (S, 2)
     starts = []
