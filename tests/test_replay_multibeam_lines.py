@@ -282,6 +282,125 @@ def test_pruned_search_matches_naive(grid: mb.Grid) -> None:
     assert np.max(np.abs(fast[both] - slow[both])) < 1e-12
 
 
+def test_pruned_search_matches_naive_on_crossing_bundles(grid: mb.Grid) -> None:
+    """Lines crossing at one point (every pair changes side there, the case the finer blocks
+    and the valid-run narrowing target), a bundle crossing at a quarter of its length and a
+    near-parallel tilted group, some lines repeated: the pruned search equals the plain one."""
+    segs: list[tuple[float, ...]] = []
+    for cx, cy, spread, at in ((1.5, 1.5, 0.15, 0.5), (2.8, 3.2, 0.5, 0.25)):
+        for a in np.linspace(np.pi / 2 - spread, np.pi / 2 + spread, 7):
+            d = np.array([np.cos(a), np.sin(a)])
+            segs.append((*(np.array([cx, cy]) - at * d), *(np.array([cx, cy]) + (1 - at) * d)))
+    rng = np.random.default_rng(5)
+    for x in np.linspace(0.8, 0.9, 5):
+        tilt = rng.uniform(-0.08, 0.08)
+        segs.append((x, 3.0, x + tilt, 3.8))
+    segs += [segs[0], segs[0], segs[-1], segs[3]]  # exact repeats: one stands for its class
+    sw = mb.build_swaths(
+        grid, np.array(segs), list(range(len(segs))), mb.Params(station_step_nmi=0.02)
+    )
+    fast = mb.overlap_shares(sw, CpuBudget(60))
+    slow = naive_overlap(sw)
+    assert np.array_equal(np.isnan(fast), np.isnan(slow))
+    both = ~np.isnan(fast)
+    assert both.sum() > 300
+    assert np.max(np.abs(fast[both] - slow[both])) < 1e-12
+
+
+def test_coverage_draws_a_repeated_segment_once_and_nothing_else_less(
+    grid: mb.Grid, params: mb.Params
+) -> None:
+    """Exact repeats are drawn once, near repeats (1e-9 nmi apart, or reversed) are not
+    repeats: the coverage is the frozen v1's, cell for cell, which draws every segment."""
+    from tests.reference_replays import multibeam_lines_v1 as R
+
+    base = [(1.0, 1.0, 1.0, 2.0), (2.0, 0.5, 3.0, 3.5), (0.2, 4.0, 3.8, 4.1)]
+    segs = base * 5 + [(1.0 + 1e-9, 1.0, 1.0, 2.0), (3.0, 3.5, 2.0, 0.5), (0.5, 0.3, 0.9, 0.3)]
+    sw = mb.build_swaths(grid, np.array(segs), list(range(len(segs))), params)
+    got = mb.coverage(grid, sw, params, CpuBudget(60))
+    assert np.array_equal(got, R.coverage(grid, sw, params, CpuBudget(60)))
+    alone = mb.build_swaths(grid, np.array(segs[-1:]), [0], params)
+    assert got.sum() > mb.coverage(grid, alone, params, CpuBudget(60)).sum() > 0
+
+
+def test_repeats_are_exact_repeats_only(grid: mb.Grid, params: mb.Params) -> None:
+    """Only a segment with the same start, direction and length stands for another: a
+    shorter or longer one on the same line, a reversed one or a shifted one does not."""
+    a = (1.0, 1.0, 1.5, 2.0)
+    segs = [a, (1.0, 1.0, 1.25, 1.5), a, (1.5, 2.0, 1.0, 1.0), (1.0, 1.0, 1.75, 2.5), a]
+    segs.append((1.0 + 1e-12, 1.0, 1.5, 2.0))
+    sw = mb.build_swaths(grid, np.array(segs), list(range(len(segs))), params)
+    assert mb._repeats(sw).tolist() == [0, 1, 0, 3, 4, 0, 6]
+
+
+def test_valid_run_keeps_every_valid_station() -> None:
+    """The narrowing before the block search drops only stations the exact test refuses:
+    random linear distances, constant ones, tiny slopes and bounds met exactly."""
+    rng = np.random.default_rng(11)
+    n = 4000
+    v0 = rng.uniform(-2, 2, n)
+    dv = rng.uniform(-0.05, 0.05, n) * rng.choice([1.0, 1e-13, 0.0], n, p=[0.8, 0.1, 0.1])
+    vmax = rng.uniform(0, 0.5, n)
+    v0[:50] = -mb.TOL  # on the bound
+    lo = rng.integers(0, 50, n)
+    hi = lo + rng.integers(-1, 120, n)
+    nlo, nhi = mb._valid_run(lo, hi, v0, dv, vmax)
+    for e in range(n):
+        i = np.arange(lo[e], hi[e] + 1)
+        d = v0[e] + dv[e] * i
+        valid = i[(d >= -mb.TOL) & (d <= vmax[e])]
+        assert np.all((valid >= nlo[e]) & (valid <= nhi[e])), e
+
+
+def test_group_first_is_the_smallest_per_key() -> None:
+    rng = np.random.default_rng(2)
+    key = rng.integers(0, 300, 5000)
+    dist = rng.choice(rng.uniform(0, 1, 400), 5000)  # repeated values: exact ties
+    pick = mb._group_first(key, dist, 300)
+    assert sorted(key[pick].tolist()) == sorted(set(key.tolist()))
+    for e in pick:
+        same = np.flatnonzero(key == key[e])
+        assert dist[e] == dist[same].min() and e == same[dist[same] == dist[e]][0]
+
+
+def test_neighbour_distance_test_is_the_segment_distance() -> None:
+    """`_segments_within` settles pairs by crossing, then by each end distance in turn: the
+    same verdict as the distance between the segments (min of the four end distances, 0
+    where they cross) against the limit, for crossing, touching, collinear and apart pairs."""
+    rng = np.random.default_rng(4)
+    m = 3000
+    pts = rng.uniform(0, 2, (m, 4))
+    pts[:200, 2:] = pts[:200, :2] + (pts[:200, :2] - pts[200:400, :2]) * 0.5  # collinear-ish
+    pts[400:500] = pts[500:600]  # duplicates
+    e = (pts[:, 0], pts[:, 1], pts[:, 2], pts[:, 3])
+    pk = rng.integers(0, m, 20000)
+    pj = rng.integers(0, m, 20000)
+    lim = rng.uniform(0, 0.3, 20000)
+
+    def seg_dist(k: int, j: int) -> float:
+        a1, b1, a2, b2 = pts[k, :2], pts[k, 2:], pts[j, :2], pts[j, 2:]
+
+        def cross(u: np.ndarray, v: np.ndarray) -> float:
+            return float(u[0] * v[1] - u[1] * v[0])
+
+        def ps(p: np.ndarray, a: np.ndarray, b: np.ndarray) -> float:
+            d = b - a
+            t = np.clip(float((p - a) @ d) / max(float(d @ d), 1e-300), 0.0, 1.0)
+            return float(np.hypot(*(p - (a + t * d))))
+
+        if (
+            cross(b1 - a1, a2 - a1) * cross(b1 - a1, b2 - a1) < 0
+            and cross(b2 - a2, a1 - a2) * cross(b2 - a2, b1 - a2) < 0
+        ):
+            return 0.0
+        return min(ps(a1, a2, b2), ps(b1, a2, b2), ps(a2, a1, b1), ps(b2, a1, b1))
+
+    got = mb._segments_within(e, pk, pj, lim)
+    want = np.array([seg_dist(k, j) <= li for k, j, li in zip(pk, pj, lim, strict=True)])
+    assert np.array_equal(got, want)
+    assert 0 < got.sum() < got.size
+
+
 def test_a_bent_line_is_not_its_own_neighbour_but_a_hairpin_is(task: Task) -> None:
     """Pieces of a line bent by 30 degrees never cross each other's pings (no overlap
     counted at the bend); a hairpin (the second piece runs back 0.05 nmi beside the first)

@@ -383,6 +383,7 @@ def _interval(a: np.ndarray, b: np.ndarray, lo: Any, hi: Any) -> tuple[np.ndarra
     return xlo, xhi
 
 
+GOLDEN = 0.6180339887498949  # (sqrt 5 - 1) / 2: the order in which coverage takes pieces
 PLASTIC = 1.324717957244746  # the plastic number: R2 low-discrepancy sequence constants
 
 
@@ -396,6 +397,30 @@ def sample_offsets(nx: int, ny: int) -> tuple[np.ndarray, np.ndarray]:
     ox = np.mod(0.5 + n / PLASTIC, 1.0).reshape(ny, nx)
     oy = np.mod(0.5 + n / PLASTIC**2, 1.0).reshape(ny, nx)
     return ox, oy
+
+
+@functools.lru_cache(maxsize=4)
+def sample_points(
+    x0: float, y0: float, h: float, nx: int, ny: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The evaluation cells' sample points (nmi), flat in row-major cell order: computed once
+    per grid and process, as `coverage` computed them per tested cell (the same floats)."""
+    ox, oy = sample_offsets(nx, ny)
+    col = np.tile(np.arange(nx), ny)
+    row = np.repeat(np.arange(ny), nx)
+    sx = x0 + (col + ox.ravel()) * h
+    sy = y0 + (row + oy.ravel()) * h
+    sx.flags.writeable = False
+    sy.flags.writeable = False
+    return sx, sy
+
+
+def _repeats(sw: Swaths) -> np.ndarray:
+    """Per segment, the first segment with the same start, direction and length (itself if
+    none): exact repeats have the same stations and reaches."""
+    geo = np.concatenate([sw.a, sw.u, sw.length[:, None]], axis=1)
+    _, first, inverse = np.unique(geo, axis=0, return_index=True, return_inverse=True)
+    return first[inverse.reshape(-1)]
 
 
 def coverage(g: Grid, sw: Swaths, p: Params, dl: CpuBudget) -> np.ndarray:
@@ -417,9 +442,14 @@ def coverage(g: Grid, sw: Swaths, p: Params, dl: CpuBudget) -> np.ndarray:
     K = len(sw.ids)
     if K == 0:
         return cov
-    ox, oy = sample_offsets(nxe, nye)
-    # pieces: segment, first station, one past the last station
+    sx, sy = sample_points(g.x0, g.y0, h, nxe, nye)
+    # pieces: segment, first station, one past the last station; a segment repeating an
+    # earlier one exactly (same start, direction and length: the same stations and reaches)
+    # adds nothing to the union, so only the first of each is drawn
     npc = (sw.count + PIECE - 1) // PIECE
+    cls = _repeats(sw)
+    drawn = cls == np.arange(K)
+    npc = np.where(drawn, npc, 0)
     seg, first = _ragged(np.zeros(K, dtype=np.int64), npc)
     s0 = first * PIECE
     s1 = np.minimum(s0 + PIECE, sw.count[seg])
@@ -445,7 +475,12 @@ def coverage(g: Grid, sw: Swaths, p: Params, dl: CpuBudget) -> np.ndarray:
     j0 = np.maximum(0, np.floor((cy.min(axis=1) - g.y0) / h)).astype(np.int64)
     j1 = np.minimum(nye - 1, np.floor((cy.max(axis=1) - g.y0) / h)).astype(np.int64)
     cost = (t_hi - t_lo) * (Rp + Rm) / h**2 + np.maximum(0, j1 - j0 + 1)
-    for qs in _chunks(cost, CHUNK_CELLS):
+    # pieces in a scattered (golden-ratio) order: a batch rarely holds two overlapping pieces,
+    # so a cell in many swaths (dense or stacked lines) is tested about once, not once per
+    # swath of its batch; the union does not depend on the order
+    perm = np.argsort(np.mod(np.arange(seg.size) * GOLDEN, 1.0), kind="stable")
+    for part in _chunks(cost[perm], CHUNK_CELLS):
+        qs = perm[part]
         dl.check("multibeam coverage")
         r, row = _ragged(j0[qs], j1[qs] - j0[qs] + 1)
         q = qs[r]
@@ -480,9 +515,8 @@ def coverage(g: Grid, sw: Swaths, p: Params, dl: CpuBudget) -> np.ndarray:
             continue
         cell = open_cells[at]
         k = seg[q[r]]
-        row, col = cell // nxe, cell % nxe
-        px = g.x0 + (col + ox[row, col]) * h - sw.a[k, 0]
-        py = g.y0 + (row + oy[row, col]) * h - sw.a[k, 1]
+        px = sx[cell] - sw.a[k, 0]
+        py = sy[cell] - sw.a[k, 1]
         t = px * sw.u[k, 0] + py * sw.u[k, 1]
         c = px * sw.n[k, 0] + py * sw.n[k, 1]
         ia, ib, w = _weights(sw, k, t)
@@ -495,22 +529,22 @@ def coverage(g: Grid, sw: Swaths, p: Params, dl: CpuBudget) -> np.ndarray:
 
 # -- overlap of adjacent swaths ----------------------------------------------------------------
 
-BLOCK = 16  # stations per block in the nearest-crossing search
+BLOCKS = (64, 16, 4)  # stations per block, coarse to fine, in the nearest-crossing search
 TOL = 1e-12  # nmi: a line through the nadir itself counts on both sides
 CHUNK_PAIRS = 200_000  # (segment, candidate) pairs handled at once (memory bound)
 
 
-def _group_first(key: np.ndarray, dist: np.ndarray) -> np.ndarray:
-    """Indices of the smallest `dist` (>= 0) per distinct integer `key`: one sort of
-    key + dist / (max dist + 1), which orders by key, then by distance (distances closer than
-    about 1e-10 of their range may tie either way)."""
+def _group_first(key: np.ndarray, dist: np.ndarray, nkeys: int) -> np.ndarray:
+    """Indices of the smallest `dist` per distinct integer `key` in [0, nkeys): an unbuffered
+    minimum per key (linear, no sort of all entries), then the first entry reaching it
+    (exact ties go to the earlier entry)."""
     if key.size == 0:
         return np.zeros(0, dtype=np.int64)
-    d = np.maximum(dist, 0.0)
-    order = np.argsort(key + d / (float(d.max()) + 1.0))
-    first = np.ones(order.size, dtype=bool)
-    first[1:] = key[order][1:] != key[order][:-1]
-    return order[first]
+    best = np.full(nkeys, np.inf)
+    np.minimum.at(best, key, dist)
+    at = np.flatnonzero(dist == best[key])
+    _, first = np.unique(key[at], return_index=True)
+    return at[first]
 
 
 def _prune(
@@ -540,11 +574,29 @@ def _prune(
     champion = np.zeros(key.size, dtype=bool)
     idx = np.flatnonzero(sure)
     if idx.size:
-        win = idx[_group_first(key[idx], vhi[idx])]
+        win = idx[_group_first(key[idx], vhi[idx], nkeys)]
         bound[key[win]] = vhi[win]
         champion[win] = True
     keep = (vhi >= -TOL) & (vlo <= rk_max[key] + rq)
     return keep & ((np.maximum(vlo, 0.0) < bound[key]) | champion)
+
+
+def _valid_run(
+    lo: np.ndarray, hi: np.ndarray, v0: np.ndarray, dv: np.ndarray, vmax: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """The stations lo..hi narrowed to those where -TOL <= v0 + dv * i <= vmax may hold (a
+    linear distance: an interval), widened by one station against rounding, so that only
+    stations the exact test would refuse anyway are dropped. A line crossing this one
+    changes side halfway: half of its stations need no look on this side."""
+    moving = dv != 0.0
+    dd = np.where(moving, dv, 1.0)
+    a, b = (-TOL - v0) / dd, (vmax - v0) / dd
+    first = np.where(moving, np.floor(np.minimum(a, b)) - 1, -np.inf)
+    last = np.where(moving, np.ceil(np.maximum(a, b)) + 1, np.inf)
+    still = ~moving & ((v0 < -TOL) | (v0 > vmax))  # a constant distance out of range
+    new_lo = np.maximum(lo, np.clip(first, -1, 2**62).astype(np.int64, copy=False))
+    new_hi = np.minimum(hi, np.clip(last, -1, 2**62).astype(np.int64, copy=False))
+    return new_lo, np.where(still, new_lo - 1, new_hi)
 
 
 def _nearest_crossings(
@@ -556,7 +608,7 @@ def _nearest_crossings(
     i1: np.ndarray,
     rq: np.ndarray,
     rk: np.ndarray,
-    runs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    runs: tuple[np.ndarray, np.ndarray, list[tuple[int, np.ndarray, np.ndarray, np.ndarray]]],
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per station and one side, the nearest crossing among candidate pairs.
 
@@ -565,29 +617,33 @@ def _nearest_crossings(
     0 <= distance <= rk[station] + rq[q]. Returns (global station, pair, distance) of each
     station's nearest valid crossing.
 
-    Pairs are pruned (`_prune`) first over whole segments, then over blocks of BLOCK
-    stations, and only the survivors are expanded station by station: stacked, parallel or
+    Pairs are pruned (`_prune`) first over whole segments, then over ever finer blocks (BLOCKS)
+    of stations, and only the survivors are expanded station by station: stacked, parallel or
     fanned lines cost about one candidate per block instead of all of them."""
-    seg_min, seg_max, boff, blk_min, blk_max = runs
+    seg_min, seg_max, levels = runs
     m = sw.count[pk]
     full = (i0 == 0) & (i1 == m - 1)
     keep = _prune(pk, sw.count.size, i0, i1, full, sv0, dsv, rq, seg_min, seg_max)
     q = np.flatnonzero(keep)
-    r, b = _ragged(i0[q] // BLOCK, i1[q] // BLOCK - i0[q] // BLOCK + 1)
-    q = q[r]
-    lo = np.maximum(i0[q], b * BLOCK)
-    hi = np.minimum(i1[q], b * BLOCK + BLOCK - 1)
-    gb = boff[pk[q]] + b
-    full = (lo == b * BLOCK) & (hi == np.minimum(b * BLOCK + BLOCK - 1, m[q] - 1))
-    keep = _prune(gb, blk_min.size, lo, hi, full, sv0[q], dsv[q], rq[q], blk_min, blk_max)
-    q, lo, hi = q[keep], lo[keep], hi[keep]
+    lo, hi = _valid_run(i0[q], i1[q], sv0[q], dsv[q], seg_max[pk[q]] + rq[q])
+    ok = lo <= hi
+    q, lo, hi = q[ok], lo[ok], hi[ok]
+    for size, boff, blk_min, blk_max in levels:  # ever finer blocks of stations
+        r, b = _ragged(lo // size, hi // size - lo // size + 1)
+        q = q[r]
+        lo = np.maximum(lo[r], b * size)
+        hi = np.minimum(hi[r], b * size + size - 1)
+        gb = boff[pk[q]] + b
+        full = (lo == b * size) & (hi == np.minimum(b * size + size - 1, m[q] - 1))
+        keep = _prune(gb, blk_min.size, lo, hi, full, sv0[q], dsv[q], rq[q], blk_min, blk_max)
+        q, lo, hi = q[keep], lo[keep], hi[keep]
     r, i = _ragged(lo, hi - lo + 1)
     qq = q[r]
     gs = sw.off[pk[qq]] + i
     dd = sv0[qq] + dsv[qq] * i
     ok = (dd >= -TOL) & (dd <= rk[gs] + rq[qq])
     gs, qq, dd = gs[ok], qq[ok], np.maximum(dd[ok], 0.0)
-    pick = _group_first(gs, dd)
+    pick = _group_first(gs, dd, len(sw.pts))
     return gs[pick], qq[pick], dd[pick]
 
 
@@ -595,32 +651,42 @@ def _cross(ax: np.ndarray, ay: np.ndarray, bx: np.ndarray, by: np.ndarray) -> np
     return ax * by - ay * bx
 
 
-def _point_segment(p: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Distance from points p to segments ab (all (P, 2))."""
-    d = b - a
-    den = np.maximum((d * d).sum(-1), 1e-300)
-    t = np.clip(((p - a) * d).sum(-1) / den, 0.0, 1.0)
-    q = a + t[:, None] * d
-    return np.hypot(*(p - q).T)
+def _point_segment_xy(
+    px: np.ndarray, py: np.ndarray, ax: np.ndarray, ay: np.ndarray, bx: np.ndarray, by: np.ndarray
+) -> np.ndarray:
+    """Distance from points p to segments ab, on coordinate columns (numpy reduces a
+    length-2 axis slowly)."""
+    dx, dy = bx - ax, by - ay
+    den = np.maximum(dx * dx + dy * dy, 1e-300)
+    t = np.clip(((px - ax) * dx + (py - ay) * dy) / den, 0.0, 1.0)
+    return np.hypot(px - (ax + t * dx), py - (ay + t * dy))
 
 
-def segment_distance(a1: np.ndarray, b1: np.ndarray, a2: np.ndarray, b2: np.ndarray) -> np.ndarray:
-    """Distance between segments a1b1 and a2b2 (0 where they cross)."""
-    d1, d2 = b1 - a1, b2 - a2
-    o1 = _cross(*d1.T, *(a2 - a1).T)
-    o2 = _cross(*d1.T, *(b2 - a1).T)
-    o3 = _cross(*d2.T, *(a1 - a2).T)
-    o4 = _cross(*d2.T, *(b1 - a2).T)
-    crossing = (o1 * o2 < 0) & (o3 * o4 < 0)
-    dist = np.minimum.reduce(
-        [
-            _point_segment(a1, a2, b2),
-            _point_segment(b1, a2, b2),
-            _point_segment(a2, a1, b1),
-            _point_segment(b2, a1, b1),
-        ]
-    )
-    return np.where(crossing, 0.0, dist)
+def _segments_within(e: tuple[np.ndarray, ...], pk: np.ndarray, pj: np.ndarray, lim: np.ndarray):
+    """Segment distance(k, j) <= lim (0 where they cross) for the pairs (pk, pj) of segments with end columns
+    e = (x0, y0, x1, y1): the same test, with each distance computed only for the pairs no
+    earlier one settled (crossing pairs first, then the four end-to-segment distances)."""
+    x0, y0, x1, y1 = e
+    a1x, a1y, b1x, b1y = x0[pk], y0[pk], x1[pk], y1[pk]
+    a2x, a2y, b2x, b2y = x0[pj], y0[pj], x1[pj], y1[pj]
+    d1x, d1y, d2x, d2y = b1x - a1x, b1y - a1y, b2x - a2x, b2y - a2y
+    o1 = _cross(d1x, d1y, a2x - a1x, a2y - a1y)
+    o2 = _cross(d1x, d1y, b2x - a1x, b2y - a1y)
+    o3 = _cross(d2x, d2y, a1x - a2x, a1y - a2y)
+    o4 = _cross(d2x, d2y, b1x - a2x, b1y - a2y)
+    ok = (o1 * o2 < 0) & (o3 * o4 < 0)
+    for p, a, b in (
+        ((a1x, a1y), (a2x, a2y), (b2x, b2y)),
+        ((b1x, b1y), (a2x, a2y), (b2x, b2y)),
+        ((a2x, a2y), (a1x, a1y), (b1x, b1y)),
+        ((b2x, b2y), (a1x, a1y), (b1x, b1y)),
+    ):
+        w = np.flatnonzero(~ok)
+        if w.size == 0:
+            break
+        d = _point_segment_xy(p[0][w], p[1][w], a[0][w], a[1][w], b[0][w], b[1][w])
+        ok[w[d <= lim[w]]] = True
+    return ok
 
 
 def adjacent_candidates(
@@ -634,21 +700,25 @@ def adjacent_candidates(
     lines): ReplayInputError names the segment, before any costly work."""
     K = len(sw.ids)
     ends = np.stack([sw.a, sw.a + sw.length[:, None] * sw.u], axis=1)  # (K, 2, 2)
-    lo_k = ends.min(axis=1) - rmax[:, None]
-    hi_k = ends.max(axis=1) + rmax[:, None]
-    lo_j = ends.min(axis=1) - 2 * rmax[:, None]
-    hi_j = ends.max(axis=1) + 2 * rmax[:, None]
+    e = (ends[:, 0, 0], ends[:, 0, 1], ends[:, 1, 0], ends[:, 1, 1])
+    lo, hi = ends.min(axis=1), ends.max(axis=1)
+    # bounding boxes: k's grown by R_k, j's by 2 R_j (coordinate columns, contiguous)
+    lkx, lky = lo[:, 0] - rmax, lo[:, 1] - rmax
+    hkx, hky = hi[:, 0] + rmax, hi[:, 1] + rmax
+    ljx, ljy = lo[:, 0] - 2 * rmax, lo[:, 1] - 2 * rmax
+    hjx, hjy = hi[:, 0] + 2 * rmax, hi[:, 1] + 2 * rmax
     out_k, out_j = [], []
     rows = max(1, CHUNK_PAIRS // K)
     for c0 in range(0, K, rows):
         dl.check("multibeam neighbours")
         ks = np.arange(c0, min(K, c0 + rows))
-        near = (lo_k[ks, None] <= hi_j[None]).all(-1) & (lo_j[None] <= hi_k[ks, None]).all(-1)
+        near = (lkx[ks, None] <= hjx[None]) & (ljx[None] <= hkx[ks, None])
+        near &= lky[ks, None] <= hjy[None]
+        near &= ljy[None] <= hky[ks, None]
         near[np.arange(ks.size), ks] = False
         pk, pj = np.nonzero(near)
         pk = ks[pk]
-        d = segment_distance(ends[pk, 0], ends[pk, 1], ends[pj, 0], ends[pj, 1])
-        keep = d <= rmax[pk] + 2 * rmax[pj]
+        keep = _segments_within(e, pk, pj, rmax[pk] + 2 * rmax[pj])
         pk, pj = pk[keep], pj[keep]
         count = np.bincount(pk - c0, minlength=ks.size)
         if count.max(initial=0) > cap:
@@ -684,21 +754,36 @@ def overlap_shares(sw: Swaths, dl: CpuBudget, cap: int = 200) -> np.ndarray:
         np.maximum.reduceat(sw.rp, sw.off[:-1]), np.maximum.reduceat(sw.rm, sw.off[:-1])
     )
     all_k, all_j = adjacent_candidates(sw, rmax, cap, dl)
+    # exact repeats of one segment cross every ray at the same point with the same reaches:
+    # one of them per class stands for all (the cap above counted every one)
+    cls = _repeats(sw)
+    _, firsts = np.unique(all_k * K + cls[all_j], return_index=True)
+    firsts.sort()
+    all_k, all_j = all_k[firsts], all_j[firsts]
     ends = np.stack([sw.a, sw.a + sw.length[:, None] * sw.u], axis=1)  # (K, 2, 2)
-    nb = (sw.count + BLOCK - 1) // BLOCK
-    boff = np.concatenate([[0], np.cumsum(nb)])[:-1]
-    bstart = (
-        sw.off[:-1][np.repeat(np.arange(K), nb)]
-        + (np.arange(int(nb.sum())) - np.repeat(boff, nb)) * BLOCK
-    )
     reach = np.stack([sw.rp, sw.rm], axis=1)  # (S, 2)
+    starts = []
+    for size in BLOCKS:
+        nb = (sw.count + size - 1) // size
+        boff = np.concatenate([[0], np.cumsum(nb)])[:-1]
+        bstart = (
+            sw.off[:-1][np.repeat(np.arange(K), nb)]
+            + (np.arange(int(nb.sum())) - np.repeat(boff, nb)) * size
+        )
+        starts.append((size, boff, bstart))
     side_runs = [
         (
             np.minimum.reduceat(reach[:, s], sw.off[:-1]),
             np.maximum.reduceat(reach[:, s], sw.off[:-1]),
-            boff,
-            np.minimum.reduceat(reach[:, s], bstart),
-            np.maximum.reduceat(reach[:, s], bstart),
+            [
+                (
+                    size,
+                    boff,
+                    np.minimum.reduceat(reach[:, s], bstart),
+                    np.maximum.reduceat(reach[:, s], bstart),
+                )
+                for size, boff, bstart in starts
+            ],
         )
         for s in (0, 1)
     ]
@@ -713,10 +798,10 @@ def overlap_shares(sw: Swaths, dl: CpuBudget, cap: int = 200) -> np.ndarray:
             continue
         rel = ends[pj] - sw.a[pk][:, None, :]  # (P, 2, 2)
         uk, nk = sw.u[pk], sw.n[pk]
-        ta = (rel[:, 0] * uk).sum(-1)
-        tb = (rel[:, 1] * uk).sum(-1)
-        ca = (rel[:, 0] * nk).sum(-1)
-        cb = (rel[:, 1] * nk).sum(-1)
+        ta = rel[:, 0, 0] * uk[:, 0] + rel[:, 0, 1] * uk[:, 1]
+        tb = rel[:, 1, 0] * uk[:, 0] + rel[:, 1, 1] * uk[:, 1]
+        ca = rel[:, 0, 0] * nk[:, 0] + rel[:, 0, 1] * nk[:, 1]
+        cb = rel[:, 1, 0] * nk[:, 0] + rel[:, 1, 1] * nk[:, 1]
         span = tb - ta
         cos = np.abs(span) / sw.length[pj]  # |n_k . n_j|
         dt, m = sw.dt[pk], sw.count[pk]
@@ -751,7 +836,10 @@ def overlap_shares(sw: Swaths, dl: CpuBudget, cap: int = 200) -> np.ndarray:
             # the adjacent swath's reach on the side facing this line's nadir: its +n side
             # when the ray runs against n_j (sign * (n_k . n_j) < 0)
             face_plus = (sign > 0) != same[qq]
-            r_face = np.where(face_plus, _interp(sw, jj, tj, sw.rp), _interp(sw, jj, tj, sw.rm))
+            ia, ib, w = _weights(sw, jj, tj)
+            r_face = np.where(
+                face_plus, sw.rp[ia] * (1 - w) + sw.rp[ib] * w, sw.rm[ia] * (1 - w) + sw.rm[ib] * w
+            )
             width = reach[gs, 0] + reach[gs, 1]
             ell = reach[gs, side] + r_face / cos[qq] - dd
             eta[gs, side] = np.minimum(ell, width) / width
@@ -766,8 +854,11 @@ def _fmt(q: Fraction) -> str:
 
 
 def prepare(task: Any, spec: Any) -> None:
-    """Load the depth grid (task data: cached, never charged to an artifact's budget)."""
-    load_grid(task.data_dir)
+    """Load the depth grid and the evaluation cells' sample points (task data: cached per
+    process, never charged to an artifact's budget)."""
+    g = load_grid(task.data_dir)
+    h = Params.from_spec(spec.params).eval_step_nmi
+    sample_points(g.x0, g.y0, h, round((g.x1 - g.x0) / h), round((g.y1 - g.y0) / h))
 
 
 def replay(doc: dict[str, Any], task: Any, spec: Any, deadline: CpuBudget) -> Outcome:
