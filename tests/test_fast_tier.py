@@ -113,7 +113,9 @@ def fast_imports(test_file: Path, seen: set[Path] | None = None) -> set[str]:
 
 def module_level_imports(module: str) -> set[str]:
     """What importing `module` imports in turn: its module-level import statements (those
-    under `if TYPE_CHECKING:` run for the type checker only and do not count)."""
+    under `if TYPE_CHECKING:` run for the type checker only and do not count), and modules
+    it names in a string (a lazy import by name: `tbmm.cli` loads `tbmm.lean.cli` that way
+    when a test runs `tbmm lean`)."""
     top, _, rest = module.partition(".")
     root = PACKAGES[top]
     path = root.joinpath(*rest.split(".")) if rest else root
@@ -135,8 +137,11 @@ def module_level_imports(module: str) -> set[str]:
                     todo.extend(sub.body if isinstance(sub, ast.ExceptHandler) else [sub])
             continue
         nodes.append(n)
+    named = {
+        n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)
+    }
     # `here + "._"` so that a level-1 relative import resolves against the package itself
-    return _imports(nodes, here + "._")
+    return _imports(nodes, here + "._") | named
 
 
 def covered_by_fast_tests() -> set[str]:
