@@ -11,6 +11,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 import tbmm
@@ -23,6 +24,7 @@ runner = CliRunner()
 README = (REPO / "README.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_version_agrees_with_the_package_metadata() -> None:
     declared = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     r = runner.invoke(app, ["--version"])
@@ -76,6 +78,7 @@ def _store(tmp_path: Path) -> Path:
     return db
 
 
+@pytest.mark.slow
 def test_a_closed_stdout_pipe_ends_quietly(tmp_path: Path) -> None:
     db = _store(tmp_path)
     full = subprocess.run(
@@ -103,6 +106,7 @@ def test_a_closed_stdout_pipe_ends_quietly(tmp_path: Path) -> None:
         assert (code, err) == (0, ""), (args, head, code, err)
 
 
+@pytest.mark.slow
 def test_a_closed_pipe_after_a_verdict_is_exit_0_and_an_error_keeps_its_code(
     tmp_path: Path,
 ) -> None:
@@ -223,6 +227,7 @@ def test_every_help_reads_at_80_columns() -> None:
                 assert sub is not None and summary(sub) in flat, (path, name, flat)
 
 
+@pytest.mark.slow
 def test_a_closed_stderr_pipe_keeps_the_exit_code() -> None:
     """Nobody reads the messages: they go nowhere and the command ends with its own code (an
     unknown task: 2), where rich's own hook would exit 1 and tbmm's stdout rule 0."""

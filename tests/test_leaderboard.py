@@ -314,6 +314,7 @@ def test_rich_table_shows_labels_literally() -> None:
 # ---------------------------------------------------------------------------- from reports
 
 
+@pytest.mark.slow
 def test_trial_row_from_verify_reports(suite: list[Task]) -> None:
     t = next(x for x in suite if x.slug == "mcm-2025-b-juneau-tourism")
     rep = verify_artifact(t, t.anchor_artifact_bytes(), lean=False).model_dump()
@@ -410,6 +411,7 @@ def test_write_plots_pngs_deterministic(lb: L.Leaderboard, tmp_path: Path) -> No
     assert plots.write_plots(board([]), tmp_path / "c") == []
 
 
+@pytest.mark.slow
 def test_row_from_store_record(suite: list[Task]) -> None:
     t = next(x for x in suite if x.slug == "mcm-2024-c-tennis-momentum")
     cfg = L.suite_config(suite)

@@ -150,6 +150,7 @@ def unclaimed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_false_proof_works_when_the_name_is_free(unclaimed: Path, tmp_path: Path) -> None:
     """The attack is real: with `Nat.div` unclaimed, the kernel accepts `false = true` and
     the violated gate check, with no axioms at all."""
@@ -176,6 +177,7 @@ def test_false_proof_fails_against_the_core(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_false_proof_in_a_certificate_is_refused_by_build_and_audit(
     tmp_path: Path, suite: list[Task]
 ) -> None:

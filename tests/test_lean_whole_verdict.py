@@ -195,6 +195,7 @@ def _project_copy(tmp_path: Path) -> Path:
     return copy_project(tmp_path / "lean")
 
 
+@pytest.mark.slow
 def test_an_edited_committed_task_module_is_refused(suite: list[Task], tmp_path: Path) -> None:
     """The committed module's task term with one band edited (the audit would flag it; a
     verify refuses it before stating anything, never verifying against it)."""
@@ -220,6 +221,7 @@ def test_an_edited_committed_task_module_is_refused(suite: list[Task], tmp_path:
         check_artifact(t, t.anchor_artifact, root=root)
 
 
+@pytest.mark.slow
 def test_task_files_edited_without_regenerating_are_refused(
     suite: list[Task], tmp_path: Path
 ) -> None:

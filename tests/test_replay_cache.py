@@ -48,6 +48,7 @@ def _result(task: Task, doc: dict[str, Any]) -> tuple[Any, ...]:
     return exact.dumps(resolved), _typed(resolved), rep.to_json(), rep.cached
 
 
+@pytest.mark.slow
 def test_cached_replays_are_the_fresh_ones_to_the_byte(
     memory: C.ReplayCache, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -287,6 +287,7 @@ def test_committed_files_are_the_script_output(task: Task) -> None:
 # ------------------------------------------------------------------ verdicts on artifacts
 
 
+@pytest.mark.slow
 def test_oracle_scores_one_and_passes(task: Task) -> None:
     ev = evaluate(task, task.anchor_artifact)
     assert ev.gate.verdict == "pass" and not ev.gate.unverifiable

@@ -374,6 +374,7 @@ def test_endless_recovery_is_exactly_disassembly_with_an_uninspected_component(
 # --- the pipeline ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_oracle_scores_one(task: Task) -> None:
     ev = run(task, oracle(task))
     assert ev.replay is not None and ev.replay.status == "ok"
@@ -522,6 +523,7 @@ def test_lean_restates_every_replayed_number(task: Task) -> None:
     assert "theorem replay_q3_profit" in committed  # the anchor certificate carries them too
 
 
+@pytest.mark.slow
 def test_lean_obligations_fail_for_a_forged_value(task: Task) -> None:
     """(They hold for the oracle: test_oracle_scores_one verifies it with Lean.)"""
     ev = run(task, oracle(task))
@@ -683,6 +685,7 @@ def test_readings_config_is_checked() -> None:
             P.readings_of(spec(**bad))
 
 
+@pytest.mark.slow
 def test_lean_restates_the_claimed_reading(task: Task) -> None:
     """An answer whose claims follow another reading: the kernel checks the value each claim
     is compared with under that reading's Lean definition, and refutes the same value stated

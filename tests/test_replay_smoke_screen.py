@@ -294,6 +294,7 @@ def test_agent_style_approximation_is_within_the_claim_tolerance(
     assert ev.score.o_eval == 1
 
 
+@pytest.mark.slow
 def test_a_finer_time_floor_changes_nothing_visible(
     task: Task, spec: ReplaySpec, oracle: dict
 ) -> None:
@@ -505,6 +506,7 @@ def test_bad_numbers_and_ids(task: Task, oracle: dict, patch: dict, reason: str)
     assert "q5.drops[0]" in ev.replay.error and reason in ev.replay.error  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 def test_drop_table_beyond_the_statement_is_refused(
     task: Task, spec: ReplaySpec, oracle: dict
 ) -> None:
@@ -530,6 +532,7 @@ def test_drops_not_a_list(task: Task, oracle: dict) -> None:
     assert "q5.drops" in unreplayable(task, doc).replay.error  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 def test_work_cap_bounds_adversarial_input(task: Task, spec: ReplaySpec, oracle: dict) -> None:
     """With a tiny evaluation cap the replay still answers (leaves counted by interpolation)
     and reports the larger error bound instead of running on."""
@@ -549,6 +552,7 @@ def test_replay_outputs_are_finite_fractions_after_rounding(task: Task, oracle: 
         assert isinstance(exact.parse_decimal(text), Fraction)
 
 
+@pytest.mark.slow
 def test_replay_toml_constants_are_the_statements(spec: ReplaySpec) -> None:
     """The positions and constants replayed are the statement's (its verbatim text)."""
     text = (TASK_DIR / "instruction.md").read_text(encoding="utf-8").replace("\n", "")
@@ -655,6 +659,7 @@ def test_reference_is_resolved_far_below_the_accuracy(task: Task, oracle: dict) 
         assert exact.parse_decimal(bound) < Fraction(1, 10**4)
 
 
+@pytest.mark.slow
 def test_largest_legal_input_is_resolved_within_the_cap(task: Task, spec: ReplaySpec) -> None:
     """The benchmark's input (5 UAVs x 3 drops near the sightlines, plus Problems 2-4) stays
     within the work cap with an error bound far below the 0.01 s the gate allows (its time

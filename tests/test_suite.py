@@ -183,6 +183,7 @@ def test_broken_harbor_config(figured: Task, tmp_path: Path) -> None:
     assert "harbor" in _checks(d)
 
 
+@pytest.mark.slow
 def test_broken_anchor_paper_value(suite: list[Task], tmp_path: Path) -> None:
     def scored_anchor(p: dict) -> bool:  # an excluded paper's values are only on record
         return p.get("role") == "anchor" and bool(p["values"]) and not p.get("exclusion_reason")
@@ -270,6 +271,7 @@ def test_unstated_reference_is_rejected(suite: list[Task], tmp_path: Path) -> No
     assert "no reference stated" in _messages(d)
 
 
+@pytest.mark.slow
 def test_infeasible_reference_artifact_is_rejected(suite: list[Task], tmp_path: Path) -> None:
     """An anchor recorded infeasible shows no feasible artifact reaching its references."""
     t = next(t for t in suite if t.gate.anchor.feasible)
@@ -284,6 +286,7 @@ def test_infeasible_reference_artifact_is_rejected(suite: list[Task], tmp_path: 
     assert "no feasible artifact" in _messages(d)
 
 
+@pytest.mark.slow
 def test_unreachable_panel_value_is_rejected(suite: list[Task], tmp_path: Path) -> None:
     """A panel paper's value that a single-field gate check on the metric's own path
     refuses (an interval, threshold or count bound) can be reached by no feasible answer."""
@@ -322,6 +325,7 @@ def test_unreachable_panel_value_is_rejected(suite: list[Task], tmp_path: Path) 
     assert f"{m.id}={bad_value} is unreachable" in _messages(d)
 
 
+@pytest.mark.slow
 def test_instruction_giving_away_the_reference_is_rejected(
     suite: list[Task], tmp_path: Path
 ) -> None:
