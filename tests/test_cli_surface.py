@@ -193,6 +193,7 @@ def _description_columns(text: str) -> list[tuple[int, str]]:
     return cols
 
 
+@pytest.mark.slow
 def test_every_help_reads_at_80_columns() -> None:
     """No help line of any command is wider than 80 columns, none is cut ("…"), every option
     name is printed whole, every description starts by column 40 (40+ columns of text), and

@@ -212,6 +212,7 @@ def test_fast_commands_import_no_framework_and_match_the_typer_path(
         assert "HEAVY []" in human.stderr and "O-Eval (panel)" in human.stdout
 
 
+@pytest.mark.slow
 def test_errors_and_help_go_to_the_typer_app(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
