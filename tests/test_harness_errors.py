@@ -94,6 +94,7 @@ def _app(tasks: list[Any], monkeypatch: pytest.MonkeyPatch) -> typer.Typer:
     return app
 
 
+@pytest.mark.slow
 def test_unreachable_endpoint_is_an_error_not_a_zero_and_resume_retries_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dead: DeadPOST
 ) -> None:

@@ -362,6 +362,7 @@ def test_fork_bomb_stops_at_pids_limit(tmp_path: Path, venv: Path) -> None:
     assert peak is None or int(peak) <= 64
 
 
+@pytest.mark.slow
 def test_three_processes_cannot_exceed_memory_limit(tmp_path: Path, venv: Path) -> None:
     """RLIMIT_AS is per process; the cgroup caps the sum. Three 150 MiB processes under a
     256 MiB limit: they cannot all hold their memory."""
