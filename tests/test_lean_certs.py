@@ -300,6 +300,7 @@ def test_gate_disagreement_either_way(suite: list[Task]) -> None:
     assert d.decl == decl and d.python.startswith("flags [") and d.lean == "passes", d
 
 
+@pytest.mark.slow
 def test_kernel_values_read_back_exact_rationals() -> None:
     from tbmm.lean.certify import kernel_values
     from tbmm.lean.serialize import rat
