@@ -98,6 +98,7 @@ def _cases(name: str) -> list[tuple[int, ...]]:
     return args + LARGE.get(name, [])
 
 
+@pytest.mark.slow
 def test_bodies_compute_what_gmp_computes(tmp_path: Path) -> None:
     """Each body, unfolded by the kernel under another name, agrees with Lean's semantics,
     and so does the accelerated name itself (GMP) — one module, one kernel run."""

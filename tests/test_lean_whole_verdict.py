@@ -245,6 +245,7 @@ def test_task_files_edited_without_regenerating_are_refused(
 # --- crop planting: the per-rule counts the gate reads -------------------------------------
 
 
+@pytest.mark.slow
 def test_crop_per_rule_counts_that_disagree_with_the_plan_are_refused(suite: list[Task]) -> None:
     """A plan with exactly one rotation violation; Python's replay moves it to the legume
     rule (same total, so a total-only restatement, as on main, accepts it). The kernel
