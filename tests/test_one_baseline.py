@@ -94,6 +94,7 @@ def test_stale_or_missing_floor_fails_validate(tmp_path: Path) -> None:
     assert probs and "missing" in probs[0]
 
 
+@pytest.mark.slow
 def test_readme_baseline_workflow_reproduces_f(tmp_path: Path) -> None:
     """README's workflow end to end with the CLI on a temporary store: the baseline
     artifacts replayed as an entry, then the leaderboard: its F for every task equals
