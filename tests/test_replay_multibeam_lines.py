@@ -524,6 +524,7 @@ def test_refining_the_station_step(task: Task) -> None:
 # -- the reference and the score ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_reference_is_reproducible() -> None:
     """reference/make_reference.py rebuilds the committed reference design."""
     assert [tuple(float(v) for v in s) for s in mr.reference_segments()] == [

@@ -109,6 +109,7 @@ def test_tables_are_the_pdf_tables(task: Task) -> None:
     assert committed.q3.market.price == "200" and committed.q3.market.exchange_loss == "40"
 
 
+@pytest.mark.slow
 def test_generated_files_are_up_to_date(task: Task) -> None:
     """The enumerations, reference.json and the Lean data module are what the script writes
     from tables.json (so the Lean data is generated, never hand-edited)."""
@@ -286,6 +287,7 @@ def _mc(sample: Any, n: int) -> tuple[float, float]:
     return mean, sd / math.sqrt(n)
 
 
+@pytest.mark.slow
 def test_closed_forms_match_a_simulation_of_the_process(tables: P.Tables) -> None:
     """Every bounded Problem 2 vector and a few Problem 3 vectors: the exact replay lies
     within 4.5 standard errors of a seeded simulation of the literal process."""
