@@ -713,6 +713,7 @@ def test_lean_restates_the_claimed_reading(task: Task) -> None:
     assert any(d.decl == "replay_q3_claimed_reading_profit" for d in bad.disagreements)
 
 
+@pytest.mark.slow
 def test_other_readings_match_a_simulation_of_the_process(tables: P.Tables) -> None:
     """The readings' closed forms against the seeded simulation: recovered components that
     skip their second inspection (known good), and profit per product assembled as the

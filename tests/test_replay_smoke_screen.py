@@ -217,6 +217,7 @@ def reference_brute(scene: ss.Scene, oracle: dict) -> dict[str, tuple[np.ndarray
     }
 
 
+@pytest.mark.slow
 def test_near_tangent_cloud_is_cheap_and_bounded(scene: ss.Scene) -> None:
     """An adversarial cloud that just grazes the blocking condition (found by bisection on
     the heading of the Problem 1 strategy): H touches 0, the worst case of a Lipschitz
@@ -244,6 +245,7 @@ def test_near_tangent_cloud_is_cheap_and_bounded(scene: ss.Scene) -> None:
     assert max(used) < 5000
 
 
+@pytest.mark.slow
 def test_reference_replay_agrees_with_fixed_step(
     task: Task, scene: ss.Scene, oracle: dict, reference_brute: dict
 ) -> None:
