@@ -2,12 +2,14 @@
 
 Harbor needs Python >= 3.12 and the project runs on 3.11, so Harbor lives in its own venv
 (`~/.cache/tbmm/harbor-venv-<version>`, or $TBMM_HARBOR_VENV), built once with uv from
-PyPI. Validation = `harbor.models.trajectories.Trajectory.model_validate_json` of each file,
+PyPI; the one .ci/run installs ($TBMM_HARBOR_PYTHON) serves when it holds this version. A file
+lock makes concurrent test processes (pytest-xdist workers) wait for one build. Validation = `harbor.models.trajectories.Trajectory.model_validate_json` of each file,
 plus a round trip through Harbor's own JSON export (what its viewers read).
 """
 
 from __future__ import annotations
 
+import fcntl
 import glob
 import json
 import os
@@ -67,6 +69,27 @@ def harbor_python() -> str:
         os.environ.get("TBMM_HARBOR_VENV")
         or Path.home() / ".cache" / "tbmm" / f"harbor-venv-{HARBOR_VERSION}"
     )
+    given = os.environ.get("TBMM_HARBOR_PYTHON")
+    if given and _has_harbor(given):
+        return given
+    venv.parent.mkdir(parents=True, exist_ok=True)
+    with open(venv.parent / f"{venv.name}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return _build(venv)
+
+
+def _has_harbor(python: str) -> bool:
+    """`python` runs and has harbor==HARBOR_VERSION."""
+    probe = "import importlib.metadata as m; print(m.version('harbor'))"
+    try:
+        r = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return r.returncode == 0 and r.stdout.strip() == HARBOR_VERSION
+
+
+def _build(venv: Path) -> str:
+    """The venv's python, built unless a previous build finished (the caller holds the lock)."""
     py = venv / "bin" / "python"
     ok = venv / ".tbmm-ready"
     if ok.is_file() and py.exists():

@@ -16,6 +16,7 @@ def juneau() -> Task:
     return tbmm.load_task("mcm-2025-b-juneau-tourism")
 
 
+@pytest.mark.slow
 def test_tasks_lists_the_suite(suite: list[Task]) -> None:
     infos = tbmm.tasks()
     assert [i.slug for i in infos] == [t.slug for t in suite]
@@ -182,6 +183,7 @@ def test_verify_without_a_lean_runtime_says_unavailable(
     assert v.lean == "unavailable" and v.o_eval == 1 and "no Lean toolchain" in v.error
 
 
+@pytest.mark.slow
 def test_verify_many_checks_a_batch_in_one_lean_run(
     juneau: Task, monkeypatch: pytest.MonkeyPatch
 ) -> None:

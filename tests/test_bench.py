@@ -15,6 +15,7 @@ from tbmm.tasks import Task
 from .conftest import REPO
 
 
+@pytest.mark.slow
 def test_every_replay_benchmark_returns(suite: list[Task]) -> None:
     replayed = [t for t in suite if t.replay_spec is not None]
     results = bench_replays(replayed, seconds=0.0)
@@ -28,6 +29,7 @@ def test_every_replay_benchmark_returns(suite: list[Task]) -> None:
     assert all(r.count >= 1 and r.seconds >= 0 for r in results)
 
 
+@pytest.mark.slow
 def test_mixed_corpus_rows(suite: list[Task]) -> None:
     rows = bench_mixed(suite, seconds=0.0)
     assert [r.name for r in rows] == ["json.loads", "scoring", "gate"]

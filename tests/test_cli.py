@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from tbmm import exact
@@ -26,6 +27,7 @@ def by_slug(suite: list[Task], slug: str) -> Task:
     return next(t for t in suite if t.slug == slug)
 
 
+@pytest.mark.slow
 def test_tasks_list_show_validate(suite: list[Task]) -> None:
     r = runner.invoke(app, ["tasks", "list", "--json"])
     assert r.exit_code == 0
@@ -102,6 +104,7 @@ def test_verify_exit_codes_and_names(suite: list[Task], tmp_path: Path) -> None:
     assert r.exit_code == 2
 
 
+@pytest.mark.slow
 def test_verify_batch_and_manifest(suite: list[Task], tmp_path: Path) -> None:
     """`tbmm verify --batch DIR --task T` and `--manifest FILE`: each artifact reported
     apart (its own exit code and verdict), the exit code the highest of theirs."""

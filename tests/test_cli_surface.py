@@ -11,6 +11,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+import pytest
 from typer.testing import CliRunner
 
 import tbmm
@@ -24,6 +25,7 @@ runner = CliRunner()
 README = (REPO / "README.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 def test_version_agrees_with_the_package_metadata() -> None:
     declared = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     r = runner.invoke(app, ["--version"])
@@ -77,6 +79,7 @@ def _store(tmp_path: Path) -> Path:
     return db
 
 
+@pytest.mark.slow
 def test_a_closed_stdout_pipe_ends_quietly(tmp_path: Path) -> None:
     db = _store(tmp_path)
     full = subprocess.run(
@@ -104,6 +107,7 @@ def test_a_closed_stdout_pipe_ends_quietly(tmp_path: Path) -> None:
         assert (code, err) == (0, ""), (args, head, code, err)
 
 
+@pytest.mark.slow
 def test_a_closed_pipe_after_a_verdict_is_exit_0_and_an_error_keeps_its_code(
     tmp_path: Path,
 ) -> None:
@@ -190,6 +194,7 @@ def _description_columns(text: str) -> list[tuple[int, str]]:
     return cols
 
 
+@pytest.mark.slow
 def test_every_help_reads_at_80_columns() -> None:
     """No help line of any command is wider than 80 columns, none is cut ("…"), every option
     name is printed whole, every description starts by column 40 (40+ columns of text), and
@@ -224,6 +229,7 @@ def test_every_help_reads_at_80_columns() -> None:
                 assert sub is not None and summary(sub) in flat, (path, name, flat)
 
 
+@pytest.mark.slow
 def test_a_closed_stderr_pipe_keeps_the_exit_code() -> None:
     """Nobody reads the messages: they go nowhere and the command ends with its own code (an
     unknown task: 2), where rich's own hook would exit 1 and tbmm's stdout rule 0."""

@@ -62,6 +62,7 @@ def stage_verdicts(t: Task, data: bytes, replayed: dict | None) -> tuple[dict, d
     return g.to_json(), s.to_json()
 
 
+@pytest.mark.slow
 def test_lite_verdicts_equal_pydantic_on_every_task(suite: list[Task], cache: Path) -> None:
     """Every task: the anchor through the whole pipeline (replay included), and the mixed
     corpus (nudged metrics, doubled numbers, `{}`) plus a list cut below its minimum through
@@ -180,6 +181,7 @@ def _tbmm(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_fast_commands_import_no_framework_and_match_the_typer_path(
     suite: list[Task], tmp_path: Path
 ) -> None:
@@ -210,6 +212,7 @@ def test_fast_commands_import_no_framework_and_match_the_typer_path(
         assert "HEAVY []" in human.stderr and "O-Eval (panel)" in human.stdout
 
 
+@pytest.mark.slow
 def test_errors_and_help_go_to_the_typer_app(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")

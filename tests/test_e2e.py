@@ -31,6 +31,7 @@ def sandbox():  # noqa: ANN201
     return backend
 
 
+@pytest.mark.slow
 def test_oracle_over_every_task_in_the_sandbox(suite: list[Task], sandbox, tmp_path: Path) -> None:  # noqa: ANN001
     db = tmp_path / "oracle.sqlite"
     summary = run_sweep(OracleAgent(), None, suite, 1, sandbox, 2, db, False, progress=False)
@@ -73,6 +74,7 @@ def _write(dir_: Path, slug: str, seed: int | None, data: bytes) -> None:
     (p / f"{slug}_result.json").write_bytes(data)
 
 
+@pytest.mark.slow
 def test_leaderboard_from_real_replay_runs(suite: list[Task], sandbox, tmp_path: Path) -> None:  # noqa: ANN001
     """Two entries through run_sweep + replay; every column checked against hand computation."""
     from tbmm import exact

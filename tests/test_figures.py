@@ -121,6 +121,7 @@ def test_inline_puts_each_image_after_its_marker(task_dir: Path) -> None:
     assert len(lines) == len(statement.splitlines()) + len(fs.figures)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("task_dir", FIG_TASKS, ids=lambda p: p.name)
 def test_crops_deterministic_and_not_blank(task_dir: Path, tmp_path: Path) -> None:
     fs = _specs(task_dir)

@@ -107,6 +107,7 @@ def test_a_check_refuses_paths_its_form_does_not_read(form: dict, extra: dict) -
         GateCheck.model_validate({**base, **extra})
 
 
+@pytest.mark.slow
 def test_one_field_fast_path_gives_the_general_verdicts(
     suite: list[Task], monkeypatch: pytest.MonkeyPatch
 ) -> None:

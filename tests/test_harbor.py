@@ -30,7 +30,8 @@ from tbmm.verify import verify_artifact
 from . import harbor_sim
 from .conftest import REPO
 
-pytestmark = pytest.mark.slow
+# slow: the tests of the full export (every task's wheelhouse built); the reward writer's
+# own tests stay in the fast tier
 
 HARBOR_VENV = REPO / ".harbor-venv"
 SCORING_NAMES = {"anchor.json", "scoring.toml", "gate.toml", "panel.json", "baseline.json"}
@@ -109,6 +110,7 @@ print(json.dumps({"dataset": m.dataset.name, "tasks": rows}))
 """
 
 
+@pytest.mark.slow
 def test_export_parses_with_harbors_own_models(exported: Path, full_suite: list[Task]) -> None:
     py = harbor_python()
     if py is None:
@@ -208,6 +210,7 @@ def leaks(task_dir: Path, task: Task) -> list[str]:
     return found
 
 
+@pytest.mark.slow
 def test_agent_environment_holds_no_scoring_data(exported: Path, full_suite: list[Task]) -> None:
     for t in full_suite:
         d = exported / t.slug
@@ -228,6 +231,7 @@ def test_agent_environment_holds_no_scoring_data(exported: Path, full_suite: lis
         assert "COPY data /root/data" in (d / "environment" / "Dockerfile").read_text()
 
 
+@pytest.mark.slow
 def test_the_leak_check_finds_planted_scoring_data(
     exported: Path, full_suite: list[Task], tmp_path: Path
 ) -> None:
@@ -247,6 +251,7 @@ def test_the_leak_check_finds_planted_scoring_data(
 # ---------------------------------------------------------------------------- wheelhouse
 
 
+@pytest.mark.slow
 def test_wheelhouse_is_pinned_and_shared(exported: Path, full_suite: list[Task]) -> None:
     whs = [exported / t.slug / "tests" / "wheelhouse" for t in full_suite]
     req = (whs[0] / "requirements.txt").read_text()
@@ -260,6 +265,7 @@ def test_wheelhouse_is_pinned_and_shared(exported: Path, full_suite: list[Task])
     assert len(inodes) == len(list(whs[0].iterdir()))  # one copy, hard-linked
 
 
+@pytest.mark.slow
 def test_every_from_of_the_full_export_is_digest_pinned(exported: Path) -> None:
     from .test_harbor_images import from_images
 
@@ -270,6 +276,7 @@ def test_every_from_of_the_full_export_is_digest_pinned(exported: Path) -> None:
         assert images and all(hx.digest_pinned(i) for i in images), (d, images)
 
 
+@pytest.mark.slow
 def test_a_wheel_with_other_anchors_is_refused(
     exported: Path, full_suite: list[Task], tmp_path: Path
 ) -> None:
@@ -291,6 +298,7 @@ def test_a_wheel_with_other_anchors_is_refused(
         hx.check_wheel_tasks(wheel, full_suite)
 
 
+@pytest.mark.slow
 def test_export_refuses_to_overwrite(
     exported: Path, full_suite: list[Task], tmp_path: Path
 ) -> None:
@@ -341,6 +349,7 @@ def _check(logs: Path, expected: dict[str, Any]) -> None:
     assert all(isinstance(v, int | float) for v in reward.values())
 
 
+@pytest.mark.slow
 def test_simulated_harbor_verifier_gives_tbmm_verify_rewards(
     exported: Path, verifier_image: Path, full_suite: list[Task], tmp_path: Path
 ) -> None:
@@ -368,6 +377,7 @@ def test_simulated_harbor_verifier_gives_tbmm_verify_rewards(
     assert "gate_failed" in statuses["failing"]
 
 
+@pytest.mark.slow
 def test_simulated_verifier_missing_and_symlinked_artifacts(
     exported: Path, verifier_image: Path, full_suite: list[Task], tmp_path: Path
 ) -> None:
@@ -388,6 +398,7 @@ def test_simulated_verifier_missing_and_symlinked_artifacts(
     assert json.loads((logs / "verdict.json").read_text())["report"]["status"] == "missing_artifact"
 
 
+@pytest.mark.slow
 def test_the_cli_verdict_is_the_simulated_one(
     exported: Path, verifier_image: Path, full_suite: list[Task], tmp_path: Path
 ) -> None:
@@ -430,6 +441,7 @@ def test_a_verifier_crash_writes_no_reward(tmp_path: Path) -> None:
     assert sorted(p.name for p in tmp_path.iterdir()) == ["verdict.json"]
 
 
+@pytest.mark.slow
 def test_cli_export_with_a_prepared_wheelhouse(
     exported: Path, full_suite: list[Task], tmp_path: Path
 ) -> None:

@@ -78,6 +78,7 @@ def two_tasks() -> list[Task]:
     return [suite[0], suite[-1]]
 
 
+@pytest.mark.slow
 def test_every_from_of_a_default_export_is_digest_pinned(
     two_tasks: list[Task], tmp_path: Path
 ) -> None:
@@ -92,6 +93,7 @@ def test_every_from_of_a_default_export_is_digest_pinned(
     assert PYTHON_IMAGE in (out / "dataset.toml").read_text()
 
 
+@pytest.mark.slow
 def test_an_unpinned_image_given_on_the_command_line_gets_a_note(
     two_tasks: list[Task], tmp_path: Path
 ) -> None:

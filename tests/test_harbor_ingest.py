@@ -146,6 +146,7 @@ def _rows(db: Path) -> list[dict[str, Any]]:
     return [dict(r) for r in con.execute("SELECT * FROM trials ORDER BY task, seed")]
 
 
+@pytest.mark.slow
 def test_ingest_stores_our_verdicts_and_feeds_the_leaderboard(
     job: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -209,6 +210,7 @@ def test_ingest_stores_our_verdicts_and_feeds_the_leaderboard(
     assert entry["per_task"][b.slug]["per_seed"]["2"]["status"] == "missing_artifact"
 
 
+@pytest.mark.slow
 def test_ingest_is_idempotent_and_jobs_add_up(job: dict[str, Any], tmp_path: Path) -> None:
     db = tmp_path / "r.sqlite"
     first = ingest_job(job["dir"], db)
@@ -233,6 +235,7 @@ def test_ingest_is_idempotent_and_jobs_add_up(job: dict[str, Any], tmp_path: Pat
     assert len(_rows(db)) == 2 * len(before)
 
 
+@pytest.mark.slow
 def test_a_retried_trial_replaces_its_stored_error(job: dict[str, Any], tmp_path: Path) -> None:
     """Harbor retries a failed trial in place (same trial name, new result id), also when a
     job is resumed: the retry takes the error row's seed; untouched trials stay as stored."""
@@ -266,6 +269,7 @@ def test_a_retried_trial_replaces_its_stored_error(job: dict[str, Any], tmp_path
     assert entry["errors"] == 1
 
 
+@pytest.mark.slow
 def test_ingest_names_the_entry(job: dict[str, Any], tmp_path: Path) -> None:
     s = ingest_job(job["dir"], tmp_path / "r.sqlite", name="codex-gpt-x-run1")
     assert s.entries == ["codex-gpt-x-run1"]
@@ -279,6 +283,7 @@ def test_not_a_job_directory(tmp_path: Path) -> None:
         ingest_job(tmp_path / "nope", tmp_path / "r.sqlite")
 
 
+@pytest.mark.slow
 def test_collected_artifact_behind_a_symlinked_directory_is_not_read(
     tmp_path: Path, suite_tasks: list[Task]
 ) -> None:
@@ -297,6 +302,7 @@ def test_collected_artifact_behind_a_symlinked_directory_is_not_read(
     assert read_collected(trial, t.manifest.output_path, 10)[0] == "too_large"
 
 
+@pytest.mark.slow
 def test_cli_ingest(job: dict[str, Any], tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
@@ -343,6 +349,7 @@ def test_agent_logs_are_capped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     assert hi.copy_agent_logs(only, out) == [] and list(out.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_a_verifier_fault_stays_with_its_trial(job: dict[str, Any], tmp_path: Path) -> None:
     """A verification that raises stores that trial with the error as its verdict (no
     score); the other trials of the job are verified and stored as usual."""

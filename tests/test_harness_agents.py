@@ -40,6 +40,7 @@ def last_tool_content(req: dict[str, Any]) -> str:
     return msg["content"]
 
 
+@pytest.mark.slow
 @needs_sandbox
 def test_llm_agent_solves_task_with_real_sandbox_commands(
     tmp_path: Path, backend: SandboxBackend, monkeypatch: pytest.MonkeyPatch
@@ -131,6 +132,7 @@ def test_llm_agent_solves_task_with_real_sandbox_commands(
     assert sum(e["type"] == "message" for e in traj) == 2 + 5 + 5  # system, user, 5 replies, 5 tool
 
 
+@pytest.mark.slow
 @needs_sandbox
 def test_llm_agent_model_error_is_recorded(tmp_path: Path, backend: SandboxBackend) -> None:
     task = make_fake_task(tmp_path / "tasks")
@@ -164,6 +166,7 @@ EOF
 """
 
 
+@pytest.mark.slow
 @needs_sandbox
 def test_command_agent_traffic_goes_through_retry_proxy(tmp_path: Path) -> None:
     """A stand-in CLI inside the sandbox talks to 127.0.0.1 (its own loopback); the forwarder

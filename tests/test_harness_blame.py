@@ -100,6 +100,7 @@ def _sweep(
     return row
 
 
+@pytest.mark.slow
 @needs_sandbox
 @pytest.mark.parametrize("status", [401, 403, 404])
 def test_rejection_of_the_agents_request_is_its_own_failure(
@@ -137,6 +138,7 @@ def test_rejection_of_the_agents_request_is_its_own_failure(
     assert lb.entries[0].o_eval.mean == 0
 
 
+@pytest.mark.slow
 @needs_sandbox
 @pytest.mark.parametrize(
     ("server_kw", "cause"),
@@ -165,6 +167,7 @@ def test_rejection_with_a_failing_probe_is_infrastructure(
     assert row.status == L.INFRA
 
 
+@pytest.mark.slow
 @needs_sandbox
 def test_an_endpoint_that_refuses_the_harness_own_request_is_infrastructure(
     tmp_path: Path, backend: SandboxBackend
@@ -183,6 +186,7 @@ def test_an_endpoint_that_refuses_the_harness_own_request_is_infrastructure(
     assert "was refused too: HTTP 404" in r["error"]
 
 
+@pytest.mark.slow
 @needs_sandbox
 @pytest.mark.parametrize("status", [429, 503])
 def test_overload_keeps_the_retry_policy_and_no_probe(
@@ -198,6 +202,7 @@ def test_overload_keeps_the_retry_policy_and_no_probe(
     assert server.get_paths == [] and not any(e["type"] == "endpoint_probe" for e in r["_events"])
 
 
+@pytest.mark.slow
 @needs_sandbox
 def test_an_outage_in_the_same_trial_outranks_a_rejection(
     tmp_path: Path, backend: SandboxBackend
@@ -233,6 +238,7 @@ def test_an_outage_in_the_same_trial_outranks_a_rejection(
     assert "(+1 more)" in r["error"] and server.get_paths == []
 
 
+@pytest.mark.slow
 @needs_sandbox
 def test_llm_agent_rejection_is_classified_the_same_way(
     tmp_path: Path, backend: SandboxBackend
@@ -254,6 +260,7 @@ def test_llm_agent_rejection_is_classified_the_same_way(
     assert err["status"] == "error" and f"does not know model '{MODEL}'" in err["error"]
 
 
+@pytest.mark.slow
 def test_preflight_refuses_a_model_the_endpoint_does_not_know(tmp_path: Path) -> None:
     task = make_fake_task(tmp_path / "tasks")
     db = tmp_path / "r.sqlite"
@@ -351,6 +358,7 @@ def test_no_verdict_cause() -> None:
     assert got == "no_verdict: lean_disagreement: lean x"
 
 
+@pytest.mark.slow
 @needs_sandbox
 def test_a_verification_without_verdict_is_an_error_and_resume_reruns_it(
     tmp_path: Path, backend: SandboxBackend
@@ -425,6 +433,7 @@ def test_runs_list_and_show_count_errors_by_cause(tmp_path: Path) -> None:
     assert "2 (partial)" in res.output
 
 
+@pytest.mark.slow
 @needs_sandbox
 def test_a_verifier_that_raises_is_no_verdict_not_a_zero(
     tmp_path: Path, backend: SandboxBackend

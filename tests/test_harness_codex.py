@@ -63,6 +63,7 @@ def codex() -> cli_agents.CLIPackage:
     return _installed("codex")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("routed", [False, True], ids=["env", "provider-route"])
 def test_codex_cli_writes_the_artifact_in_the_sandbox(
     tmp_path: Path, codex: cli_agents.CLIPackage, routed: bool
@@ -160,6 +161,7 @@ def test_codex_cli_writes_the_artifact_in_the_sandbox(
     assert_valid_atif([blob / "trajectory.json"])
 
 
+@pytest.mark.slow
 def test_opencode_cli_writes_the_artifact_in_the_sandbox(tmp_path: Path) -> None:
     """opencode (pinned npm package) driven the same way: its `openai` provider pointed at
     the proxy, the model declared in its config, its small model (session titles) set to

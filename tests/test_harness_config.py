@@ -95,6 +95,7 @@ def test_replay_folder_without_the_selected_artifacts_is_refused(
     _nothing_stored(db)
 
 
+@pytest.mark.slow
 def test_allow_missing_and_a_complete_folder_pass_the_check(tmp_path: Path) -> None:
     root = tmp_path / "tasks"
     a, b = make_fake_task(root, "cumcm-2099-a-one"), make_fake_task(root, "cumcm-2099-b-two")
@@ -165,6 +166,7 @@ def test_unknown_model_is_refused_unless_priced(
     _nothing_stored(db)
 
 
+@pytest.mark.slow
 def test_unusable_paths_are_refused(
     tmp_path: Path, tasks: list[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -191,6 +193,7 @@ def test_unusable_paths_are_refused(
     assert cli.path_problems(db, None) == []
 
 
+@pytest.mark.slow
 def test_limits_that_would_zero_every_trial_are_refused(
     tmp_path: Path, tasks: list[Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -42,6 +42,7 @@ def _freeze(text: str) -> dict[str, str]:
     return out
 
 
+@pytest.mark.slow
 def test_both_backends_run_the_same_locked_stack(docker_engine: Any, base: str) -> None:
     """The image's venv and the sandbox's agent venv hold exactly the lock's versions, on
     the same Python minor version."""
@@ -73,6 +74,7 @@ def test_both_backends_run_the_same_locked_stack(docker_engine: Any, base: str) 
     assert host.stdout.strip() == PYTHON_MINOR
 
 
+@pytest.mark.slow
 def test_oracle_sweep_on_real_tasks_in_docker(
     tmp_path: Path, docker_engine: Any, base: str
 ) -> None:
@@ -105,6 +107,7 @@ def test_oracle_sweep_on_real_tasks_in_docker(
         docker_engine.images.get(tag)
 
 
+@pytest.mark.slow
 def test_container_limits_are_enforced(tmp_path: Path, docker_engine: Any, base: str) -> None:
     suite = [t for t in load_suite() if not t.incomplete]
     task = suite[0]

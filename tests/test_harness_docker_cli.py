@@ -47,6 +47,24 @@ def test_image_tag_follows_dockerfile(tmp_path: Path) -> None:
     assert a != image_tag("s", env) and a.startswith("tbmm-task/s:")
 
 
+def test_offline_image_tags_follow_the_lock_the_base_and_the_recipe(tmp_path: Path) -> None:
+    """Images are built once per content: a task image's tag changes with its lock and its
+    base, the offline base's with the lock (so a stale image is never reused)."""
+    from harness import docker_images as di
+
+    env = tmp_path / "environment"
+    env.mkdir()
+    (env / "Dockerfile").write_text("ARG TBMM_BASE\nFROM ${TBMM_BASE}\n")
+    a = di.task_image_tag("s", env, "tbmm-base:x")
+    assert a == di.task_image_tag("s", env, "tbmm-base:x")
+    assert a != di.task_image_tag("s", env, "tbmm-base:y")
+    (env / "requirements.lock").write_text("numpy==1\n")
+    assert a != di.task_image_tag("s", env, "tbmm-base:x")
+    assert di.base_tag().startswith(f"{di.BASE_REPO}:py3.")
+    assert di.rootfs_tag() == f"{di.ROOTFS_REPO}:{di.SUITE}-{di.recipe_hash()}"
+
+
+@pytest.mark.slow
 def test_docker_oracle_trial_on_a_real_engine(tmp_path: Path, docker_engine: Any) -> None:
     """A fake task's own Dockerfile on the offline base (tests.docker_engine's engine)."""
     from harness.agents import OracleAgent
@@ -83,6 +101,7 @@ def test_auto_backend_says_what_it_chose() -> None:
         assert backend.name == "sandbox" and "no Docker engine" in why
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not bwrap_path(), reason="bubblewrap not installed")
 def test_cli_run_oracle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     tasks = [make_fake_task(tmp_path / "tasks", f"cumcm-2099-{c}-fake") for c in "ab"]

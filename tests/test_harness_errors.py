@@ -94,6 +94,7 @@ def _app(tasks: list[Any], monkeypatch: pytest.MonkeyPatch) -> typer.Typer:
     return app
 
 
+@pytest.mark.slow
 def test_unreachable_endpoint_is_an_error_not_a_zero_and_resume_retries_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, dead: DeadPOST
 ) -> None:
@@ -143,6 +144,7 @@ def test_unreachable_endpoint_is_an_error_not_a_zero_and_resume_retries_it(
     assert res.exit_code == 0 and "ran 0" in res.output
 
 
+@pytest.mark.slow
 def test_proxy_sees_the_endpoint_die_mid_trial(
     tmp_path: Path, backend: SandboxBackend, dead: DeadPOST
 ) -> None:
@@ -204,6 +206,7 @@ def test_preflight_refuses_an_unreachable_endpoint(
     assert not db.exists() or (Store(db).trials() == [] and Store(db).entries() == [])
 
 
+@pytest.mark.slow
 def test_preflight_finds_a_missing_program_inside_the_sandbox(
     tmp_path: Path, backend: SandboxBackend
 ) -> None:
@@ -272,6 +275,7 @@ class Exploding:
         raise RuntimeError("a bug in the harness")
 
 
+@pytest.mark.slow
 def test_sandbox_start_and_harness_faults_are_errors(
     tmp_path: Path, backend: SandboxBackend
 ) -> None:

@@ -402,6 +402,7 @@ EOF
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not bwrap_path(), reason="bubblewrap not installed")
 def test_a_runaway_cli_is_stopped_at_its_request_cap(upstream: Any, tmp_path: Path) -> None:
     """End to end in the sandbox: the 4th request of a capped CLI ends its run (long before
@@ -471,6 +472,7 @@ def test_cli_refuses_unpinned_or_unpriced_budgets_before_any_trial(tmp_path: Pat
     assert cli.model_refusal("oracle", None, "openai", TrialCaps(requests=1), None) is None
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not bwrap_path(), reason="bubblewrap not installed")
 def test_the_llm_agent_keeps_the_same_caps(tmp_path: Path) -> None:
     task = make_fake_task(tmp_path / "tasks")

@@ -36,6 +36,7 @@ def rows(db: Path) -> list[dict]:
     return Store(db).trials()
 
 
+@pytest.mark.slow
 def test_oracle_sweep_stores_everything(tmp_path: Path, backend: SandboxBackend) -> None:
     tasks = [make_fake_task(tmp_path / "tasks", f"cumcm-2099-{c}-fake") for c in "ab"]
     db = tmp_path / "r.sqlite"
@@ -97,6 +98,7 @@ def test_oracle_sweep_stores_everything(tmp_path: Path, backend: SandboxBackend)
     assert len(rows(db)) == 6
 
 
+@pytest.mark.slow
 def test_replay_layouts_and_missing(tmp_path: Path, backend: SandboxBackend) -> None:
     tasks = [make_fake_task(tmp_path / "tasks", f"mcm-2099-{c}-fake") for c in "abc"]
     src = tmp_path / "replay"
@@ -132,6 +134,7 @@ def test_replay_layouts_and_missing(tmp_path: Path, backend: SandboxBackend) -> 
     assert (missing["o_eval"], missing["verify_exit"]) == (0.0, 2)  # scored as missing
 
 
+@pytest.mark.slow
 def test_oversized_artifact_rejected_with_reason(tmp_path: Path, backend: SandboxBackend) -> None:
     task = make_fake_task(tmp_path / "tasks")
     agent = CommandAgent.from_shell(
@@ -149,6 +152,7 @@ def test_oversized_artifact_rejected_with_reason(tmp_path: Path, backend: Sandbo
     assert (r["o_eval"], r["verify_exit"]) == (0.0, 2)  # scored as missing
 
 
+@pytest.mark.slow
 def test_agent_timeout_is_recorded(tmp_path: Path, backend: SandboxBackend) -> None:
     task = make_fake_task(tmp_path / "tasks")
     agent = CommandAgent.from_shell("sleep 30", provider="none")
@@ -208,6 +212,7 @@ def _count(db: Path) -> int:
         return 0
 
 
+@pytest.mark.slow
 def test_sigkill_mid_sweep_then_resume(tmp_path: Path) -> None:
     """SIGKILL the sweep process mid-run: nothing committed is lost, resume completes the
     rest exactly once, and no sandboxed process outlives the killed sweep."""
@@ -263,6 +268,7 @@ def _cmd(pid: str) -> str:
         return ""
 
 
+@pytest.mark.slow
 def test_ctrl_c_aborts_quickly_and_commits_nothing_partial(tmp_path: Path) -> None:
     long = f"97.{os.getpid() % 1000:03d}1"  # unique: other sessions may run this test too
     script = tmp_path / "sweep.py"

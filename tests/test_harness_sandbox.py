@@ -77,6 +77,7 @@ def py(session: SandboxSession, code: str, timeout: float = 30, **kw: object):
     return session.exec(["python", "-c", textwrap.dedent(code)], timeout=timeout, **kw)
 
 
+@pytest.mark.slow
 def test_scientific_stack_and_layout(session: SandboxSession) -> None:
     res = py(
         session,
@@ -90,6 +91,7 @@ def test_scientific_stack_and_layout(session: SandboxSession) -> None:
     assert res.stdout.split()[:2] == [b"12.5", b"/root/work"]
 
 
+@pytest.mark.slow
 def test_no_network_no_host_services(session: SandboxSession) -> None:
     """A TCP listener and an abstract unix socket on the host stay out of reach."""
     srv = socket.socket()
@@ -126,6 +128,7 @@ def test_no_network_no_host_services(session: SandboxSession) -> None:
     assert res.stdout.count(b"refused") == 3
 
 
+@pytest.mark.slow
 def test_cannot_read_verifier_files_repo_host_etc(session: SandboxSession) -> None:
     task = session.task  # type: ignore[attr-defined]
     secrets = [
@@ -173,6 +176,7 @@ def test_cannot_read_verifier_files_repo_host_etc(session: SandboxSession) -> No
     assert "PASSWD 3" in out, (out, host_users)  # root, agent, nobody: not the host's
 
 
+@pytest.mark.slow
 def test_mountinfo_shows_no_project_or_runs_path(session: SandboxSession, tmp_path: Path) -> None:
     need("loop")
     res = session.exec(["cat", "/proc/self/mountinfo"], timeout=20)
@@ -184,6 +188,7 @@ def test_mountinfo_shows_no_project_or_runs_path(session: SandboxSession, tmp_pa
     assert {"/workdir", "/results", "/data", "/etc"} <= roots, roots
 
 
+@pytest.mark.slow
 def test_pid_1_environment_holds_nothing_of_the_host(session: SandboxSession) -> None:
     """bwrap is the sandbox's pid 1 and its environment is readable inside: it is empty, and
     no process in sight carries the host's PATH or the checkout's location."""
@@ -209,6 +214,7 @@ def test_pid_1_environment_holds_nothing_of_the_host(session: SandboxSession) ->
     assert any(e.startswith("PATH=") or "\0PATH=" in e for e in envs.values())  # the command's
 
 
+@pytest.mark.slow
 def test_cannot_write_outside_its_folders(session: SandboxSession) -> None:
     res = py(
         session,
@@ -241,6 +247,7 @@ def test_cannot_write_outside_its_folders(session: SandboxSession) -> None:
     assert again.stdout.split() == [b"True", b"False"]
 
 
+@pytest.mark.slow
 def test_kernel_knobs_unwritable(session: SandboxSession) -> None:
     """core_pattern would run a program as host root on the next crash: it must not move."""
     before = Path("/proc/sys/kernel/core_pattern").read_text()
@@ -265,6 +272,7 @@ def test_kernel_knobs_unwritable(session: SandboxSession) -> None:
     assert Path("/proc/sys/kernel/core_pattern").read_text() == before
 
 
+@pytest.mark.slow
 def test_no_capabilities_no_new_privs_no_nested_userns(session: SandboxSession) -> None:
     res = session.exec(
         [
@@ -283,6 +291,7 @@ def test_no_capabilities_no_new_privs_no_nested_userns(session: SandboxSession) 
     assert "mount=0" not in out and "userns=0" not in out, out
 
 
+@pytest.mark.slow
 def test_agent_uid_on_the_host_is_not_root(session: SandboxSession) -> None:
     need("root")
     res = session.exec(["touch", "/root/results/mine"], timeout=20)
@@ -292,6 +301,7 @@ def test_agent_uid_on_the_host_is_not_root(session: SandboxSession) -> None:
     assert st.st_uid >= trialfs.AGENT_UID_BASE
 
 
+@pytest.mark.slow
 def test_agent_process_uid_seen_from_host(session: SandboxSession) -> None:
     """/proc/<pid>/status of a live sandboxed process, read on the host."""
     need("cgroup")
@@ -352,6 +362,7 @@ def test_fork_bomb_stops_at_pids_limit(tmp_path: Path, venv: Path) -> None:
     assert peak is None or int(peak) <= 64
 
 
+@pytest.mark.slow
 def test_three_processes_cannot_exceed_memory_limit(tmp_path: Path, venv: Path) -> None:
     """RLIMIT_AS is per process; the cgroup caps the sum. Three 150 MiB processes under a
     256 MiB limit: they cannot all hold their memory."""
@@ -442,6 +453,7 @@ def _alive(marker: str) -> list[int]:
     return out
 
 
+@pytest.mark.slow
 def test_sigterm_ignoring_tree_killed_at_timeout(session: SandboxSession) -> None:
     marker = f"{os.getpid() % 1000}77.{int(time.time()) % 1000}"
     script = (
@@ -463,12 +475,14 @@ def test_sigterm_ignoring_tree_killed_at_timeout(session: SandboxSession) -> Non
         assert session.cgroup.pids() == set()
 
 
+@pytest.mark.slow
 def test_memory_rlimit_per_process(session: SandboxSession) -> None:
     res = py(session, "b = bytearray(3 * 1024**3); print('ALLOCATED')")
     assert b"ALLOCATED" not in res.stdout
     assert b"MemoryError" in res.stderr
 
 
+@pytest.mark.slow
 def test_artifact_symlink_is_not_followed(session: SandboxSession) -> None:
     task = session.task  # type: ignore[attr-defined]
     # A link to the anchor's HOST path: the sandbox cannot read it, but the host could.
@@ -525,6 +539,7 @@ s.exec(["sleep", sys.argv[2]], timeout=60)
 """
 
 
+@pytest.mark.slow
 def test_killed_harness_strands_nothing(tmp_path: Path) -> None:
     """SIGKILL the harness at random moments of a sandbox's start-up, many times: no part of
     the sandbox survives (bwrap alone leaves ~1 in 10 children blocked on its eventfd)."""
@@ -569,6 +584,7 @@ print(json.dumps({"missing": sorted(k for k, v in iso.items() if not v),
 """
 
 
+@pytest.mark.slow
 def test_without_root_it_still_runs_and_says_what_is_missing() -> None:
     """A harness that is not root (here: uid 65534) gets a user-namespace sandbox and an
     isolation report that names every property it cannot enforce."""

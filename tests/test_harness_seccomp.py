@@ -27,6 +27,7 @@ AUDIT_ARCH_AARCH64 = 0xC00000B7
 HEADER = Path("/usr/include/x86_64-linux-gnu/asm/unistd_64.h")
 
 
+@pytest.mark.slow
 def test_the_program_denies_exactly_the_table_and_checks_the_architecture() -> None:
     prog = seccomp.build()
     for name, nr in seccomp.DENIED.items():
@@ -115,6 +116,7 @@ def probes(tmp_path_factory: pytest.TempPathFactory) -> dict[bool, Any]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", sorted(seccomp.DENIED))
 def test_denied_inside_the_sandbox(name: str, probes: dict[bool, Any]) -> None:
     filtered, plain = probes[True]["doc"], probes[False]["doc"]
@@ -127,6 +129,7 @@ def test_denied_inside_the_sandbox(name: str, probes: dict[bool, Any]) -> None:
         assert name in {"pivot_root", "move_mount", "fsopen", "fsmount", "fspick"}, name
 
 
+@pytest.mark.slow
 def test_a_call_through_another_abi_kills_the_process(probes: dict[bool, Any]) -> None:
     plain, filtered = probes[False]["i386"], probes[True]["i386"]
     if plain.exit_code != 0:
@@ -137,6 +140,7 @@ def test_a_call_through_another_abi_kills_the_process(probes: dict[bool, Any]) -
     assert b"i386 getpid returned" not in filtered.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not bwrap_path(), reason="bubblewrap not installed")
 def test_the_scientific_stack_runs_under_the_filter(tmp_path: Path) -> None:
     task = make_fake_task(tmp_path / "tasks")

@@ -315,6 +315,7 @@ def test_rich_table_shows_labels_literally() -> None:
 # ---------------------------------------------------------------------------- from reports
 
 
+@pytest.mark.slow
 def test_trial_row_from_verify_reports(suite: list[Task]) -> None:
     t = next(x for x in suite if x.slug == "mcm-2025-b-juneau-tourism")
     rep = verify_artifact(t, t.anchor_artifact_bytes(), lean=False).model_dump()
@@ -402,6 +403,7 @@ def test_plot_series(lb: L.Leaderboard) -> None:
     assert cumcm == pytest.approx([100 * 19 / 24, 100 * (F(29, 40) + F(3, 4)) / 2, 10])
 
 
+@pytest.mark.slow
 def test_write_plots_pngs_deterministic(lb: L.Leaderboard, tmp_path: Path) -> None:
     paths = plots.write_plots(lb, tmp_path / "a")
     again = plots.write_plots(lb, tmp_path / "b")
@@ -422,6 +424,7 @@ def test_write_plots_pngs_deterministic(lb: L.Leaderboard, tmp_path: Path) -> No
     assert plots.write_plots(board([]), tmp_path / "c") == []
 
 
+@pytest.mark.slow
 def test_row_from_store_record(suite: list[Task]) -> None:
     t = next(x for x in suite if x.slug == "mcm-2024-c-tennis-momentum")
     cfg = L.suite_config(suite)
@@ -531,6 +534,7 @@ def test_incomplete_tasks_are_skipped_or_refused(tmp_path: Path) -> None:
     assert select_tasks(incomplete[0].slug, TASKS_ROOT, allow_incomplete=True)[0].incomplete
 
 
+@pytest.mark.slow
 def test_verdicts_reached_against_older_task_data_are_flagged(tmp_path) -> None:  # noqa: ANN001
     """A verdict records the digest of the task data it was reached against; once a
     reference or gate file changes, the leaderboard says which stored verdicts are stale."""

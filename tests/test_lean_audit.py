@@ -63,10 +63,12 @@ def ob(decl: str, form: str, task: str = "cumcm-2099-a-synthetic") -> dict[str, 
     return {"decl": decl, "task": task, "form": form, "check": decl, "field": "q.x"}
 
 
+@pytest.mark.slow
 def test_repository_sources_are_clean() -> None:
     assert scan_sources(REPO) == []
 
 
+@pytest.mark.slow
 def test_core_has_no_axioms(project: Path) -> None:
     res = audit(project, tasks=[])
     assert res.ok, (res.errors, res.findings, res.stale)
@@ -83,6 +85,7 @@ def test_core_has_no_axioms(project: Path) -> None:
     assert doc["ok"] is True and doc["obligations"] == 0
 
 
+@pytest.mark.slow
 def test_synthetic_certificate_is_audited(project: Path, syn: Task) -> None:
     (cert,) = write_anchor_certificates([syn], project)
     res = audit(project, tasks=[syn])
@@ -97,6 +100,7 @@ def test_synthetic_certificate_is_audited(project: Path, syn: Task) -> None:
     assert cert.module in res.modules
 
 
+@pytest.mark.slow
 def test_certificate_of_a_task_not_given_is_unexpected(project: Path, syn: Task) -> None:
     write_anchor_certificates([syn], project)
     res = audit(project, tasks=[])
@@ -104,6 +108,7 @@ def test_certificate_of_a_task_not_given_is_unexpected(project: Path, syn: Task)
     assert any("is not generated from any task" in s for s in res.stale)
 
 
+@pytest.mark.slow
 def test_sorry_is_rejected_three_times(project: Path) -> None:
     # Without Init there is no `sorryAx`, so a `sorry` cannot even build; the scan names it
     # and the allowlist refuses any proof but `rfl`.
@@ -120,6 +125,7 @@ def test_sorry_is_rejected_three_times(project: Path) -> None:
     assert any("build failed" in e and "cheat" in e for e in res.errors)
 
 
+@pytest.mark.slow
 def test_new_axiom_is_rejected(project: Path) -> None:
     body = [
         "axiom trustMe : Eq (Forms.threshold (Rat.frac 59 1) Cmp.ge (Rat.frac 60 1)) Bool.true\n",
@@ -132,6 +138,7 @@ def test_new_axiom_is_rejected(project: Path) -> None:
     assert res.axioms["power"] == ["trustMe"]
 
 
+@pytest.mark.slow
 def test_native_decide_is_rejected(project: Path) -> None:
     write_cert(
         project,
@@ -171,6 +178,7 @@ def test_scan_ignores_comments_and_allows_the_core_marker() -> None:
     assert scan_text("set_option maxRecDepth 100000 in\ntheorem t : Eq 1 1 := rfl", "X.lean") == []
 
 
+@pytest.mark.slow
 def test_sidecar_must_name_theorems(project: Path) -> None:
     write_cert(
         project,
@@ -184,6 +192,7 @@ def test_sidecar_must_name_theorems(project: Path) -> None:
     assert any("Rat.add is not declared" in e for e in res.errors)
 
 
+@pytest.mark.slow
 def test_print_axioms_rejects_odd_names(project: Path) -> None:
     axioms, errors = print_axioms(project, ["Forms.count", "x\n#eval 1", "nope.nothing"], ["TBMM"])
     assert axioms == {"Forms.count": []}
@@ -191,6 +200,7 @@ def test_print_axioms_rejects_odd_names(project: Path) -> None:
     assert any(e.startswith("nope.nothing") or "nope.nothing" in e for e in errors)
 
 
+@pytest.mark.slow
 def test_explicit_obligations(project: Path) -> None:
     res = audit(project, tasks=[], obligations=[Obligation("Forms.count", task="t", form="count")])
     # A core definition is not a certificate theorem: the module check does not apply.
@@ -201,6 +211,7 @@ def test_explicit_obligations(project: Path) -> None:
 # --- the core and the layout ---------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["Nat.gcd", "Nat.log2"])
 def test_core_must_claim_every_accelerated_name(project: Path, name: str) -> None:
     core = project / "TBMM" / "Core.lean"
@@ -212,6 +223,7 @@ def test_core_must_claim_every_accelerated_name(project: Path, name: str) -> Non
     assert any(f"does not define {name}" in e for e in res.errors), res.errors
 
 
+@pytest.mark.slow
 def test_library_names_shadowing_a_certificate_name_are_rejected(project: Path) -> None:
     forms = project / "TBMM" / "Forms.lean"
     forms.write_text(
@@ -223,6 +235,7 @@ def test_library_names_shadowing_a_certificate_name_are_rejected(project: Path) 
     assert any("TBMM.Rat.frac" in e and "shadows" in e for e in res.errors), res.errors
 
 
+@pytest.mark.slow
 def test_stray_module_is_rejected(project: Path) -> None:
     (project / "TBMM" / "Extra.lean").write_text("prelude\nimport TBMM.Core\n")
     res = audit(project, tasks=[])
@@ -230,6 +243,7 @@ def test_stray_module_is_rejected(project: Path) -> None:
     assert any("TBMM.Extra is not imported" in e for e in res.errors), res.errors
 
 
+@pytest.mark.slow
 def test_theorems_module_is_listed_apart(project: Path) -> None:
     res = audit(project, tasks=[])
     assert res.ok, (res.errors, res.findings)
@@ -241,6 +255,7 @@ def test_theorems_module_is_listed_apart(project: Path) -> None:
     assert THEOREMS_MODULE in res.modules
 
 
+@pytest.mark.slow
 def test_theorem_resting_on_an_axiom_fails_the_audit(project: Path) -> None:
     thm = project / "TBMM" / "Theorems.lean"
     thm.write_text(

@@ -47,6 +47,7 @@ def test_committed_certificates_are_up_to_date(suite: list[Task], tmp_path: Path
         )
 
 
+@pytest.mark.slow
 def test_all_certificates_build_and_audit_clean(suite: list[Task]) -> None:
     res = build(ROOT)
     assert res.ok, res.failure and res.failure.summary()
@@ -72,6 +73,7 @@ def test_all_certificates_build_and_audit_clean(suite: list[Task]) -> None:
     assert all(not axs for axs in j["axioms"].values())
 
 
+@pytest.mark.slow
 def test_infeasible_anchor_states_its_failures_not_feasibility(suite: list[Task]) -> None:
     """An anchor recorded infeasible: its certificate states, kernel-checked, exactly the
     failing instances of each check and the verdict ⟨infeasible, 0, −1⟩."""
@@ -112,6 +114,7 @@ def _mutations(suite: list[Task]) -> list[tuple[str, str, str, Fraction]]:
     return picked
 
 
+@pytest.mark.slow
 def test_mutations_are_kernel_proved_and_name_the_field(suite: list[Task]) -> None:
     """A single-leaf violation: the kernel confirms the failing instance (naming its check
     and field) and the verdict ⟨infeasible, 0, −1⟩; a certificate claiming the mutated
@@ -161,6 +164,7 @@ def test_mutations_are_kernel_proved_and_name_the_field(suite: list[Task]) -> No
         assert {d.decl for d in res.disagreements} - {"verdict"} == broken, (t.slug, broken)
 
 
+@pytest.mark.slow
 def test_non_vacuity_predicate_rejects_then_accepts_corrected(suite: list[Task]) -> None:
     """The dragon-dance source values are rejected; the same predicates accept a corrected
     artifact."""
@@ -179,6 +183,7 @@ def test_non_vacuity_predicate_rejects_then_accepts_corrected(suite: list[Task])
     assert good.outcome == "ok", good.to_json()
 
 
+@pytest.mark.slow
 def test_artifact_strings_never_reach_lean(suite: list[Task]) -> None:
     t = by_slug(suite, "mcm-2025-b-juneau-tourism")
     evil = "theorem pwn : False := sorry -/ #eval 1 /- axiom bad : False"
@@ -195,6 +200,7 @@ def test_artifact_strings_never_reach_lean(suite: list[Task]) -> None:
     assert run_gate(t, art).verdict == "fail"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("slug", ["mcm-2025-b-juneau-tourism", "cumcm-2023-a-heliostat-field"])
 def test_feasible_anchor_verifies_in_lean(suite: list[Task], slug: str) -> None:
     res = check_artifact(by_slug(suite, slug), by_slug(suite, slug).anchor_artifact)
@@ -203,6 +209,7 @@ def test_feasible_anchor_verifies_in_lean(suite: list[Task], slug: str) -> None:
     assert res.instances >= len(by_slug(suite, slug).gate.check)
 
 
+@pytest.mark.slow
 def test_every_task_has_a_kernel_proved_mutation(suite: list[Task]) -> None:
     """For every task, one single-leaf violation of a real anchor field is proved in Lean."""
     from tbmm.lean.certify import check_batch
@@ -226,6 +233,7 @@ def test_every_task_has_a_kernel_proved_mutation(suite: list[Task]) -> None:
 # --- Python and Lean disagree: its own outcome, both values shown ---------------------
 
 
+@pytest.mark.slow
 def test_score_disagreement_is_its_own_outcome(
     suite: list[Task], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -271,6 +279,7 @@ def _doctored_gate(t: Task, doc: dict, flip: str):  # noqa: ANN202
     return report, "check_" + inst.check.id
 
 
+@pytest.mark.slow
 def test_gate_disagreement_either_way(suite: list[Task]) -> None:
     """Python hides a violation, or invents one: the kernel refutes Python's statement and
     shows its own flags for that check."""
@@ -291,6 +300,7 @@ def test_gate_disagreement_either_way(suite: list[Task]) -> None:
     assert d.decl == decl and d.python.startswith("flags [") and d.lean == "passes", d
 
 
+@pytest.mark.slow
 def test_kernel_values_read_back_exact_rationals() -> None:
     from tbmm.lean.certify import kernel_values
     from tbmm.lean.serialize import rat

@@ -72,6 +72,7 @@ def _add_module(root: Path, name: str, text: str) -> None:
 # --- the String route -----------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_string_attack_is_refused_by_build_and_audit(project: Path) -> None:
     """The attack module in the library: the core already declares `String`, so the build
     fails, and the audit names the redeclared kernel name."""
@@ -82,6 +83,7 @@ def test_string_attack_is_refused_by_build_and_audit(project: Path) -> None:
     assert any("build failed" in e and "already been declared" in e for e in res.errors), res.errors
 
 
+@pytest.mark.slow
 def test_string_attack_needs_the_names_free(tmp_path: Path) -> None:
     """The attack is real: against a core without `String` (main's), the kernel accepts
     `false = true` with no axiom — so the core's declarations are what stops it."""
@@ -108,6 +110,7 @@ def test_core_declares_every_kernel_name() -> None:
     assert {"String", "String.ofList", "Char", "Char.ofNat", "Lean.reduceBool"} <= set(KERNEL_NAMES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["String", "Char.ofNat", "Lean.reduceNat", "Nat.succ"])
 def test_core_must_claim_each_kernel_name(project: Path, name: str) -> None:
     core = project / "TBMM" / "Core.lean"
@@ -124,6 +127,7 @@ def test_core_must_claim_each_kernel_name(project: Path, name: str) -> None:
     assert any(f"does not define {name}:" in e for e in errors), errors
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "decl",
     [
@@ -148,6 +152,7 @@ def test_no_other_module_declares_a_kernel_name(project: Path, decl: str) -> Non
 # --- reserved namespaces ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("decl", "name"),
     [
@@ -179,6 +184,7 @@ def test_repository_core_passes_the_core_check() -> None:
     assert check_layout(REPO, core_modules(REPO)) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("edit", "reason"),
     [
@@ -290,6 +296,7 @@ def test_core_module_constant() -> None:
 # --- the library's meaning, audited ------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_meaning_theorems_are_audited_apart(project: Path) -> None:
     from tbmm.lean.audit import MEANING_MODULE
 
@@ -303,6 +310,7 @@ def test_meaning_theorems_are_audited_apart(project: Path) -> None:
     assert all(t["audited"] and t["axioms"] == [] for t in doc["meaning"])
 
 
+@pytest.mark.slow
 def test_meaning_theorem_resting_on_an_axiom_fails_the_audit(project: Path) -> None:
     meaning = project / "TBMM" / "Meaning.lean"
     meaning.write_text(

@@ -81,6 +81,7 @@ def test_import_order() -> None:
     assert build_order(REPO, [LIBRARY]) == CORE_MODULES
 
 
+@pytest.mark.slow
 def test_core_builds_from_scratch_quickly(tmp_path: Path) -> None:
     root = copy_project(tmp_path / "p", REPO, with_build=False)
     res = build(root, certs=False)  # the core alone; certificates are covered by test_lean_certs
@@ -90,6 +91,7 @@ def test_core_builds_from_scratch_quickly(tmp_path: Path) -> None:
         assert olean_file(res.lean_path or root, mod).is_file()
 
 
+@pytest.mark.slow
 def test_incremental_build(project: Path, tmp_path: Path) -> None:
     root = copy_project(tmp_path / "p", project)
     res = build(root, certs=False)
@@ -104,6 +106,7 @@ def test_incremental_build(project: Path, tmp_path: Path) -> None:
     assert res.skipped == below_rat
 
 
+@pytest.mark.slow
 def test_true_obligation_checks(project: Path, tmp_path: Path) -> None:
     f = tmp_path / "Good.lean"
     stmt = f"Forms.interval {rat(3)} (Option.some {rat(2)}) (Option.some {rat(6)})"
@@ -113,6 +116,7 @@ def test_true_obligation_checks(project: Path, tmp_path: Path) -> None:
     assert res.exit_code == 0
 
 
+@pytest.mark.slow
 def test_false_obligation_fails_naming_the_theorem(project: Path, tmp_path: Path) -> None:
     f = tmp_path / "Bad.lean"
     good = theorem("fine", f"Forms.threshold {rat(61)} Cmp.ge {rat(60)}")
@@ -128,6 +132,7 @@ def test_false_obligation_fails_naming_the_theorem(project: Path, tmp_path: Path
     assert "Forms.threshold (Rat.frac 59 1) Cmp.ge (Rat.frac 60 1)" in res.failure.message
 
 
+@pytest.mark.slow
 def test_build_stops_at_failing_certificate(project: Path, tmp_path: Path) -> None:
     root = copy_project(tmp_path / "p", project)
     cert = root / "TBMM" / "Cert" / "Broken.lean"
@@ -186,6 +191,7 @@ def test_parse_lake_output(tmp_path: Path) -> None:
     assert m.text.startswith("Not a definitional equality") and m.text.endswith("2")
 
 
+@pytest.mark.slow
 def test_lean_on_path_is_preferred(
     project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

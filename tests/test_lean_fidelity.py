@@ -477,12 +477,14 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_the_pristine_copy_audits_clean(built: Path, suite: list[Task]) -> None:
     res = audit(built, tasks=suite)
     assert res.ok, (res.errors, res.findings, res.stale)
     assert caught(res) == set()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("m", MUTATIONS, ids=[m.id for m in MUTATIONS])
 def test_mutation_is_caught(m: Mutation, built: Path, suite: list[Task], tmp_path: Path) -> None:
     root = copy_project(tmp_path / "p", built)
@@ -496,6 +498,7 @@ def test_mutation_is_caught(m: Mutation, built: Path, suite: list[Task], tmp_pat
     assert ("build" not in layers) == m.builds, (m.id, res.errors)
 
 
+@pytest.mark.slow
 def test_project_mutations_forged_consistently_are_caught(
     built: Path, suite: list[Task], tmp_path: Path
 ) -> None:
@@ -528,6 +531,7 @@ def test_project_mutations_forged_consistently_are_caught(
         assert f"{mod}.{decl}" in refused, (mod, decl, refused)
 
 
+@pytest.mark.slow
 def test_lean_build_refuses_stale_certificates(built: Path, tmp_path: Path) -> None:
     from tbmm.cli import app
 
@@ -540,6 +544,7 @@ def test_lean_build_refuses_stale_certificates(built: Path, tmp_path: Path) -> N
     assert r.exit_code == 0, r.output
 
 
+@pytest.mark.slow
 def test_lean_commands_without_a_toolchain_exit_2_in_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suite: list[Task]
 ) -> None:

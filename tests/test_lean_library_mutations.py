@@ -46,6 +46,7 @@ def base(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return prepare(tmp_path_factory.mktemp("mut"), REPO)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("m", MUTATIONS, ids=[m.id for m in MUTATIONS])
 def test_library_mutation_is_caught(m: LibraryMutation, base: Path, tmp_path: Path) -> None:
     out = run(m, base, tmp_path)

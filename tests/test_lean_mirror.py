@@ -262,6 +262,7 @@ def reward_cases(c: Cases) -> None:
         c.rat("multi_bo", f"Reward.multiBoCell {rat(o)} {rat(f)}", rules.multi_bo_cell(o, f))
 
 
+@pytest.mark.slow
 def test_forms_agree_with_python(project: Path, tmp_path: Path) -> None:
     c = Cases()
     forms_cases(c, random.Random(20231))
@@ -269,6 +270,7 @@ def test_forms_agree_with_python(project: Path, tmp_path: Path) -> None:
     c.check(project, tmp_path)
 
 
+@pytest.mark.slow
 def test_rewards_agree_with_python(project: Path, tmp_path: Path) -> None:
     c = Cases()
     reward_cases(c)
@@ -276,6 +278,7 @@ def test_rewards_agree_with_python(project: Path, tmp_path: Path) -> None:
     c.check(project, tmp_path)
 
 
+@pytest.mark.slow
 def test_a_disagreement_is_caught(project: Path, tmp_path: Path) -> None:
     c = Cases()
     c.bool("ok", f"Forms.count {rat(3)} Option.none", True)
@@ -287,6 +290,7 @@ def test_a_disagreement_is_caught(project: Path, tmp_path: Path) -> None:
     assert res.failure.decl == "wrong_reward"
 
 
+@pytest.mark.slow
 def test_differential_thousand_random_cases_in_one_module(project: Path, tmp_path: Path) -> None:
     """>= 1,000 random cases: Python computes every result, one Lean module confirms them all.
 

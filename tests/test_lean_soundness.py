@@ -98,6 +98,7 @@ def _cases(name: str) -> list[tuple[int, ...]]:
     return args + LARGE.get(name, [])
 
 
+@pytest.mark.slow
 def test_bodies_compute_what_gmp_computes(tmp_path: Path) -> None:
     """Each body, unfolded by the kernel under another name, agrees with Lean's semantics,
     and so does the accelerated name itself (GMP) — one module, one kernel run."""
@@ -150,6 +151,7 @@ def unclaimed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
+@pytest.mark.slow
 def test_false_proof_works_when_the_name_is_free(unclaimed: Path, tmp_path: Path) -> None:
     """The attack is real: with `Nat.div` unclaimed, the kernel accepts `false = true` and
     the violated gate check, with no axioms at all."""
@@ -176,6 +178,7 @@ def test_false_proof_fails_against_the_core(tmp_path: Path) -> None:
     )
 
 
+@pytest.mark.slow
 def test_false_proof_in_a_certificate_is_refused_by_build_and_audit(
     tmp_path: Path, suite: list[Task]
 ) -> None:

@@ -118,6 +118,7 @@ def test_statements_use_only_library_notions() -> None:
         assert not re.search(r"\b(HAdd|Add|instHAdd|instAddNat|sorry)\b", t.statement), t.name
 
 
+@pytest.mark.slow
 def test_theorems_have_no_axioms(built: Path) -> None:
     names = [t.name for t in list_theorems(built)]
     axioms, errors = print_axioms(built, names, [LIBRARY])
@@ -128,6 +129,7 @@ def test_theorems_have_no_axioms(built: Path) -> None:
     assert theorems_ok(report)
 
 
+@pytest.mark.slow
 def test_lemma_library_has_no_axioms(built: Path) -> None:
     lemmas = [d for d in core_declarations(built) if not d.startswith("Reward.")]
     assert any(d.startswith("IExpr.") for d in lemmas)  # the library was really scanned
@@ -136,6 +138,7 @@ def test_lemma_library_has_no_axioms(built: Path) -> None:
     assert {d: a for d, a in axioms.items() if a} == {}
 
 
+@pytest.mark.slow
 def test_report_flags_unaudited_and_axiom_theorems(built: Path, tmp_path: Path) -> None:
     """The audit hook fails a theorem that rests on an axiom or was never audited."""
     cheat = built / "TBMM" / "Cheat.lean"
@@ -165,6 +168,7 @@ def _variant(old: str, new: str) -> str:
     return text.replace(old, new)
 
 
+@pytest.mark.slow
 def test_unchanged_copy_checks(built: Path, tmp_path: Path) -> None:
     """The control for the false variants: the same file, unedited, passes."""
     f = tmp_path / "Same.lean"
@@ -216,6 +220,7 @@ FALSE_VARIANTS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("decl", list(FALSE_VARIANTS))
 def test_false_variant_fails(built: Path, tmp_path: Path, decl: str) -> None:
     old, new = FALSE_VARIANTS[decl]

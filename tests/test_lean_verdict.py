@@ -260,6 +260,7 @@ def _vsyn_project(vsyn: Task, tmp_path_factory: pytest.TempPathFactory) -> Any:
         yield root
 
 
+@pytest.mark.slow
 def test_the_synthetic_anchor_exercises_the_semantics(vsyn: Task) -> None:
     g = gate_mod.run_gate(vsyn, vsyn.anchor_artifact)
     status = {(i.check.id, i.index): i.status for i in g.instances}
@@ -341,6 +342,7 @@ def mutants(anchor: dict[str, Any], n: int, seed: int = 20250) -> list[dict[str,
     return out
 
 
+@pytest.mark.slow
 def test_kernel_and_python_agree_on_mutated_artifacts(vsyn: Task) -> None:
     docs = [vsyn.anchor_artifact, {}, {"q": {}}, *mutants(vsyn.anchor_artifact, 240)]
     results = check_batch([(vsyn, d, None, None) for d in docs], diagnose=False)
@@ -358,6 +360,7 @@ def test_kernel_and_python_agree_on_mutated_artifacts(vsyn: Task) -> None:
     assert statuses == {"pass", "fail", "bad", "missing", "noList"}, statuses
 
 
+@pytest.mark.slow
 def test_kernel_flags_every_status_and_short_lists(vsyn: Task) -> None:
     """Hand-made cases: each status (fail, bad, missing, noList) and a too-short list, with
     the flag the kernel confirms."""
@@ -401,6 +404,7 @@ def _broken(t: Task) -> tuple[bytes, str, str]:
     raise AssertionError(f"{t.slug}: no single-check violation")
 
 
+@pytest.mark.slow
 def test_a_python_that_skips_a_failing_check_is_caught(
     dragon: Task, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -425,6 +429,7 @@ def test_a_python_that_skips_a_failing_check_is_caught(
     assert rep.o_eval_exact == "0"
 
 
+@pytest.mark.slow
 def test_a_python_that_reports_a_failing_instance_passing_is_caught(
     dragon: Task, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -446,6 +451,7 @@ def test_a_python_that_reports_a_failing_instance_passing_is_caught(
     assert {d["decl"] for d in rep.lean_detail["disagreements"]} == {f"check_{check}", "verdict"}
 
 
+@pytest.mark.slow
 def test_a_python_that_invents_a_failure_is_caught(
     dragon: Task, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -482,6 +488,7 @@ def test_pruning_keeps_only_what_paths_reach(vsyn: Task) -> None:
     assert terms.artifact_term(vsyn, big) == text
 
 
+@pytest.mark.slow
 def test_hiding_a_referenced_value_makes_lean_disagree(
     suite: list[Task], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -507,6 +514,7 @@ def test_hiding_a_referenced_value_makes_lean_disagree(
     assert f"check_{check}" in {d.decl for d in res.disagreements}, res.to_json()
 
 
+@pytest.mark.slow
 def test_artifact_terms_are_injection_proof(vsyn: Task) -> None:
     evil = "theorem pwn : False := sorry -/ #eval 1 /- axiom bad : False"
     doc = copy.deepcopy(vsyn.anchor_artifact)
@@ -526,6 +534,7 @@ def test_every_path_token_is_interned(vsyn: Task) -> None:
             assert not isinstance(tok, str) or tok in keys.tags
 
 
+@pytest.mark.slow
 def test_a_python_that_drops_one_failing_list_instance_is_caught(
     vsyn: Task, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -558,6 +567,7 @@ def _nudged(vsyn: Task) -> dict[str, Any]:
     return doc
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("part", ["panel_mean", "raw"])
 def test_a_python_that_inflates_the_score_is_caught(
     vsyn: Task, part: str, monkeypatch: pytest.MonkeyPatch
@@ -583,6 +593,7 @@ def test_a_python_that_inflates_the_score_is_caught(
     assert res.lean_verdict == honest.python_verdict, res.to_json()
 
 
+@pytest.mark.slow
 def test_the_lean_check_runs_under_a_cpu_limit_not_a_clock(
     suite: list[Task], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -609,6 +620,7 @@ def test_the_lean_check_runs_under_a_cpu_limit_not_a_clock(
     ]
 
 
+@pytest.mark.slow
 def test_the_verdict_says_which_replayed_values_the_kernel_recomputed(suite: list[Task]) -> None:
     """Per replayed value: recomputed by the kernel (an exact replay restated in Lean) or
     taken from the Python replay, with its precision and agree tolerance. Without Lean,

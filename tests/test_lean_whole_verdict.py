@@ -195,6 +195,7 @@ def _project_copy(tmp_path: Path) -> Path:
     return copy_project(tmp_path / "lean")
 
 
+@pytest.mark.slow
 def test_an_edited_committed_task_module_is_refused(suite: list[Task], tmp_path: Path) -> None:
     """The committed module's task term with one band edited (the audit would flag it; a
     verify refuses it before stating anything, never verifying against it)."""
@@ -220,6 +221,7 @@ def test_an_edited_committed_task_module_is_refused(suite: list[Task], tmp_path:
         check_artifact(t, t.anchor_artifact, root=root)
 
 
+@pytest.mark.slow
 def test_task_files_edited_without_regenerating_are_refused(
     suite: list[Task], tmp_path: Path
 ) -> None:
@@ -243,6 +245,7 @@ def test_task_files_edited_without_regenerating_are_refused(
 # --- crop planting: the per-rule counts the gate reads -------------------------------------
 
 
+@pytest.mark.slow
 def test_crop_per_rule_counts_that_disagree_with_the_plan_are_refused(suite: list[Task]) -> None:
     """A plan with exactly one rotation violation; Python's replay moves it to the legume
     rule (same total, so a total-only restatement, as on main, accepts it). The kernel

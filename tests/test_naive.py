@@ -8,6 +8,7 @@ import shutil
 from fractions import Fraction as F
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from tbmm import exact, floor
@@ -19,6 +20,7 @@ from tbmm.tasks import TASKS_ROOT, Task, load_task
 WORDLE = "mcm-2023-c-wordle"
 
 
+@pytest.mark.slow
 def test_every_task_has_stored_naive_answers_scored_by_the_pipeline(suite: list[Task]) -> None:
     for t in suite:
         ns = floor.naive(t)
@@ -65,6 +67,7 @@ def test_answers_never_read_the_reference(tmp_path: Path) -> None:
         assert after == before, slug
 
 
+@pytest.mark.slow
 def test_generated_answers_respect_the_structure_they_can_read(suite: list[Task]) -> None:
     """Sums at their totals, tags among their ids, declared lists at least their minimum."""
     for t in suite:
@@ -128,6 +131,7 @@ def test_report_drill_down_lists_the_naive_answers() -> None:
     assert all(n["name"] in html for n in floor.naive(t))
 
 
+@pytest.mark.slow
 def test_default_reward_of_every_naive_answer_is_at_most_a_tenth(suite: list[Task]) -> None:
     """Over the generated set: each naive answer, verified as an agent's answer would be,
     earns at most 0.1 of the default reward (skill over the task's floor) through the API,

@@ -34,6 +34,7 @@ def _cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     return res
 
 
+@pytest.mark.slow
 def test_stored_f_is_the_baseline_values_scored(suite: list[Task]) -> None:
     """The stored F is what the baseline pipeline's values score against the anchor
     (computed here independently of floor.json) and what every score carries."""
@@ -47,6 +48,7 @@ def test_stored_f_is_the_baseline_values_scored(suite: list[Task]) -> None:
         assert s.oracle_raw == 1, t.slug  # so F is also the baseline's O-Eval vs the anchor
 
 
+@pytest.mark.slow
 def test_score_verify_adapters_and_leaderboard_share_f(suite: list[Task]) -> None:
     """`tbmm score --json`'s F equals the leaderboard's for every task; verify and the
     robust_bo adapter reward are computed against that same F."""
@@ -92,6 +94,7 @@ def test_stale_or_missing_floor_fails_validate(tmp_path: Path) -> None:
     assert probs and "missing" in probs[0]
 
 
+@pytest.mark.slow
 def test_readme_baseline_workflow_reproduces_f(tmp_path: Path) -> None:
     """README's workflow end to end with the CLI on a temporary store: the baseline
     artifacts replayed as an entry, then the leaderboard: its F for every task equals

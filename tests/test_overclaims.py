@@ -72,6 +72,7 @@ def test_oracle_scores_one_and_passes_its_gate(slug: str) -> None:
     assert ev.score.o_eval == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("slug", SIX)
 def test_no_generated_exploit_earns_credit_and_none_is_listed(slug: str) -> None:
     t = task(slug)

@@ -48,6 +48,7 @@ def _result(task: Task, doc: dict[str, Any]) -> tuple[Any, ...]:
     return exact.dumps(resolved), _typed(resolved), rep.to_json(), rep.cached
 
 
+@pytest.mark.slow
 def test_cached_replays_are_the_fresh_ones_to_the_byte(
     memory: C.ReplayCache, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -157,6 +158,7 @@ def test_the_reserved_key_changes_only_the_note(memory: C.ReplayCache) -> None:
     assert marked.notes[1:] == plain.notes
 
 
+@pytest.mark.slow
 def test_budgets_decide_as_without_the_cache(memory: C.ReplayCache) -> None:
     """A replay stopped by its budget is not stored; a stored replay that took more CPU than
     the caller's budget allows is not a hit: the replay runs (and stops) as it would have."""

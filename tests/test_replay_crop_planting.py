@@ -163,6 +163,7 @@ def _shrunk(art: dict[str, Any], data: C.CropData, rules: C.Rules, case: str) ->
     raise AssertionError("no planting to shrink")
 
 
+@pytest.mark.slow
 def test_a_different_feasible_plan_scores_what_it_achieves(
     task: Task, data: C.CropData, rules: C.Rules
 ) -> None:
@@ -354,6 +355,7 @@ def test_every_rule_is_covered() -> None:
     assert set(BREAKERS) == set(C.RULES)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("rule", sorted(BREAKERS))
 def test_each_rule_violated_fails_the_gate_naming_it(
     task: Task, data: C.CropData, rules: C.Rules, rule: str
@@ -437,6 +439,7 @@ def test_a_million_rows_is_refused_at_once(task: Task) -> None:
     assert time.thread_time() - t0 < 30  # CPU: refused before any work (not a benchmark)
 
 
+@pytest.mark.slow
 def test_list_bound_is_the_statement_maximum(task: Task, data: C.CropData, rules: C.Rules) -> None:
     bounds = {ls.path: ls.max_items for ls in task.artifact_map.lists}
     assert bounds == {f"q1.{c}.plan": C.max_rows(data, rules) for c in C.CASES}
@@ -456,6 +459,7 @@ def test_largest_legal_input_replays(task: Task) -> None:
 # --- the rules' thresholds come from the 2023 plan --------------------------------------------
 
 
+@pytest.mark.slow
 def test_thresholds_are_the_2023_plans(data: C.CropData, rules: C.Rules) -> None:
     open_air = [a for (p, _, _), a in data.history.items() if data.plots[p].kind in C.OPEN_AIR]
     green = [a for (p, _, _), a in data.history.items() if data.plots[p].kind not in C.OPEN_AIR]

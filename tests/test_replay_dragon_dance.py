@@ -163,6 +163,7 @@ def test_speeds_analytic_match_finite_differences_on_every_segment() -> None:
         assert max(rel(x, y) for x, y in zip(va, vb, strict=True)) < AGREE, t
 
 
+@pytest.mark.slow
 def test_positions_agree_along_the_whole_problem_4_motion() -> None:
     """Method A's segment logic (chord equation on the spiral, then the arcs, then the
     in-spiral) finds the same nearest handle behind as method B's step-back search, for all 224
@@ -287,6 +288,7 @@ def test_committed_files_are_the_script_output(task: Task) -> None:
 # ------------------------------------------------------------------ verdicts on artifacts
 
 
+@pytest.mark.slow
 def test_oracle_scores_one_and_passes(task: Task) -> None:
     ev = evaluate(task, task.anchor_artifact)
     assert ev.gate.verdict == "pass" and not ev.gate.unverifiable

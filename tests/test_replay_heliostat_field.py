@@ -87,6 +87,7 @@ def _with_replayed_claims(task: Task, doc: dict[str, Any]) -> dict[str, Any]:
 # --- the reference -------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_oracle_scores_one_and_passes(task: Task) -> None:
     ev = evaluate(task, task.anchor_artifact)
     assert ev.replay is not None and ev.replay.status == "ok"
@@ -99,6 +100,7 @@ def test_oracle_scores_one_and_passes(task: Task) -> None:
         assert stored[q][key].text == text, path
 
 
+@pytest.mark.slow
 def test_oracle_verifies_with_lean(task: Task) -> None:
     rep = verify_artifact(task, task.anchor_artifact_bytes())
     assert rep.exit_code == 0 and rep.gate == "pass" and rep.lean == "ok"
@@ -117,6 +119,7 @@ def test_reference_meets_every_rule_with_margin(task: Task) -> None:
     assert rv["q3"]["min_ground_clearance_m"].value > 0
 
 
+@pytest.mark.slow
 def test_mirror_order_does_not_matter(task: Task) -> None:
     doc = _decisions(task)
     base, _ = run_replay(task, doc)
@@ -133,6 +136,7 @@ def test_mirror_order_does_not_matter(task: Task) -> None:
 # --- claims ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("q", ["q2", "q3"])
 def test_inflated_claims_are_misreported(task: Task, q: str) -> None:
     """The reference's decisions with every claim 5 % better than the replay (beyond the
@@ -153,6 +157,7 @@ def test_inflated_claims_are_misreported(task: Task, q: str) -> None:
     assert ev.score.o_eval == 0
 
 
+@pytest.mark.slow
 def test_the_issue_s_inflated_answer_is_caught(task: Task) -> None:
     doc = _decisions(task)
     doc["q3"]["annual_optical_efficiency"] = _num("0.96")
@@ -162,6 +167,7 @@ def test_the_issue_s_inflated_answer_is_caught(task: Task) -> None:
     assert ev.score.o_eval == 0
 
 
+@pytest.mark.slow
 def test_claims_within_tolerance_pass(task: Task) -> None:
     doc = _decisions(task)
     for q in ("q2", "q3"):
@@ -174,6 +180,7 @@ def test_claims_within_tolerance_pass(task: Task) -> None:
 # --- other feasible designs -------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_a_better_design_scores_one(task: Task) -> None:
     """The reference keeps a 0.5 % power margin; trimming its weakest mirrors down to
     60.05 MW raises the power per unit area: a better feasible design, scored 1."""
@@ -198,6 +205,7 @@ def test_a_better_design_scores_one(task: Task) -> None:
     assert ev.score.o_eval == 1
 
 
+@pytest.mark.slow
 def test_a_different_feasible_design_is_scored_by_its_replay(task: Task) -> None:
     """Problem 2's design answers Problem 3 too (same-size mirrors are allowed): it passes
     and is scored on what it achieves, not penalised beyond the metric's band."""
@@ -250,6 +258,7 @@ def _set(m: dict[str, Any], **kv: str | float) -> None:
         m[k] = _num(v)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "check, edit",
     [
@@ -271,6 +280,7 @@ def test_per_mirror_bounds(task: Task, check: str, edit: dict[str, str]) -> None
     assert check in fails and f"q3.mirrors[{k}]" in fails[check], fails
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("q", ["q2", "q3"])
 def test_spacing_violation_names_the_pair(task: Task, q: str) -> None:
     doc = _q_only(task, q)
@@ -289,6 +299,7 @@ def test_spacing_violation_names_the_pair(task: Task, q: str) -> None:
     assert f"{q}_spacing" in fails and f"{q}.mirrors[{b}]" in fails[f"{q}_spacing"], fails
 
 
+@pytest.mark.slow
 def test_spacing_is_decided_exactly() -> None:
     """Two 6.2 m mirrors exactly 11.2 m apart along a 3-4-5 direction (not representable
     in binary, so floats alone would not decide it) keep the rule; 1e-10 m closer breaks it."""
@@ -313,6 +324,7 @@ def test_spacing_is_decided_exactly() -> None:
         assert vals["q2.spacing_violations"] == bad
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("q", ["q2", "q3"])
 def test_tower_clearance_and_boundary(task: Task, q: str) -> None:
     doc = _q_only(task, q)
@@ -330,6 +342,7 @@ def test_tower_clearance_and_boundary(task: Task, q: str) -> None:
     assert f"{q}_field_boundary" in fails and f"{q}.mirrors[{j}]" in fails[f"{q}_field_boundary"]
 
 
+@pytest.mark.slow
 def test_tower_outside_the_field(task: Task) -> None:
     doc = _q_only(task, "q3")
     doc["q3"]["tower_x_m"], doc["q3"]["tower_y_m"] = _num("0"), _num("-350.5")
@@ -337,6 +350,7 @@ def test_tower_outside_the_field(task: Task) -> None:
     assert "q3_tower_in_field" in fails
 
 
+@pytest.mark.slow
 def test_below_rated_power_fails(task: Task) -> None:
     doc = _q_only(task, "q3")
     doc["q3"]["mirrors"] = doc["q3"]["mirrors"][::2]
@@ -347,6 +361,7 @@ def test_below_rated_power_fails(task: Task) -> None:
     assert ev.score.o_eval == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "check, edit",
     [
@@ -378,6 +393,7 @@ def _unreplayable(task: Task, doc: dict[str, Any] | str, needle: str) -> None:
     assert ev.score.o_eval == 0
 
 
+@pytest.mark.slow
 def test_bad_entries_are_refused_with_a_reason(task: Task) -> None:
     doc = _decisions(task)
     doc["q3"]["mirrors"][5]["x_m"] = "east"
@@ -403,6 +419,7 @@ def test_bad_entries_are_refused_with_a_reason(task: Task) -> None:
     _unreplayable(task, doc, "q3.tower_x_m = 1e9: not a usable coordinate")
 
 
+@pytest.mark.slow
 def test_a_missing_design_is_never_a_pass(task: Task) -> None:
     """Without q3.mirrors nothing of Problem 3 is replayed: its checks cannot be evaluated,
     and omitting a gated input zeroes every metric (it must never pay)."""
@@ -416,6 +433,7 @@ def test_a_missing_design_is_never_a_pass(task: Task) -> None:
     assert ev.score.o_eval == 0
 
 
+@pytest.mark.slow
 def test_an_omitted_claim_zeroes_every_metric(task: Task) -> None:
     """Each claim tied to the replay by an `agree` check, left out: the check cannot be
     evaluated, so no metric pays (the design is replayed once; a claim is no replay input)."""
@@ -435,6 +453,7 @@ def test_an_omitted_claim_zeroes_every_metric(task: Task) -> None:
         assert s.o_eval == 0 and all(m.reward == 0 for m in s.metrics), c.id
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("q", "key", "needle"),
     [
@@ -453,6 +472,7 @@ def test_an_omitted_design_field_is_never_a_pass(task: Task, q: str, key: str, n
     assert any(needle in r for r in reasons), reasons
 
 
+@pytest.mark.slow
 def test_a_million_mirrors_are_refused_before_reading_them(task: Task) -> None:
     """By the input caps (10201 entries per mirror list, 4 MiB) before any parse, and by the
     replay itself if a tree ever reached it (it checks the length before any entry)."""
@@ -471,6 +491,7 @@ def test_a_million_mirrors_are_refused_before_reading_them(task: Task) -> None:
     _unreplayable(task, doc, "more than the 10201")
 
 
+@pytest.mark.slow
 def test_a_pile_of_mirrors_is_refused_as_too_dense(task: Task) -> None:
     doc = _decisions(task)
     doc["q3"]["mirrors"] = [
@@ -486,6 +507,7 @@ def test_a_pile_of_mirrors_is_refused_as_too_dense(task: Task) -> None:
     _unreplayable(task, doc, "the field cannot be replayed")
 
 
+@pytest.mark.slow
 def test_an_illegal_field_is_not_replayed_optically(task: Task) -> None:
     """At the list cap, 20 m mirrors 25 m apart over 2.5 km (beyond the circle, oversized):
     replaying its optics would take longer than the verification budget; the exact rules
@@ -514,6 +536,7 @@ def test_an_illegal_field_is_not_replayed_optically(task: Task) -> None:
     assert ev.gate.verdict == "fail" and ev.score.o_eval == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "q, edit, needle",
     [
@@ -534,6 +557,7 @@ def test_rule_breaking_common_design_skips_optics(
     assert "annual_thermal_power_mw" not in resolved["replayed"][q]
 
 
+@pytest.mark.slow
 def test_the_replay_s_rules_are_the_gate_s(task: Task) -> None:
     """The bounds that stop the optics (replay.toml) are those the gate checks (gate.toml):
     a design the gate accepts is always replayed, and none it rejects costs optics work."""
@@ -562,6 +586,7 @@ def test_the_replay_s_rules_are_the_gate_s(task: Task) -> None:
     )
 
 
+@pytest.mark.slow
 def test_the_densest_legal_fields_stay_within_the_work_bound() -> None:
     """Work bounds (candidate caps) must never reject a legal field: the densest lattices of
     the smallest and the largest mirrors at the minimum spacing itself (in floats, a hair
@@ -588,6 +613,7 @@ def _relative_error(f: H.Field, targets: np.ndarray) -> dict[str, float]:
     return {k: abs(base[k] - fine[k]) / fine[k] for k in base}
 
 
+@pytest.mark.slow
 def test_discretisation_error_is_below_one_percent(task: Task) -> None:
     """Against a 4x finer shading grid (16 x 16) and 16x more truncation rays (1024), on
     every 15th mirror of each reference design (all mirrors shade and block): the annual
@@ -612,6 +638,7 @@ def _problem1_field(task: Task) -> H.Field:
     return H.Field(0.0, 0.0, x, y, np.full(n, 4.0), np.full(n, 6.0), np.full(n, 6.0))
 
 
+@pytest.mark.slow
 def test_problem1_field_against_the_statement_s_check_values(task: Task) -> None:
     """The attached Problem 1 field replays to the values verification.md quotes, and
     within 10 % of the anchor paper A175's Problem 1 figures (0.5362, 32.76 MW,
@@ -641,6 +668,7 @@ def test_problem1_field_against_the_statement_s_check_values(task: Task) -> None
         assert abs(a[k] - paper) / paper < 0.10
 
 
+@pytest.mark.slow
 def test_sun_vectors_follow_the_statement_s_formulas() -> None:
     site = H.Site()
     m = H.moments(site)
@@ -686,6 +714,7 @@ def _lost_points(words: np.ndarray, k: int) -> np.ndarray:
     return bits.astype(bool).reshape(-1, 8, 8)[:, :k, :k].reshape(-1, k * k)
 
 
+@pytest.mark.slow
 def test_shading_and_blocking_match_brute_force_ray_casting(task: Task) -> None:
     """Per grid point, casting the sun ray and the reflected ray against every other mirror
     gives the same lost points as the replay's candidate search (the sun-plane windows and
@@ -772,6 +801,7 @@ def test_the_sphere_cull_keeps_every_pair_that_loses_a_point(task: Task) -> None
     assert dropped > 0
 
 
+@pytest.mark.slow
 def test_truncation_matches_exact_ray_cylinder_intersection(task: Task) -> None:
     """The image-plane criterion against the exact first crossing of each ray with the
     collector cylinder: the same verdict for all but a sliver of rays within 3 cm of the
@@ -812,6 +842,7 @@ def test_truncation_matches_exact_ray_cylinder_intersection(task: Task) -> None:
     assert mismatched / total < 1e-3
 
 
+@pytest.mark.slow
 def test_millimetre_shifts_cannot_pick_luckier_truncation_rays(task: Task) -> None:
     """The truncation rays are one set per moment for every mirror, not chosen by a mirror's
     position: keeping, per mirror, the best of a few 1 mm shifts gains next to nothing
@@ -852,6 +883,7 @@ def _same_as_reference(task: Task, text: str) -> None:
     assert (old.details, old.notes) == (new.details, new.notes)
 
 
+@pytest.mark.slow
 def test_the_anchor_replays_as_the_reference_implementation(task: Task) -> None:
     _same_as_reference(task, task.anchor_artifact_bytes().decode())
 

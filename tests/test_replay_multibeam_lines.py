@@ -452,6 +452,7 @@ def herringbone(spacing: float, tilt_deg: float = 35.0, piece: float = 0.05, opp
     return segs
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spacing", [0.1, 0.15, 0.2])
 def test_a_herringbone_does_not_hide_its_overlap(
     grid: mb.Grid, params: mb.Params, spacing: float
@@ -472,6 +473,7 @@ def test_a_herringbone_does_not_hide_its_overlap(
         assert replay >= union_excess(sw, samples=64) - 0.1, (spacing, opposed, replay)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "ties",
     [
@@ -641,6 +643,7 @@ def test_refining_the_station_step(task: Task) -> None:
 # -- the reference and the score ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_reference_is_reproducible() -> None:
     """reference/make_reference.py rebuilds the committed reference design."""
     assert [tuple(float(v) for v in s) for s in mr.reference_segments()] == [
@@ -648,6 +651,7 @@ def test_reference_is_reproducible() -> None:
     ]
 
 
+@pytest.mark.slow
 def test_caps_agree(task: Task, params: mb.Params) -> None:
     """The list's max_items (input caps) is the replay's segment cap."""
     (ls,) = task.artifact_map.lists
@@ -655,6 +659,7 @@ def test_caps_agree(task: Task, params: mb.Params) -> None:
     assert task.caps.list_cap(mb.LIST) == params.max_lines
 
 
+@pytest.mark.slow
 def test_oracle_scores_one(task: Task) -> None:
     ev = run(task, reference())
     vals = replayed(ev)
@@ -705,6 +710,7 @@ def expected_reward(task: Task, metric_id: str, value: float | Fraction) -> Frac
     return rules.reward(rules.Direction(m.spec.direction), x, m.anchor, m.band)
 
 
+@pytest.mark.slow
 def test_a_different_feasible_design_scores_per_its_replay(
     task: Task, grid: mb.Grid, params: mb.Params
 ) -> None:
@@ -726,6 +732,7 @@ def test_a_different_feasible_design_scores_per_its_replay(
     assert 0.4 < ev.score.o_eval < 0.5
 
 
+@pytest.mark.slow
 def test_a_better_design_is_not_penalised(task: Task, grid: mb.Grid, params: mb.Params) -> None:
     """The reference's procedure with 5 % minimum overlap instead of 10 %: shorter, less
     over-20 % overlap, still complete: O-Eval 1."""
@@ -886,6 +893,7 @@ def test_the_largest_legal_designs_replay(task: Task) -> None:
         assert vals["q4.total_line_length_nmi"] <= 1000, name
 
 
+@pytest.mark.slow
 def test_the_replay_checks_its_own_cap(task: Task, params: mb.Params) -> None:
     """Called directly (not through the input caps), the replay refuses more segments than
     its cap too."""

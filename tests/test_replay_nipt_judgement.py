@@ -84,6 +84,7 @@ def _raw_female_rows(path: Path) -> tuple[list[str], list[list[str | None]]]:
     return cols, body
 
 
+@pytest.mark.slow
 def test_the_tags_are_the_replays_features(t: Task, params: nj.Params) -> None:
     tag_field = next(f for f in t.artifact_map.field if f.path.endswith(".feature"))
     assert tag_field.tags == params.tags()
@@ -92,6 +93,7 @@ def test_the_tags_are_the_replays_features(t: Task, params: nj.Params) -> None:
     assert (rules.max_items, terms.max_items) == (params.max_rules, params.max_terms)
 
 
+@pytest.mark.slow
 def test_samples_match_an_independent_reading(
     t: Task, params: nj.Params, samples: nj.Samples
 ) -> None:

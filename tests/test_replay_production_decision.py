@@ -109,6 +109,7 @@ def test_tables_are_the_pdf_tables(task: Task) -> None:
     assert committed.q3.market.price == "200" and committed.q3.market.exchange_loss == "40"
 
 
+@pytest.mark.slow
 def test_generated_files_are_up_to_date(task: Task) -> None:
     """The enumerations, reference.json and the Lean data module are what the script writes
     from tables.json (so the Lean data is generated, never hand-edited)."""
@@ -286,6 +287,7 @@ def _mc(sample: Any, n: int) -> tuple[float, float]:
     return mean, sd / math.sqrt(n)
 
 
+@pytest.mark.slow
 def test_closed_forms_match_a_simulation_of_the_process(tables: P.Tables) -> None:
     """Every bounded Problem 2 vector and a few Problem 3 vectors: the exact replay lies
     within 4.5 standard errors of a seeded simulation of the literal process."""
@@ -374,6 +376,7 @@ def test_endless_recovery_is_exactly_disassembly_with_an_uninspected_component(
 # --- the pipeline ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_oracle_scores_one(task: Task) -> None:
     ev = run(task, oracle(task))
     assert ev.replay is not None and ev.replay.status == "ok"
@@ -522,6 +525,7 @@ def test_lean_restates_every_replayed_number(task: Task) -> None:
     assert "theorem replay_q3_profit" in committed  # the anchor certificate carries them too
 
 
+@pytest.mark.slow
 def test_lean_obligations_fail_for_a_forged_value(task: Task) -> None:
     """(They hold for the oracle: test_oracle_scores_one verifies it with Lean.)"""
     ev = run(task, oracle(task))
@@ -683,6 +687,7 @@ def test_readings_config_is_checked() -> None:
             P.readings_of(spec(**bad))
 
 
+@pytest.mark.slow
 def test_lean_restates_the_claimed_reading(task: Task) -> None:
     """An answer whose claims follow another reading: the kernel checks the value each claim
     is compared with under that reading's Lean definition, and refutes the same value stated
@@ -708,6 +713,7 @@ def test_lean_restates_the_claimed_reading(task: Task) -> None:
     assert any(d.decl == "replay_q3_claimed_reading_profit" for d in bad.disagreements)
 
 
+@pytest.mark.slow
 def test_other_readings_match_a_simulation_of_the_process(tables: P.Tables) -> None:
     """The readings' closed forms against the seeded simulation: recovered components that
     skip their second inspection (known good), and profit per product assembled as the

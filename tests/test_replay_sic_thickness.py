@@ -103,6 +103,7 @@ def test_sg_coefficients_are_the_textbook_ones() -> None:
     )
 
 
+@pytest.mark.slow
 def test_exact_smoothing_equals_the_direct_convolution(task: Task, params: st.Params) -> None:
     _, refl = st.read_xlsx(task.data_dir / "attachments" / params.spectra["sic_10deg"].file)
     half, order = 20, 3
@@ -120,6 +121,7 @@ def test_exact_smoothing_equals_the_direct_convolution(task: Task, params: st.Pa
         assert Fraction(s, scale) == direct
 
 
+@pytest.mark.slow
 def test_extrema_alternate_without_gaps(task: Task, params: st.Params) -> None:
     """The global order offset numbers consecutive extrema: none may be missing or spurious."""
     windows = [(float(x), float(y)) for x, y in params.excluded_cm1]
@@ -138,6 +140,7 @@ def test_extrema_alternate_without_gaps(task: Task, params: st.Params) -> None:
 # --- the reference -----------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_reference_scores_one_and_passes(task: Task) -> None:
     ev = run(task, reference())
     assert ev.gate.verdict == "pass" and not ev.gate.unverifiable
@@ -146,6 +149,7 @@ def test_reference_scores_one_and_passes(task: Task) -> None:
     assert rep.exit_code == 0 and rep.lean == "ok" and rep.o_eval == 1.0, rep.failing
 
 
+@pytest.mark.slow
 def test_reference_is_the_best_thickness_for_its_index(task: Task, params: st.Params) -> None:
     """The recorded thicknesses are the replay's own optimum (to the 0.1 nm they are given)."""
     ref = reference()["fits"]
@@ -156,6 +160,7 @@ def test_reference_is_the_best_thickness_for_its_index(task: Task, params: st.Pa
         assert abs(d - f["thickness_um"]) <= 2e-4, (fit, d)
 
 
+@pytest.mark.slow
 def test_bisection_is_converged(task: Task, params: st.Params, monkeypatch) -> None:  # noqa: ANN001
     ev = run(task, reference())
     monkeypatch.setattr(st, "_BISECTIONS", 80)
@@ -186,6 +191,7 @@ def test_thickness_claim_must_be_the_fitted_one(task: Task) -> None:
 # --- different and better answers ----------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_different_valid_method_scores_near_one(task: Task, params: st.Params) -> None:
     """Another literature index (SiC eps_inf = 6.70 instead of 6.52; Si a constant 3.42),
     thicknesses refitted per spectrum: a physically correct answer by a different method."""
@@ -210,6 +216,7 @@ def test_different_valid_method_scores_near_one(task: Task, params: st.Params) -
     assert ev.score.o_eval >= Fraction(9, 10), ev.score.o_eval
 
 
+@pytest.mark.slow
 def test_better_fit_is_not_penalised(task: Task, params: st.Params) -> None:
     """An index shape fitted to the data itself (the reference thickness kept) places the
     extrema better than the literature index: RMS below the reference, full score."""
@@ -249,6 +256,7 @@ def test_better_fit_is_not_penalised(task: Task, params: st.Params) -> None:
     assert ev.score.o_eval == 1
 
 
+@pytest.mark.slow
 def test_wrong_phase_convention_is_feasible_but_scores_less(task: Task, params: st.Params) -> None:
     """The data judge the phase convention by how well the extrema fit (RMS about 24 against
     10-11 cm^-1): the SiC RMS metrics drop to about half. Its thickness, refitted for that
@@ -303,6 +311,7 @@ def test_model_that_misses_the_fringes(task: Task) -> None:
     assert "fits.sic_10deg" in inst.message  # the replay names the decision
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("n", "check"), [(3.0, "sic_index_plausible_hi"), (2.0, "sic_index_plausible_lo")]
 )
@@ -377,6 +386,7 @@ def test_nan_and_huge_tables_score_zero(task: Task) -> None:
     assert rep.exit_code == 2 and rep.o_eval == 0 and rep.error
 
 
+@pytest.mark.slow
 def test_the_replay_respects_its_deadline(task: Task, params: st.Params) -> None:
     sp = params.spectra["sic_10deg"]
     meas = st.spectrum(task.data_dir, sp, params)
@@ -425,6 +435,7 @@ def _constant_index(task: Task, params: st.Params, n: float, scale: float = 1.0)
 _OPTICAL: dict[str, float] = {}
 
 
+@pytest.mark.slow
 def test_constant_indices_with_the_same_optical_thickness_score_the_same(
     task: Task, params: st.Params
 ) -> None:
@@ -444,6 +455,7 @@ def test_constant_indices_with_the_same_optical_thickness_score_the_same(
     assert first.score.o_eval < 1
 
 
+@pytest.mark.slow
 def test_a_wrong_optical_thickness_scores_lower(task: Task, params: st.Params) -> None:
     """The same index with a thickness 0.7 % off what the spectra imply for it: feasible
     (the fringes still fit within the gate's limit), but lower on the thickness metric and
@@ -461,6 +473,7 @@ def test_a_wrong_optical_thickness_scores_lower(task: Task, params: st.Params) -
     assert err < 5e-4 and _reward(ref, "q3_sic_thickness_at_index") == 1
 
 
+@pytest.mark.slow
 def test_implied_thickness_is_the_order_least_squares(task: Task, params: st.Params) -> None:
     """The implied thickness is the closed-form least squares of d q(nu_k) = T0 + k over the
     compared extrema: recomputed here by hand for the reference's 10 deg SiC fit, and for a

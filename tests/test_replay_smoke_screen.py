@@ -217,6 +217,7 @@ def reference_brute(scene: ss.Scene, oracle: dict) -> dict[str, tuple[np.ndarray
     }
 
 
+@pytest.mark.slow
 def test_near_tangent_cloud_is_cheap_and_bounded(scene: ss.Scene) -> None:
     """An adversarial cloud that just grazes the blocking condition (found by bisection on
     the heading of the Problem 1 strategy): H touches 0, the worst case of a Lipschitz
@@ -244,6 +245,7 @@ def test_near_tangent_cloud_is_cheap_and_bounded(scene: ss.Scene) -> None:
     assert max(used) < 5000
 
 
+@pytest.mark.slow
 def test_reference_replay_agrees_with_fixed_step(
     task: Task, scene: ss.Scene, oracle: dict, reference_brute: dict
 ) -> None:
@@ -294,6 +296,7 @@ def test_agent_style_approximation_is_within_the_claim_tolerance(
     assert ev.score.o_eval == 1
 
 
+@pytest.mark.slow
 def test_a_finer_time_floor_changes_nothing_visible(
     task: Task, spec: ReplaySpec, oracle: dict
 ) -> None:
@@ -505,6 +508,7 @@ def test_bad_numbers_and_ids(task: Task, oracle: dict, patch: dict, reason: str)
     assert "q5.drops[0]" in ev.replay.error and reason in ev.replay.error  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 def test_drop_table_beyond_the_statement_is_refused(
     task: Task, spec: ReplaySpec, oracle: dict
 ) -> None:
@@ -530,6 +534,7 @@ def test_drops_not_a_list(task: Task, oracle: dict) -> None:
     assert "q5.drops" in unreplayable(task, doc).replay.error  # type: ignore[union-attr]
 
 
+@pytest.mark.slow
 def test_work_cap_bounds_adversarial_input(task: Task, spec: ReplaySpec, oracle: dict) -> None:
     """With a tiny evaluation cap the replay still answers (leaves counted by interpolation)
     and reports the larger error bound instead of running on."""
@@ -549,6 +554,7 @@ def test_replay_outputs_are_finite_fractions_after_rounding(task: Task, oracle: 
         assert isinstance(exact.parse_decimal(text), Fraction)
 
 
+@pytest.mark.slow
 def test_replay_toml_constants_are_the_statements(spec: ReplaySpec) -> None:
     """The positions and constants replayed are the statement's (its verbatim text)."""
     text = (TASK_DIR / "instruction.md").read_text(encoding="utf-8").replace("\n", "")
@@ -655,6 +661,7 @@ def test_reference_is_resolved_far_below_the_accuracy(task: Task, oracle: dict) 
         assert exact.parse_decimal(bound) < Fraction(1, 10**4)
 
 
+@pytest.mark.slow
 def test_largest_legal_input_is_resolved_within_the_cap(task: Task, spec: ReplaySpec) -> None:
     """The benchmark's input (5 UAVs x 3 drops near the sightlines, plus Problems 2-4) stays
     within the work cap with an error bound far below the 0.01 s the gate allows (its time

@@ -139,6 +139,7 @@ def data(suite: list[Task]) -> tuple[L.Leaderboard, list[TrialRow], list[Task]]:
     return lb, rows, suite
 
 
+@pytest.mark.slow
 def test_html_is_self_contained_and_escaped(data: Any, tmp_path: Path) -> None:
     lb, rows, suite = data
     out = write_html(lb, rows, suite, tmp_path / "r" / "report.html")
@@ -171,6 +172,7 @@ def test_html_is_self_contained_and_escaped(data: Any, tmp_path: Path) -> None:
     assert f"Baseline F = {fraction_to_text(baseline_f(juneau))} (floor.json" in text
 
 
+@pytest.mark.slow
 def test_html_in_chromium(data: Any, chromium: str, tmp_path: Path) -> None:
     lb, rows, suite = data
     page = write_html(lb, rows, suite, tmp_path / "report.html")
@@ -206,6 +208,7 @@ def test_html_in_chromium(data: Any, chromium: str, tmp_path: Path) -> None:
     assert console_lines(res.stderr) == []
 
 
+@pytest.mark.slow
 def test_console_check_catches_a_blocked_resource(chromium: str, tmp_path: Path) -> None:
     """Control: the console check is not vacuous (an external image under our CSP logs)."""
     from tbmm.report import CSP

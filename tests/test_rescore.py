@@ -73,6 +73,7 @@ def _rows(db: Path) -> dict[int, dict]:
         store.close()
 
 
+@pytest.mark.slow
 def test_rescore_replaces_stale_verdicts_and_keeps_the_previous(
     setup: tuple[Path, Path, Task],
 ) -> None:
@@ -113,6 +114,7 @@ def test_rescore_replaces_stale_verdicts_and_keeps_the_previous(
     assert len(s.rescored) == 2 and (blob / "verdict-previous-2.json").is_file()
 
 
+@pytest.mark.slow
 def test_a_verifier_fault_keeps_the_stored_verdict(setup: tuple[Path, Path, Task]) -> None:
     db, root, _ = setup
     before = _rows(db)
@@ -139,6 +141,7 @@ def test_cli_rescore(setup: tuple[Path, Path, Task]) -> None:
     assert r.exit_code == 2 and "unknown entry" in r.output
 
 
+@pytest.mark.slow
 def test_default_verifier_rescores_in_one_lean_batch(
     setup: tuple[Path, Path, Task], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -167,6 +170,7 @@ def test_default_verifier_rescores_in_one_lean_batch(
     assert got["lean"] not in (None, "skipped")
 
 
+@pytest.mark.slow
 def test_rescore_never_scores_a_rejected_request_nor_replaces_with_no_verdict(
     tmp_path: Path,
 ) -> None:

@@ -240,6 +240,7 @@ def test_schema_is_printable_and_versioned(tmp_path: Path) -> None:
     assert r.exit_code == 2 and "no results store" in r.output
 
 
+@pytest.mark.slow
 def test_a_forged_verdict_is_undone_by_rescore(src: Path, tmp_path: Path) -> None:
     """The digest detects damage, not forgery: a sender can promote a verdict and recompute
     it. The artifact travels with it, so `tbmm runs rescore --all` verifies it again."""
@@ -278,6 +279,7 @@ def test_a_gzip_bomb_is_refused_unread(tmp_path: Path, monkeypatch: pytest.Monke
     _untouched(dst)
 
 
+@pytest.mark.slow
 def test_a_real_sandboxed_run_round_trips_and_views(tmp_path: Path) -> None:
     """Trials written by the runner itself (oracle agent in the sandbox, real task, real
     verifier without Lean): export -> import -> the same rows, files and leaderboard, and

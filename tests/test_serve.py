@@ -48,6 +48,7 @@ def server() -> Iterator[str]:
     proc.wait(timeout=10)
 
 
+@pytest.mark.slow
 def test_health_tasks_and_docs(server: str) -> None:
     assert httpx.get(f"{server}/healthz").json()["ok"] is True
     slugs = [t["slug"] for t in httpx.get(f"{server}/v1/tasks").json()]
@@ -56,6 +57,7 @@ def test_health_tasks_and_docs(server: str) -> None:
     assert "/v1/verify" in spec["paths"] and "/v1/openrlhf" in spec["paths"]
 
 
+@pytest.mark.slow
 def test_verify_batch_exact_and_mixed(server: str) -> None:
     t = tbmm.load_task("mcm-2025-b-juneau-tourism")
     anchor_text = t.anchor_artifact_bytes().decode()
@@ -84,6 +86,7 @@ def test_verify_batch_exact_and_mixed(server: str) -> None:
     assert out["verdicts"][0]["o_eval_exact"] == "1"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("body", "status", "words"),
     [
@@ -99,6 +102,7 @@ def test_bad_requests_get_clear_errors(server: str, body: str, status: int, word
     assert r.status_code == status and words in r.json()["error"]
 
 
+@pytest.mark.slow
 def test_oversize_body_is_refused_before_reading(server: str) -> None:
     """A lying Content-Length (1 TB declared, 2 bytes sent) is refused at once, not awaited."""
     host, port = server.removeprefix("http://").split(":")
@@ -111,6 +115,7 @@ def test_oversize_body_is_refused_before_reading(server: str) -> None:
     assert reply.startswith("HTTP/1.1 413"), reply[:200]
 
 
+@pytest.mark.slow
 def test_openrlhf_protocol(server: str) -> None:
     t = tbmm.load_task("mcm-2025-b-juneau-tourism")
     good = t.anchor_artifact_bytes().decode()
@@ -121,6 +126,7 @@ def test_openrlhf_protocol(server: str) -> None:
     assert r.status_code == 200 and r.json()["rewards"] == [1.0, 0.0]
 
 
+@pytest.mark.slow
 def test_lean_items_are_kernel_checked(server: str) -> None:
     """Items asking for Lean come back kernel-checked (one Lean run per request); the
     others are not, and the order of the verdicts is the order of the items."""
@@ -141,6 +147,7 @@ def test_lean_items_are_kernel_checked(server: str) -> None:
     assert out["rewards"] == [1.0, 1.0, 0.0, 1.0]
 
 
+@pytest.mark.slow
 def test_healthz_answers_while_a_large_request_is_judged(server: str) -> None:
     """Scanning and verification run off the event loop: /healthz is answered while a
     large batch (thousands of artifacts within their caps) is judged. Ordering, not

@@ -16,6 +16,7 @@ from tbmm.validate import harbor_problems, validate_all, validate_task
 from .conftest import SOURCE
 
 
+@pytest.mark.slow
 def test_suite_validates(suite: list[Task]) -> None:
     n, problems = validate_all(TASKS_ROOT)
     assert n == len(suite)
@@ -86,6 +87,7 @@ def figured(suite: list[Task]) -> Task:
     return next(t for t in suite if t.manifest.figures)
 
 
+@pytest.mark.slow
 def test_broken_metric_path(figured: Task, tmp_path: Path) -> None:
     d = _copy(figured, tmp_path)
     s = (d / "scoring.toml").read_text()
@@ -102,12 +104,14 @@ def test_broken_checksum(figured: Task, tmp_path: Path) -> None:
     assert "attachments" in _checks(d)
 
 
+@pytest.mark.slow
 def test_broken_figure(figured: Task, tmp_path: Path) -> None:
     d = _copy(figured, tmp_path)
     (d / figured.manifest.figures[0].path).unlink()
     assert "figures" in _checks(d)
 
 
+@pytest.mark.slow
 def test_figure_not_inline(figured: Task, tmp_path: Path) -> None:
     d = _copy(figured, tmp_path)
     fig = figured.manifest.figures[0]
@@ -117,6 +121,7 @@ def test_figure_not_inline(figured: Task, tmp_path: Path) -> None:
     assert "figures" in _checks(d)
 
 
+@pytest.mark.slow
 def test_broken_metric_count(figured: Task, tmp_path: Path) -> None:
     d = _copy(figured, tmp_path)
     s = (d / "scoring.toml").read_text()
@@ -125,6 +130,7 @@ def test_broken_metric_count(figured: Task, tmp_path: Path) -> None:
     assert "at most 6" in _messages(d) or "6 items" in _messages(d)
 
 
+@pytest.mark.slow
 def test_broken_direction(figured: Task, tmp_path: Path) -> None:
     d = _copy(figured, tmp_path)
     s = (d / "scoring.toml").read_text()
@@ -136,6 +142,7 @@ def test_broken_direction(figured: Task, tmp_path: Path) -> None:
     assert "direction" in msg and "scoring.toml" in msg
 
 
+@pytest.mark.slow
 def test_broken_schema_asks_for_paper_id(figured: Task, tmp_path: Path) -> None:
     d = _copy(figured, tmp_path)
     schema = json.loads((d / "artifact_schema.json").read_text())
@@ -145,6 +152,7 @@ def test_broken_schema_asks_for_paper_id(figured: Task, tmp_path: Path) -> None:
     assert "paper_id" in _messages(d)
 
 
+@pytest.mark.slow
 def test_broken_bookkeeping_metric(figured: Task, tmp_path: Path) -> None:
     d = _copy(figured, tmp_path)
     amap = (d / "artifact_map.toml").read_text()
@@ -157,6 +165,7 @@ def test_broken_bookkeeping_metric(figured: Task, tmp_path: Path) -> None:
     assert "bookkeeping" in _messages(d)
 
 
+@pytest.mark.slow
 def test_broken_gate_on_anchor(figured: Task, tmp_path: Path) -> None:
     d = _copy(figured, tmp_path)
     field = figured.artifact_map.field[0].path
@@ -168,6 +177,7 @@ def test_broken_gate_on_anchor(figured: Task, tmp_path: Path) -> None:
     assert "impossible" in _messages(d)
 
 
+@pytest.mark.slow
 def test_broken_toml_names_file(figured: Task, tmp_path: Path) -> None:
     d = _copy(figured, tmp_path)
     (d / "gate.toml").write_text("[[check]\nbroken")
@@ -175,6 +185,7 @@ def test_broken_toml_names_file(figured: Task, tmp_path: Path) -> None:
     assert "gate.toml" in msg and "cannot parse" in msg
 
 
+@pytest.mark.slow
 def test_broken_harbor_config(figured: Task, tmp_path: Path) -> None:
     d = _copy(figured, tmp_path)
     (d / "task.toml").write_text(
@@ -183,6 +194,7 @@ def test_broken_harbor_config(figured: Task, tmp_path: Path) -> None:
     assert "harbor" in _checks(d)
 
 
+@pytest.mark.slow
 def test_broken_anchor_paper_value(suite: list[Task], tmp_path: Path) -> None:
     def scored_anchor(p: dict) -> bool:  # an excluded paper's values are only on record
         return p.get("role") == "anchor" and bool(p["values"]) and not p.get("exclusion_reason")
@@ -197,6 +209,7 @@ def test_broken_anchor_paper_value(suite: list[Task], tmp_path: Path) -> None:
     assert "panel" in _checks(d)
 
 
+@pytest.mark.slow
 def test_build_is_reproducible(suite: list[Task], tmp_path: Path) -> None:
     """Rebuilding from the source release reproduces the committed generated files exactly."""
     if not SOURCE.is_dir():
@@ -229,6 +242,7 @@ def test_build_is_reproducible(suite: list[Task], tmp_path: Path) -> None:
             )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "leak",
     [
@@ -259,6 +273,7 @@ def test_mcm_statements_are_the_official_english_text(suite: list[Task]) -> None
         assert "## Official problem statement (COMAP, English original)" in statement, t.slug
 
 
+@pytest.mark.slow
 def test_unstated_reference_is_rejected(suite: list[Task], tmp_path: Path) -> None:
     t = next(t for t in suite if t.scoring.metric[0].reference is not None)
     d = _copy(t, tmp_path)
@@ -270,6 +285,7 @@ def test_unstated_reference_is_rejected(suite: list[Task], tmp_path: Path) -> No
     assert "no reference stated" in _messages(d)
 
 
+@pytest.mark.slow
 def test_infeasible_reference_artifact_is_rejected(suite: list[Task], tmp_path: Path) -> None:
     """An anchor recorded infeasible shows no feasible artifact reaching its references."""
     t = next(t for t in suite if t.gate.anchor.feasible)
@@ -284,6 +300,7 @@ def test_infeasible_reference_artifact_is_rejected(suite: list[Task], tmp_path: 
     assert "no feasible artifact" in _messages(d)
 
 
+@pytest.mark.slow
 def test_unreachable_panel_value_is_rejected(suite: list[Task], tmp_path: Path) -> None:
     """A panel paper's value that a single-field gate check on the metric's own path
     refuses (an interval, threshold or count bound) can be reached by no feasible answer."""
@@ -322,6 +339,7 @@ def test_unreachable_panel_value_is_rejected(suite: list[Task], tmp_path: Path) 
     assert f"{m.id}={bad_value} is unreachable" in _messages(d)
 
 
+@pytest.mark.slow
 def test_instruction_giving_away_the_reference_is_rejected(
     suite: list[Task], tmp_path: Path
 ) -> None:

@@ -14,6 +14,7 @@ from tbmm.scoring import read_artifact, score_task
 from tbmm.tasks import Task
 
 
+@pytest.mark.slow
 def test_every_anchor_scores_exactly_one(suite: list[Task]) -> None:
     for t in suite:
         s = score_task(t, t.anchor_artifact)
@@ -27,6 +28,7 @@ def test_every_anchor_scores_exactly_one(suite: list[Task]) -> None:
         assert all(m.reward == 1 for m in s.metrics if not m.excluded), t.slug
 
 
+@pytest.mark.slow
 def test_gate_coverage(suite: list[Task]) -> None:
     """Every task has a gate, every invariant form is used, and every replayed task ties
     its claims to the replay with at least one `agree` check (and only replayed tasks do)."""
@@ -39,6 +41,7 @@ def test_gate_coverage(suite: list[Task]) -> None:
     assert used - {Form.agree} == set(Form) - {Form.agree}
 
 
+@pytest.mark.slow
 def test_oracle_passes_its_gate_or_is_recorded_infeasible(suite: list[Task]) -> None:
     infeasible = []
     for t in suite:
@@ -53,6 +56,7 @@ def test_oracle_passes_its_gate_or_is_recorded_infeasible(suite: list[Task]) -> 
             infeasible.append(t.slug)
 
 
+@pytest.mark.slow
 def test_a_real_field_violation_is_rejected_for_every_task(suite: list[Task]) -> None:
     for t in suite:
         found = next(violations(t, t.anchor_artifact), None)
@@ -63,6 +67,7 @@ def test_a_real_field_violation_is_rejected_for_every_task(suite: list[Task]) ->
         assert inst.name in [i.name for i in rep.failed], (t.slug, inst.name)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "bad", ["NaN", "Infinity", "-Infinity", '"12"', "null", "1e999999999", "[]", "{}", "true"]
 )

@@ -158,6 +158,7 @@ def _suite_copy(tmp: Path) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_a_new_task_in_a_new_suite_needs_no_code(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -75,6 +75,7 @@ def test_instruction_content_puts_each_figure_after_its_reference(tmp_path: Path
     assert shown[1]["image_url"]["url"] == "/root/data/figures/fig-1.png"
 
 
+@pytest.mark.slow
 @needs_sandbox
 def test_vision_llm_trial_sends_figures_and_its_trajectory_is_valid_atif(
     tmp_path: Path, backend: SandboxBackend
@@ -125,6 +126,7 @@ def test_vision_llm_trial_sends_figures_and_its_trajectory_is_valid_atif(
     assert_valid_atif([path])
 
 
+@pytest.mark.slow
 @needs_sandbox
 def test_oracle_and_chat_cli_trajectories_are_valid_atif(
     tmp_path: Path, backend: SandboxBackend
@@ -323,6 +325,7 @@ def test_old_store_is_converted(tmp_path: Path) -> None:
     assert_valid_atif([path])
 
 
+@pytest.mark.slow
 def test_harbor_rejects_what_it_should(tmp_path: Path) -> None:
     """The validator is not a rubber stamp: a broken step order and a dangling
     observation are refused by Harbor's models."""

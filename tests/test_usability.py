@@ -122,6 +122,7 @@ def test_user_model_table_wins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
 # ---------------------------------------------------------------------------- names, progress
 
 
+@pytest.mark.slow
 @needs_sandbox
 def test_names_and_price_flags_for_a_command_agent_and_line_progress(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -300,6 +301,7 @@ def test_leaderboard_fits_80_columns() -> None:
     assert " ± " in wide.export_text()  # inline on a wide screen
 
 
+@pytest.mark.slow
 @needs_sandbox
 def test_runs_list_show_rename_delete(tmp_path: Path) -> None:
     tasks = [make_fake_task(tmp_path / "tasks", f"cumcm-2099-{c}-fake") for c in "ab"]

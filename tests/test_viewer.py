@@ -70,6 +70,7 @@ def test_entries_page_lists_the_leaderboard_and_entries(client: Any) -> None:
     assert "default-src 'none'" in r.headers["content-security-policy"]
 
 
+@pytest.mark.slow
 def test_entry_page_lists_every_trial_with_its_status(client: Any, db: Path) -> None:
     r = client.get("/entry", params={"id": ENTRY_A})
     assert r.status_code == 200
@@ -83,6 +84,7 @@ def test_entry_page_lists_every_trial_with_its_status(client: Any, db: Path) -> 
     assert client.get("/entry", params={"id": "nobody"}).status_code == 404
 
 
+@pytest.mark.slow
 def test_scored_trial_page_shows_the_verdict(client: Any, db: Path) -> None:
     from tbmm.tasks import find_task
 
@@ -122,6 +124,7 @@ def test_scored_trial_page_shows_the_verdict(client: Any, db: Path) -> None:
     assert "&lt;html&gt;&lt;body&gt;&lt;script&gt;" in html
 
 
+@pytest.mark.slow
 def test_other_trial_pages(client: Any, db: Path) -> None:
     ids = _trials(db)
     html = client.get(f"/trial/{ids[(ENTRY_A, DRAGON_SLUG, 0)]}").text
@@ -140,6 +143,7 @@ def test_other_trial_pages(client: Any, db: Path) -> None:
     assert client.get("/trial/abc").status_code == 422
 
 
+@pytest.mark.slow
 def test_files_are_served_inert(client: Any, db: Path) -> None:
     tid = _trials(db)[(ENTRY_A, PD_SLUG, 0)]
     r = client.get(f"/trial/{tid}/file/figure.png")
@@ -154,6 +158,7 @@ def test_files_are_served_inert(client: Any, db: Path) -> None:
         assert client.get(f"/trial/{tid}/file/{bad}").status_code == 404
 
 
+@pytest.mark.slow
 def test_only_local_host_names_are_answered(db: Path) -> None:
     """A DNS-rebinding page (Host: attacker's name) gets nothing."""
     from fastapi.testclient import TestClient
@@ -224,6 +229,7 @@ def _content(png: Path) -> tuple[int, float]:
     return distinct, non_white
 
 
+@pytest.mark.slow
 def test_chromium_screenshots_show_populated_pages(db: Path, tmp_path: Path) -> None:
     chromium = shutil.which("chromium") or (
         "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
@@ -264,6 +270,7 @@ def test_chromium_screenshots_show_populated_pages(db: Path, tmp_path: Path) -> 
         assert non_white >= 0.03, name
 
 
+@pytest.mark.slow
 def test_html_report_points_to_the_viewer(db: Path) -> None:
     from tbmm.report import render_html
     from tbmm.results import leaderboard
@@ -376,6 +383,7 @@ def test_wrapped_paths_are_escaped_first() -> None:
     assert str(wrap_path("<script>a.b</script>")) == "&lt;script&gt;a.<wbr>b&lt;/<wbr>script&gt;"
 
 
+@pytest.mark.slow
 def test_entry_download_is_the_export_file(client: Any, db: Path, tmp_path: Path) -> None:
     """The entry page's download is byte for byte `tbmm runs export ENTRY -o X.json.gz`."""
     from typer.testing import CliRunner
