@@ -34,6 +34,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -213,6 +214,7 @@ def check(data: bytes | str, caps: Caps = DEFAULT_CAPS) -> None:
 
 
 _CONTAINERS = frozenset((dict, list))
+_DICT_ONLY = {dict}
 
 
 def _walk(doc: Any, caps: Caps) -> None:
@@ -250,6 +252,10 @@ def _walk(doc: Any, caps: Caps) -> None:
             if depth + 1 > caps.max_depth:
                 stack.extend((v, sub, depth + 1) for v in node if type(v) in _CONTAINERS)
                 continue
+            if set(map(type, node)) == _DICT_ONLY and _CONTAINERS.isdisjoint(
+                map(type, chain.from_iterable(map(dict.values, node)))
+            ):
+                continue  # a table: rows of leaves (checked in C, not row by row below)
             for v in node:
                 # a dict entry of leaves only is fully checked here (its depth is within the
                 # cap): most of a long list's entries never reach the stack
