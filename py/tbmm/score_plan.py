@@ -349,7 +349,7 @@ class Floors:
         if o.numerator <= 0:
             return ZERO
         if o.numerator == o.denominator:
-            return _clamped(raw.numerator, raw.denominator, ZERO)
+            return unit(raw)
         return _clamped(raw.numerator * o.denominator, raw.denominator * o.numerator, ZERO)
 
 
@@ -371,11 +371,18 @@ def floors(task: Task) -> Floors:
     return out
 
 
+def unit(q: Fraction) -> Fraction:
+    """clamp(q, 0, 1): q itself when it is in [0, 1] (no new Fraction, no gcd)."""
+    n, d = q.numerator, q.denominator
+    if n < 0:
+        return ZERO
+    return ONE if n >= d else q
+
+
 def panel_mean(scores: list[Fraction]) -> Fraction:
     """`scoring.panel_o_eval` of a non-empty panel: clamp(mean of R(m, S_p), 0, 1)."""
     if len(scores) == 1:
-        s = scores[0]
-        return _clamped(s.numerator, s.denominator, ZERO)
+        return unit(scores[0])
     n, d = 0, 1
     for s in scores:
         sn, sd = s.numerator, s.denominator
