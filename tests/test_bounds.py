@@ -250,3 +250,18 @@ def test_rows_of_leaves_count_toward_the_depth() -> None:
             bounds.check(make(C.max_depth + 1))
         with pytest.raises(ArtifactError):
             read_artifact(make(C.max_depth + 1))
+
+
+def test_tables_of_leaf_rows_are_checked_whole_yet_the_same() -> None:
+    """A list of flat rows is checked in one C pass; the depth cap and a nested row still
+    count as they do row by row."""
+    rows = '[{"a": 1, "b": "x"}, {"a": 2, "b": null}]'
+    caps = bounds.Caps(max_depth=3)
+    bounds.parse_exact('{"t": ' + rows + "}", caps)  # depth 3: within the cap
+    with pytest.raises(bounds.BoundsError, match="nested deeper than the cap of 2"):
+        bounds.parse_exact('{"t": ' + rows + "}", bounds.Caps(max_depth=2))
+    nested = '{"t": [{"a": 1}, {"a": [[[1]]]}]}'
+    with pytest.raises(bounds.BoundsError, match=r"nested deeper than the cap of 3 \(at t\[\*\]"):
+        bounds.parse_exact(nested, caps)
+    with pytest.raises(bounds.BoundsError, match="over the cap of 1"):
+        bounds.parse_exact('{"t": [{"a": 1}, {"a": [1, 2]}]}', bounds.Caps(max_list=1))

@@ -29,10 +29,12 @@ import json
 import os
 import re
 import stat
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -116,13 +118,46 @@ def parse_exact(data: bytes | str, caps: Caps = DEFAULT_CAPS) -> Any:
     """Parse an artifact exactly (`tbmm.exact` numbers) within the caps, in ONE pass of the
     JSON scanner: bytes first, each number's length as it is seen, then depth and lists on
     the tree. Raises BoundsError over a cap, ValueError/UnicodeDecodeError if not JSON."""
-    from tbmm import exact
-
     check_size(len(data), caps)
     data = strip_bom(data)
     if isinstance(data, bytes):
         data = data.decode("utf-8")
-    limit = caps.max_digits
+    if data.startswith("\ufeff"):  # a second BOM: json.loads's own refusal, word for word
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", data, 0)
+    decoder = _decoder(caps.max_digits)
+    # The parse allocates one object per number and container, and a JSON tree holds no
+    # reference cycles: the cyclic collector's passes over the growing heap are pure cost
+    # (a third of the parse of a 20,000-number field), so it pauses for the parse.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        doc = decoder.decode(data)
+    except RecursionError as exc:
+        raise BoundsError(f"artifact is nested deeper than the cap of {caps.max_depth}") from exc
+    finally:
+        if collecting:
+            gc.enable()
+    _walk(doc, caps)
+    return doc
+
+
+_DECODERS = threading.local()
+
+
+def _decoder(limit: int) -> json.JSONDecoder:
+    """The exact decoder for a digit cap, built once per thread (`json.loads` with hooks
+    builds a decoder and its C scanner on every call: most of a small artifact's parse)."""
+    cache = getattr(_DECODERS, "by_limit", None)
+    if cache is None:
+        cache = _DECODERS.by_limit = {}
+    dec = cache.get(limit)
+    if dec is None:
+        dec = cache[limit] = _make_decoder(limit)
+    return dec
+
+
+def _make_decoder(limit: int) -> json.JSONDecoder:
+    from tbmm import exact
 
     def too_long(text: str) -> BoundsError:
         return BoundsError(
@@ -151,20 +186,7 @@ def parse_exact(data: bytes | str, caps: Caps = DEFAULT_CAPS) -> Any:
             raise too_long(text)
         return exact.NonFinite(text)
 
-    # The parse allocates one object per number and container, and a JSON tree holds no
-    # reference cycles: the cyclic collector's passes over the growing heap are pure cost
-    # (a third of the parse of a 20,000-number field), so it pauses for the parse.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        doc = json.loads(data, parse_float=num, parse_int=integer, parse_constant=constant)
-    except RecursionError as exc:
-        raise BoundsError(f"artifact is nested deeper than the cap of {caps.max_depth}") from exc
-    finally:
-        if collecting:
-            gc.enable()
-    _walk(doc, caps)
-    return doc
+    return json.JSONDecoder(parse_float=num, parse_int=integer, parse_constant=constant)
 
 
 def check(data: bytes | str, caps: Caps = DEFAULT_CAPS) -> None:
@@ -192,6 +214,7 @@ def check(data: bytes | str, caps: Caps = DEFAULT_CAPS) -> None:
 
 
 _CONTAINERS = frozenset((dict, list))
+_DICT_ONLY = {dict}
 
 
 def _walk(doc: Any, caps: Caps) -> None:
@@ -229,6 +252,10 @@ def _walk(doc: Any, caps: Caps) -> None:
             if depth + 1 > caps.max_depth:
                 stack.extend((v, sub, depth + 1) for v in node if type(v) in _CONTAINERS)
                 continue
+            if set(map(type, node)) == _DICT_ONLY and _CONTAINERS.isdisjoint(
+                map(type, chain.from_iterable(map(dict.values, node)))
+            ):
+                continue  # a table: rows of leaves (checked in C, not row by row below)
             for v in node:
                 # a dict entry of leaves only is fully checked here (its depth is within the
                 # cap): most of a long list's entries never reach the stack

@@ -389,6 +389,109 @@ def _explain(inst: Instance, details: dict[str, str]) -> None:
                 return
 
 
+def _node(doc: Any, toks: tuple[str | int, ...]) -> Any:
+    """`tbmm.paths.resolve` on pre-split tokens, _MISSING instead of PathError (the gate's
+    hot loop: no exception, no token lookup per instance)."""
+    node = doc
+    for tok in toks:
+        if type(tok) is str:
+            if (type(node) is dict or isinstance(node, dict)) and tok in node:
+                node = node[tok]
+            else:
+                return _MISSING
+        elif (type(node) is list or isinstance(node, list)) and 0 <= tok < len(node):
+            node = node[tok]
+        else:
+            return _MISSING
+    return node
+
+
+@dataclass(frozen=True, slots=True)
+class _OneField:
+    """A check on one field against constants (interval, threshold, count), compiled: its
+    path split into tokens (around its `[*]` when it has one) and its constants read once."""
+
+    check: GateCheck
+    roles: dict[str, list[str]]
+    form: Form
+    plan: _Plan
+    toks: tuple[str | int, ...]  # the whole path (no wildcard) or the list's prefix
+    rest: tuple[str | int, ...] | None  # after the `[*]`: None without a wildcard
+
+    def test(self, x: Fraction) -> bool:
+        k, form = self.plan, self.form
+        if form is Form.interval:
+            return forms.interval(x, k.lo, k.hi)
+        if form is Form.threshold:
+            return forms.threshold(x, self.check.op, k.bound)  # type: ignore[arg-type]
+        return forms.count(x, k.hi)
+
+
+def _one_field(check: GateCheck) -> _OneField | None:
+    """The compiled form of a one-field check, or None (the general path evaluates it)."""
+    from tbmm.paths import tokens
+
+    roles, wild = _roles(check)
+    if check.form not in _ONE_FIELD or list(roles) != ["field"] or len(roles["field"]) != 1:
+        return None
+    (p,) = roles["field"]
+    try:
+        if not wild:
+            return _OneField(check, roles, check.form, _plan(check), tokens(p), None)
+        head, tail = p.split("[*]", 1)
+        toks, rest = tokens(head), tokens(tail)
+    except PathError:
+        return None
+    if -1 in rest:
+        return None  # a second wildcard: the general path says what is missing
+    return _OneField(check, roles, check.form, _plan(check), toks, rest)
+
+
+def _gate_plan(task: Task) -> list[tuple[GateCheck, _OneField | None]]:
+    """The task's checks with their compiled forms, built once per gate spec."""
+    checks = task.gate.check
+    hit = task._cache.get("gate_plan")
+    if hit is None or hit[0] is not checks:
+        hit = (checks, [(c, _one_field(c)) for c in checks])
+        task._cache["gate_plan"] = hit
+    return hit[1]
+
+
+def _fast(one: _OneField, doc: dict[str, Any]) -> list[Instance] | None:
+    """`instances` + `evaluate` of a compiled one-field check while every field it reads
+    holds a number; None otherwise (the general path then produces the same instances
+    with their reasons)."""
+    check, roles, test = one.check, one.roles, one.test
+    if one.rest is None:
+        node = _node(doc, one.toks)
+        if type(node) is not Num:
+            return None
+        x = node.value
+        (p,) = roles["field"]
+        inst = Instance(check, None, roles, {p: x}, "pass")
+        if not test(x):
+            inst.status = "fail"
+            inst.message = _failure_message(inst, {"field": [x]}, one.plan)
+        return [inst]
+    entries = _node(doc, one.toks)
+    if type(entries) is not list or not entries:
+        return None
+    rest = one.rest
+    nodes = [_node(e, rest) for e in entries]
+    if any(type(n) is not Num for n in nodes):
+        return None
+    out = []
+    for i, (sub, node) in enumerate(zip(_concrete(check, roles, len(nodes)), nodes, strict=True)):
+        x = node.value
+        (p,) = sub["field"]
+        inst = Instance(check, i, sub, {p: x}, "pass")
+        if not test(x):
+            inst.status = "fail"
+            inst.message = _failure_message(inst, {"field": [x]}, one.plan)
+        out.append(inst)
+    return out
+
+
 def run_gate(
     task: Task, doc: dict[str, Any] | None, replay_details: dict[str, str] | None = None
 ) -> GateReport:
@@ -404,8 +507,9 @@ def run_gate(
         )
     insts: list[Instance] = list(_short_lists(task, doc))
     unverifiable: dict[str, str] = {}
-    for check in task.gate.check:
-        for inst in instances(check, doc):
+    for check, one in _gate_plan(task):
+        fast = _fast(one, doc) if one is not None else None
+        for inst in fast if fast is not None else instances(check, doc):
             if inst.status == "pending":
                 evaluate(inst, doc)
             insts.append(inst)

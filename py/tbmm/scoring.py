@@ -386,11 +386,17 @@ def score_task(
     """All task-level scores for one resolved artifact (`doc` None = missing artifact).
 
     `unverifiable` (from the gate report) maps metric ids to the reason they score 0."""
+    from tbmm.score_plan import floors, panel_mean, plan_for
+
     unverifiable = unverifiable or {}
-    metrics = [score_metric(m, doc, unverifiable=unverifiable.get(m.id, "")) for m in task.metrics]
-    o_raw = oracle_raw(task)
-    raw = raw_score(metrics) or rules.ZERO
-    f = baseline_raw(task)
+    # the compiled panel (`tbmm.score_plan`): the same values as `score_metric`,
+    # `raw_score`, `panel_scores` and the `rules` formulas, which stay the specification
+    # it is tested against
+    metrics, raw_or_none, papers = plan_for(task).score(doc, unverifiable)
+    fl = floors(task)
+    o_raw = fl.oracle
+    raw = raw_or_none or rules.ZERO
+    f = fl.baseline
     notes: list[str] = []
     if doc is None:
         status = "missing_artifact"
@@ -399,7 +405,7 @@ def score_task(
     else:
         status = "scored"
         notes = extra_entry_notes(task, doc)
-    panel = panel_scores(task, doc, {m.id: m for m in metrics}, raw, unverifiable)
+    panel = [PaperScore(pid, ids, r) for pid, ids, r in papers]
     if status != "scored":
         o_anchor = o_eval = rules.ZERO
         robust = -rules.ONE
@@ -409,13 +415,11 @@ def score_task(
             else "feasibility gate failed: O-Eval 0, Robust BO-Eval -1"
         )
     else:
-        o_anchor = rules.o_eval(raw, o_raw)
-        o_eval = panel_o_eval(task, doc, o_anchor, panel)
-        robust = rules.robust_bo(raw, o_raw, f)
-    from tbmm.floor import floor_f
-
-    f_t = floor_f(task)
-    skill = rules.skill(raw, o_raw, f_t) if status == "scored" else rules.ZERO
+        o_anchor = fl.o_eval(raw)
+        o_eval = panel_mean([p.score for p in panel]) if panel else o_anchor
+        robust = fl.robust_bo(raw)
+    f_t = fl.floor
+    skill = fl.skill(raw) if status == "scored" else rules.ZERO
     if task.panel.literature_split:
         notes.append(
             f"literature-split task: kept in per-task tables, left out of headline means ({task.panel.literature_split_note})"
