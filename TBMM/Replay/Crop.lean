@@ -455,17 +455,19 @@ def seasonSums (d : Data) (half : Bool) (k b season : Nat) (t : Tally) : Sums :=
         (fun p prices' =>
         List.casesOn (motive := fun _ => Sums) demand (rest (Nat.succ i) List.nil List.nil)
           (fun dm demand' =>
+          let n := digit b (Tally.plots t) i
           let q := digit b (Tally.prod t) i
           let dk := Nat.mul dm k
           let sold := cond (Nat.ble q dk) q dk
           let r := rest (Nat.succ i) prices' demand'
-          Sums.mk (Sums.unsuitable r)
-            (cond (lt (Data.maxPlots d) (digit b (Tally.plots t) i)) (Nat.succ (Sums.scatter r))
-              (Sums.scatter r))
+          -- a crop on no plot produces nothing: it adds no revenue and scatters nowhere
+          cond (Nat.beq n 0) r
+          (Sums.mk (Sums.unsuitable r)
+            (cond (lt (Data.maxPlots d) n) (Nat.succ (Sums.scatter r)) (Sums.scatter r))
             (Nat.add (Nat.add (Nat.mul 2 (Nat.mul p sold))
                 (cond half (Nat.mul p (Nat.sub q sold)) 0))
               (Sums.revenue r))
-            (Sums.cost r))))
+            (Sums.cost r)))))
     (Data.crops d) 0 (nth List.nil (Data.prices d) season) (nth List.nil (Data.demand d) season)
 
 /-- Two sums added. -/
