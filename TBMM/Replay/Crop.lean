@@ -20,7 +20,12 @@ Representation (written by the certificate generator, never from artifact string
 The profit is computed exactly in integers scaled by `20·k·priceDen` and returned as a `Rat`:
 per (year, season, crop) the production `Q` and the expected sales `D` (2023's production),
 revenue `p·min(Q, D)` (case 1) or `p·min(Q, D) + p/2·(Q − min(Q, D))` (case 2), minus the
-planting cost of every planting. Every definition follows `TBMM.Core`'s rules: recursors
+planting cost of every planting. Sums over many cells — per crop in a season's tally, per
+rule over the plots — are kept as the digits of one natural number in a base the plan
+bounds (`base`, `cbase`: no digit can reach it, so digits never carry), so that each step
+is one GMP addition that both the elaborator and the kernel evaluate at once, rather than
+a walk along a list or nine lazily evaluated fields; this halved the certificate's
+evaluation. Every definition follows `TBMM.Core`'s rules: recursors
 and `cond`, no `match`, everything `noncomputable`, obligations by kernel evaluation.
 -/
 
