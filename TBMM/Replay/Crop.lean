@@ -20,7 +20,12 @@ Representation (written by the certificate generator, never from artifact string
 The profit is computed exactly in integers scaled by `20·k·priceDen` and returned as a `Rat`:
 per (year, season, crop) the production `Q` and the expected sales `D` (2023's production),
 revenue `p·min(Q, D)` (case 1) or `p·min(Q, D) + p/2·(Q − min(Q, D))` (case 2), minus the
-planting cost of every planting. Every definition follows `TBMM.Core`'s rules: recursors
+planting cost of every planting. Sums over many cells — per crop in a season's tally, per
+rule over the plots — are kept as the digits of one natural number in a base the plan
+bounds (`base`, `cbase`: no digit can reach it, so digits never carry), so that each step
+is one GMP addition that both the elaborator and the kernel evaluate at once, rather than
+a walk along a list or nine lazily evaluated fields; this halved the certificate's
+evaluation. Every definition follows `TBMM.Core`'s rules: recursors
 and `cond`, no `match`, everything `noncomputable`, obligations by kernel evaluation.
 -/
 
@@ -141,18 +146,15 @@ structure Result where
   /-- Total profit in yuan. -/
   profit : Rat
 
-/-- Plots and production of one crop in one season of one year. -/
-structure Cell where
-  /-- Plots planted with it. -/
-  plots : Nat
-  /-- Production, in jin times `10·k`. -/
-  prod : Nat
-
-/-- One season of one year over every plot: per crop number a `Cell`, the planting cost
-(yuan times `10·k`) and the plantings the statistics do not list (unsuitable). -/
+/-- Plots and production of every crop in one season of one year, each as the digits of a
+natural number in base `base` (crop number `c` is digit `c`), so that adding a planting is
+two GMP additions instead of a walk along a list of crop numbers; the planting cost (yuan
+times `10·k`) and the plantings the statistics do not list (unsuitable). -/
 structure Tally where
-  /-- Per crop number. -/
-  cells : List Cell
+  /-- Per crop number (digit), plots planted with it. -/
+  plots : Nat
+  /-- Per crop number (digit), production in jin times `10·k`. -/
+  prod : Nat
   /-- Planting cost, in yuan times `10·k`. -/
   cost : Nat
   /-- Unsuitable plantings. -/
@@ -214,6 +216,9 @@ def addAt (xs : List Nat) (i v : Nat) : List Nat :=
         (fun j => List.cons a (rest j)))
     xs i
 
+/-- Digit `i` of `n` in base `b`. -/
+def digit (b n i : Nat) : Nat := Nat.mod (Nat.div n (Nat.pow b i)) b
+
 /-- `n` zeros. -/
 def zeros (n : Nat) : List Nat := Nat.rec List.nil (fun _ t => List.cons 0 t) n
 
@@ -272,26 +277,47 @@ def rangesMatch (d : Data) : Bool :=
 def minArea (d : Data) (kind : Nat) : Nat :=
   cond (lt kind (Data.openKinds d)) (Data.minOpen d) (Data.minGreen d)
 
-/-- Violations of one season of one plot: plantings below the minimum area, an overfull
-season (scale `k`), a season not in the written form. (Unsuitable plantings are counted
-by the tallies, which look every planting up anyway.) -/
-def seasonViolations (d : Data) (k kind area : Nat) (xs : List Planting) : Counts :=
-  Counts.mk 0 (cond (lt (Nat.mul area k) (sumArea xs)) 1 0)
-    (countIf (fun a => lt (Planting.area a) (Nat.mul (minArea d kind) k)) xs) 0 0 0 0 0
-    (cond (wellFormed xs) 0 1)
+/-- Number of plantings of a plot's years. -/
+def plantings (ys : List Year) : Nat :=
+  List.foldr (fun y n => Nat.add (List.length (Year.first y)) (Nat.add (List.length (Year.second y)) n))
+    0 ys
 
-/-- Violations of one year of one plot: both seasons; on irrigated land, rice with anything
-else that year, and more than one second-season crop. -/
-def yearViolations (d : Data) (k : Nat) (p : Plot) (y : Year) : Counts :=
+/-- The base in which the per-plot violations are summed, rule `r` being digit `r` (the
+order of `Counts`): three times one more than the plan's plots, years and plantings and the
+2023 plantings. No rule counts more than twice per planting (rotation: a planting against
+the year before and within its year; a 2023 planting once), twice per year (two seasons),
+once per plot, and once for the whole plan, so each digit stays below the base: digits
+never carry into each other, and the sum is one GMP addition per step instead of nine. -/
+def cbase (d : Data) (plan : List (List Year)) : Nat :=
+  Nat.mul 3 (Nat.succ (Nat.add (List.length plan)
+    (List.foldr (fun ys n => Nat.add (Nat.add (List.length ys) (plantings ys)) n)
+      (List.foldr (fun p n => Nat.add (plantings (List.cons (Plot.history p) List.nil)) n) 0
+        (Data.plots d))
+      plan)))
+
+/-- `n` violations of rule `r` (digit `r` in base `c`). -/
+def rule (c r n : Nat) : Nat := Nat.mul n (Nat.pow c r)
+
+/-- Violations of one season of one plot, digits in base `c`: plantings below the minimum
+area, an overfull season (scale `k`), a season not in the written form. (Unsuitable
+plantings are counted by the tallies, which look every planting up anyway.) -/
+def seasonViolations (d : Data) (c k kind area : Nat) (xs : List Planting) : Nat :=
+  Nat.add (rule c 1 (cond (lt (Nat.mul area k) (sumArea xs)) 1 0))
+    (Nat.add (rule c 2 (countIf (fun a => lt (Planting.area a) (Nat.mul (minArea d kind) k)) xs))
+      (rule c 8 (cond (wellFormed xs) 0 1)))
+
+/-- Violations of one year of one plot, digits in base `c`: both seasons; on irrigated
+land, rice with anything else that year, and more than one second-season crop. -/
+def yearViolations (d : Data) (c k : Nat) (p : Plot) (y : Year) : Nat :=
   let irr := Nat.beq (Plot.kind p) (Data.irrigated d)
   let f := Year.first y
   let s := Year.second y
-  Counts.add (seasonViolations d k (Plot.kind p) (Plot.area p) f)
-    (Counts.add (seasonViolations d k (Plot.kind p) (Plot.area p) s)
-      (Counts.mk 0 0 0
-        (cond (and irr (and (mem (Data.rice d) f)
-          (or (lt 1 (List.length f)) (not (isNil s))))) 1 0)
-        (cond (and irr (lt 1 (List.length s))) 1 0) 0 0 0 0))
+  Nat.add (seasonViolations d c k (Plot.kind p) (Plot.area p) f)
+    (Nat.add (seasonViolations d c k (Plot.kind p) (Plot.area p) s)
+      (Nat.add
+        (rule c 3 (cond (and irr (and (mem (Data.rice d) f)
+          (or (lt 1 (List.length f)) (not (isNil s))))) 1 0))
+        (rule c 4 (cond (and irr (lt 1 (List.length s))) 1 0))))
 
 /-- Crops of `xs` also in `ys`. -/
 def common (xs ys : List Planting) : Nat := countIf (fun a => mem (Planting.crop a) ys) xs
@@ -335,57 +361,78 @@ def legume (d : Data) (k : Nat) (p : Plot) (ys : List Year) : Nat :=
     (List.cons (Nat.mul (legumeArea d (Plot.history p)) k)
       (List.foldr (fun y t => List.cons (legumeArea d y) t) List.nil ys))
 
-/-- Every per-plot violation of a plan (scale `k`): seasons, years, rotation, legumes, and
-a plot whose list of years is not `years` long. -/
-def plotViolations (d : Data) (k : Nat) (p : Plot) (ys : List Year) : Counts :=
-  Counts.add (List.foldr (fun y n => Counts.add (yearViolations d k p y) n) Counts.zero ys)
-    (Counts.mk 0 0 0 0 0 (rotation d (Plot.history p) ys) (legume d k p ys) 0
-      (cond (Nat.beq (List.length ys) (Data.years d)) 0 1))
+/-- Every per-plot violation of a plan (scale `k`), digits in base `c`: seasons, years,
+rotation, legumes, and a plot whose list of years is not `years` long. -/
+def plotViolations (d : Data) (c k : Nat) (p : Plot) (ys : List Year) : Nat :=
+  Nat.add (List.foldr (fun y n => Nat.add (yearViolations d c k p y) n) 0 ys)
+    (Nat.add (rule c 5 (rotation d (Plot.history p) ys))
+      (Nat.add (rule c 6 (legume d k p ys))
+        (rule c 8 (cond (Nat.beq (List.length ys) (Data.years d)) 0 1))))
 
-/-- `f` over plots and their plan years in parallel, summed; a plan with a different number
-of plots than 附件1 is not in the written form. -/
-def overPlots (d : Data) (f : Plot → List Year → Counts) (plan : List (List Year)) : Counts :=
-  Counts.add
-    (List.rec (motive := fun _ => List (List Year) → Counts) (fun _ => Counts.zero)
+/-- `f` over plots and their plan years in parallel, summed (digits in base `c`); a plan
+with a different number of plots than 附件1 is not in the written form. -/
+def overPlots (d : Data) (c : Nat) (f : Plot → List Year → Nat) (plan : List (List Year)) : Nat :=
+  Nat.add
+    (List.rec (motive := fun _ => List (List Year) → Nat) (fun _ => 0)
       (fun p _ rest plan =>
-        List.casesOn (motive := fun _ => Counts) plan Counts.zero
-          (fun ys plan' => Counts.add (f p ys) (rest plan')))
+        List.casesOn (motive := fun _ => Nat) plan 0
+          (fun ys plan' => Nat.add (f p ys) (rest plan')))
       (Data.plots d) plan)
-    (Counts.mk 0 0 0 0 0 0 0 0 (cond (Nat.beq (List.length plan) (List.length (Data.plots d))) 0 1))
+    (rule c 8 (cond (Nat.beq (List.length plan) (List.length (Data.plots d))) 0 1))
 
-/-- `c` with one more plot producing `q`, at crop number `i` of the cells. -/
-def addCell (xs : List Cell) (i q : Nat) : List Cell :=
-  List.rec (motive := fun _ => Nat → List Cell) (fun _ => List.nil)
-    (fun a t rest i =>
-      Nat.casesOn (motive := fun _ => List Cell) i
-        (List.cons (Cell.mk (Nat.succ (Cell.plots a)) (Nat.add (Cell.prod a) q)) t)
-        (fun j => List.cons a (rest j)))
-    xs i
+/-- The counts whose rule `r` is digit `r` of `n` in base `c`. -/
+def Counts.ofDigits (c n : Nat) : Counts :=
+  Counts.mk (digit c n 0) (digit c n 1) (digit c n 2) (digit c n 3) (digit c n 4) (digit c n 5)
+    (digit c n 6) (digit c n 7) (digit c n 8)
 
-/-- One season's plantings of a plot added to a tally: each planting is looked up once. -/
-def tallySeason (d : Data) (kind season : Nat) (xs : List Planting) (t : Tally) : Tally :=
+/-- The larger of two numbers. -/
+def max (a b : Nat) : Nat := cond (Nat.ble a b) b a
+
+/-- The largest yield of the statistics. -/
+def maxYield (d : Data) : Nat :=
+  List.foldr (fun kind m => List.foldr (fun season m =>
+      List.foldr (fun s m => max (Stat.yield s) m) m season) m kind)
+    0 (Data.stats d)
+
+/-- `n` plus, per planting, its area times `y`, plus one. -/
+def weigh (y : Nat) (xs : List Planting) (n : Nat) : Nat :=
+  List.foldr (fun a n => Nat.add (Nat.succ (Nat.mul (Planting.area a) y)) n) n xs
+
+/-- The base of a tally's digits for a plan: one more than the sum, over all its plantings,
+of area times the largest yield plus one. A digit of a tally sums a subset of these terms
+(production: area times a yield of the statistics, at most the largest; plots: one per
+planting), so it stays below the base: digits never carry into each other. -/
+def base (d : Data) (plan : List (List Year)) : Nat :=
+  let y := maxYield d
+  Nat.succ (List.foldr (fun ys n =>
+      List.foldr (fun yr n => weigh y (Year.first yr) (weigh y (Year.second yr) n)) n ys)
+    0 plan)
+
+/-- One season's plantings of a plot added to a tally (digits in base `b`): each planting
+is looked up once and adds `b ^ crop` times its plot and production. -/
+def tallySeason (d : Data) (b kind season : Nat) (xs : List Planting) (t : Tally) : Tally :=
   List.foldr (fun a t =>
+    let w := Nat.pow b (Planting.crop a)
     Option.casesOn (motive := fun _ => Tally) (statOf d kind season (Planting.crop a))
-      (Tally.mk (addCell (Tally.cells t) (Planting.crop a) 0) (Tally.cost t)
+      (Tally.mk (Nat.add (Tally.plots t) w) (Tally.prod t) (Tally.cost t)
         (Nat.succ (Tally.unsuitable t)))
-      (fun s => Tally.mk
-        (addCell (Tally.cells t) (Planting.crop a) (Nat.mul (Planting.area a) (Stat.yield s)))
+      (fun s => Tally.mk (Nat.add (Tally.plots t) w)
+        (Nat.add (Tally.prod t) (Nat.mul (Nat.mul (Planting.area a) (Stat.yield s)) w))
         (Nat.add (Tally.cost t) (Nat.mul (Planting.area a) (Stat.cost s))) (Tally.unsuitable t)))
     t xs
 
-/-- A tally of nothing over `n` crop numbers. -/
-def emptyTally (n : Nat) : Tally :=
-  Tally.mk (Nat.rec List.nil (fun _ t => List.cons (Cell.mk 0 0) t) n) 0 0
+/-- The tally of nothing. -/
+def emptyTally : Tally := Tally.mk 0 0 0 0
 
-/-- The tally of one season of year `i` over every plot. -/
-def tally (d : Data) (plan : List (List Year)) (i season : Nat) : Tally :=
+/-- The tally of one season of year `i` over every plot (digits in base `b`). -/
+def tally (d : Data) (b : Nat) (plan : List (List Year)) (i season : Nat) : Tally :=
   List.rec (motive := fun _ => List (List Year) → Tally)
-    (fun _ => emptyTally (List.length (Data.crops d)))
+    (fun _ => emptyTally)
     (fun p _ rest plan =>
-      List.casesOn (motive := fun _ => Tally) plan (emptyTally (List.length (Data.crops d)))
+      List.casesOn (motive := fun _ => Tally) plan emptyTally
         (fun ys plan' =>
           let y := nth (Year.mk List.nil List.nil) ys i
-          tallySeason d (Plot.kind p) season
+          tallySeason d b (Plot.kind p) season
             (cond (Nat.beq season 0) (Year.first y) (Year.second y)) (rest plan')))
     (Data.plots d) plan
 
@@ -404,25 +451,29 @@ structure Sums where
 /-- One season of one year: crops on more than `maxPlots` plots and unsuitable plantings;
 revenue per crop `2·p·min(Q, D)`, plus `p·(Q − min(Q, D))` when the surplus sells at half
 price (`half`); the cost. One walk over the crop numbers. -/
-def seasonSums (d : Data) (half : Bool) (k season : Nat) (t : Tally) : Sums :=
-  List.rec (motive := fun _ => List Nat → List Nat → Sums)
-    (fun _ _ => Sums.mk (Tally.unsuitable t) 0 0
+def seasonSums (d : Data) (half : Bool) (k b season : Nat) (t : Tally) : Sums :=
+  List.rec (motive := fun _ => Nat → List Nat → List Nat → Sums)
+    (fun _ _ _ => Sums.mk (Tally.unsuitable t) 0 0
       (Nat.mul (Nat.mul 2 (Data.priceDen d)) (Tally.cost t)))
-    (fun c _ rest prices demand =>
-      List.casesOn (motive := fun _ => Sums) prices (rest List.nil List.nil) (fun p prices' =>
-        List.casesOn (motive := fun _ => Sums) demand (rest List.nil List.nil) (fun dm demand' =>
-          let q := Cell.prod c
+    (fun _ _ rest i prices demand =>
+      List.casesOn (motive := fun _ => Sums) prices (rest (Nat.succ i) List.nil List.nil)
+        (fun p prices' =>
+        List.casesOn (motive := fun _ => Sums) demand (rest (Nat.succ i) List.nil List.nil)
+          (fun dm demand' =>
+          let n := digit b (Tally.plots t) i
+          let q := digit b (Tally.prod t) i
           let dk := Nat.mul dm k
           let sold := cond (Nat.ble q dk) q dk
-          let r := rest prices' demand'
-          Sums.mk (Sums.unsuitable r)
-            (cond (lt (Data.maxPlots d) (Cell.plots c)) (Nat.succ (Sums.scatter r))
-              (Sums.scatter r))
+          let r := rest (Nat.succ i) prices' demand'
+          -- a crop on no plot produces nothing: it adds no revenue and scatters nowhere
+          cond (Nat.beq n 0) r
+          (Sums.mk (Sums.unsuitable r)
+            (cond (lt (Data.maxPlots d) n) (Nat.succ (Sums.scatter r)) (Sums.scatter r))
             (Nat.add (Nat.add (Nat.mul 2 (Nat.mul p sold))
                 (cond half (Nat.mul p (Nat.sub q sold)) 0))
               (Sums.revenue r))
-            (Sums.cost r))))
-    (Tally.cells t) (nth List.nil (Data.prices d) season) (nth List.nil (Data.demand d) season)
+            (Sums.cost r)))))
+    (Data.crops d) 0 (nth List.nil (Data.prices d) season) (nth List.nil (Data.demand d) season)
 
 /-- Two sums added. -/
 def Sums.add (a b : Sums) : Sums :=
@@ -432,13 +483,14 @@ def Sums.add (a b : Sums) : Sums :=
 /-- The replay of a plan at scale `k` (areas in `1/(10·k)` mu) under the sale rule `half`
 (false: case 1, surplus wasted; true: case 2, surplus at half price). -/
 def replay (d : Data) (half : Bool) (k : Nat) (plan : List (List Year)) : Result :=
+  let b := base d plan
   let sums := Nat.rec (motive := fun _ => Sums) (Sums.mk 0 0 0 0)
     (fun i acc =>
-      Sums.add (Sums.add (seasonSums d half k 0 (tally d plan i 0))
-        (seasonSums d half k 1 (tally d plan i 1))) acc)
+      Sums.add (Sums.add (seasonSums d half k b 0 (tally d b plan i 0))
+        (seasonSums d half k b 1 (tally d b plan i 1))) acc)
     (Data.years d)
   Result.mk
-    (Counts.add (overPlots d (plotViolations d k) plan)
+    (Counts.add (Counts.ofDigits (cbase d plan) (overPlots d (cbase d plan) (plotViolations d (cbase d plan) k) plan))
       (Counts.mk (Sums.unsuitable sums) 0 0 0 0 0 0 (Sums.scatter sums) 0))
     (Rat.ofNumDen (Int.subNatNat (Sums.revenue sums) (Sums.cost sums))
       (Nat.mul (Nat.mul 20 k) (Data.priceDen d)))
@@ -467,9 +519,11 @@ what `Data.demand` must equal. -/
 def demandOf (d : Data) : List (List Nat) :=
   let hist := List.foldr (fun p t => List.cons (List.cons (Plot.history p) List.nil) t) List.nil
     (Data.plots d)
-  let prods := fun (t : Tally) => List.foldr (fun c l => List.cons (Cell.prod c) l) List.nil
-    (Tally.cells t)
-  List.cons (prods (tally d hist 0 0)) (List.cons (prods (tally d hist 0 1)) List.nil)
+  let b := base d hist
+  let prods := fun (t : Tally) =>
+    List.rec (motive := fun _ => Nat → List Nat) (fun _ => List.nil)
+      (fun _ _ rest i => List.cons (digit b (Tally.prod t) i) (rest (Nat.succ i))) (Data.crops d) 0
+  List.cons (prods (tally d b hist 0 0)) (List.cons (prods (tally d b hist 0 1)) List.nil)
 
 /-- Equality of lists of naturals. -/
 def natsEq (xs ys : List Nat) : Bool :=
