@@ -18,7 +18,7 @@ import TBMM.Replay.CropData
 
 An Init-free library (every module starts with `prelude`, see `TBMM.Core`): exact
 integers and rationals, the six gate forms (`TBMM.Forms`) and the scoring rules
-(`TBMM.Reward`), mirroring `tbmm.forms` and `tbmm.rules`, theorems about those rules
+(`TBMM.Reward`), mirroring `tbmm.core.forms` and `tbmm.core.rules`, theorems about those rules
 for all inputs (`TBMM.Theorems`, on the lemma library `TBMM.Lemmas.*`), and exact replays
 stated as Lean functions (`TBMM.Replay.*`, with their tasks' data generated as Lean terms).
 Generated certificates

@@ -3,7 +3,7 @@ import TBMM.Rat
 /-!
 # TBMM.Forms — the six decidable gate forms
 
-Bool-valued checkers that mirror `tbmm.forms` (Python) exactly; a gate obligation in a
+Bool-valued checkers that mirror `tbmm.core.forms` (Python) exactly; a gate obligation in a
 certificate states `Eq (Forms.<form> …) true` over the artifact's numbers and is proved
 by `rfl`, i.e. by the kernel evaluating the checker. Field lookup and wildcard expansion
 stay in Python: a certificate receives the already-selected values.
@@ -30,7 +30,7 @@ inductive Cmp : Type
 
 noncomputable section
 
-/-- `x op c`, as `tbmm.forms.compare`. -/
+/-- `x op c`, as `tbmm.core.forms.compare`. -/
 def Cmp.eval (op : Cmp) (x c : Rat) : Bool :=
   Cmp.casesOn op (Rat.le c x) (Rat.le x c) (Rat.lt c x) (Rat.lt x c)
 

@@ -4,13 +4,13 @@ import TBMM.Forms
 /-!
 # TBMM.Gate — a task's gate checks, expanded and evaluated on an artifact
 
-The Lean counterpart of `tbmm.gate`: a `Check` is one entry of a task's `gate.toml`
+The Lean counterpart of `tbmm.verdict.gate`: a `Check` is one entry of a task's `gate.toml`
 (its form, constants and paths), `Check.run` evaluates it on a `Json` artifact and
 returns the instances that do not pass, each a `Flag` with its index and status. The
 same definitions decide the verdict (`TBMM.Verdict`) and the per-check lemmas of a
 certificate, so a check's failure is named by the kernel, not by Python.
 
-Expansion, as `tbmm.gate.instances`:
+Expansion, as `tbmm.verdict.gate.instances`:
 
 * no path holds `[*]`: one instance, index 0;
 * `sumTo`: one instance over every value its paths reach (`Json.expand`: `[*]` means
@@ -24,12 +24,12 @@ Expansion, as `tbmm.gate.instances`:
 An instance whose values include a non-number is `bad` (the check fails); else one
 with a missing value is `missing` (the check cannot be evaluated: the metrics it
 protects become unverifiable); else the form decides `pass` or `fail`. The forms are
-`TBMM.Forms`'s checkers, applied to the values by role in `tbmm.gate.ROLES` order.
+`TBMM.Forms`'s checkers, applied to the values by role in `tbmm.verdict.gate.ROLES` order.
 -/
 
 set_option genCtorIdx false
 
-/-- One gate check (`tbmm.models.GateCheck`): the form, its paths by role, its constants. -/
+/-- One gate check (`tbmm.suite.models.GateCheck`): the form, its paths by role, its constants. -/
 inductive Check : Type
   /-- `lo ≤ field ≤ hi`. -/
   | interval (field : List Seg) (lo hi : Option Rat)
@@ -56,7 +56,7 @@ structure MinItems where
   /-- The statement's minimum number of entries. -/
   min : Nat
 
-/-- An instance's status (`tbmm.gate.Instance.status`); `noList` is the single instance
+/-- An instance's status (`tbmm.verdict.gate.Instance.status`); `noList` is the single instance
 of a check whose wildcard list is missing or empty. -/
 inductive Status : Type
   | pass
@@ -73,7 +73,7 @@ structure Flag where
   status : Status
 
 /-- Values gathered from several lookups: all numbers, or else `missing`/`bad` (`bad`
-wins over `missing`, as in `tbmm.gate.evaluate`). -/
+wins over `missing`, as in `tbmm.verdict.gate.evaluate`). -/
 inductive Gather : Type
   | ok (xs : List Rat)
   | missing
@@ -121,7 +121,7 @@ end Flag
 
 namespace Check
 
-/-- The check's paths in `tbmm.gate.ROLES` order (field, against, fields, lhs, rhs,
+/-- The check's paths in `tbmm.verdict.gate.ROLES` order (field, against, fields, lhs, rhs,
 factors, bound_factors): the first wildcard path among them drives the expansion. -/
 def paths (c : Check) : List (List Seg) :=
   Check.casesOn (motive := fun _ => List (List Seg)) c
@@ -176,7 +176,7 @@ def ofLists (a b : List Lookup) (f : List Rat → List Rat → Bool) : Status :=
       Status.missing Status.bad)
     Status.bad
 
-/-- The status of one instance (`tbmm.gate.evaluate`), `get` giving the lookup of each of
+/-- The status of one instance (`tbmm.verdict.gate.evaluate`), `get` giving the lookup of each of
 the check's paths in this instance: `bad` if any is not a number, else `missing` if any
 is missing, else what the form says. -/
 def status (c : Check) (get : List Seg → Lookup) : Status :=
@@ -250,7 +250,7 @@ def runWild (c : Check) (root : Json) (pre : List Seg) : List Flag :=
     (single Status.noList)
     (fun x xs => sweep c root pre (List.cons x xs) 0)
 
-/-- The instances of the check on `root` that do not pass (`tbmm.gate.run_gate`, one check). -/
+/-- The instances of the check on `root` that do not pass (`tbmm.verdict.gate.run_gate`, one check). -/
 def run (c : Check) (root : Json) : List Flag :=
   cond (isSum c) (runSum c root (paths c))
     (cond (List.any Path.hasWild (paths c))
@@ -268,7 +268,7 @@ def flagOf (m : MinItems) (i : Nat) (o : Option Json) (rest : List Flag) : List 
     (fun xs => cond (Nat.ble (MinItems.min m) (List.length xs)) rest
       (List.cons (Flag.mk i Status.fail) rest))
 
-/-- The lists the path reaches that are too short (`tbmm.gate` before its checks), each
+/-- The lists the path reaches that are too short (`tbmm.verdict.gate` before its checks), each
 flagged with its position among the nodes the path reaches. -/
 def run (m : MinItems) (root : Json) : List Flag :=
   List.rec (motive := fun _ => Nat → List Flag)

@@ -4,7 +4,7 @@ import TBMM.Rat
 # TBMM.Json — an artifact as a Lean term, and the paths that reach into it
 
 An agent's artifact is a JSON document; a certificate carries it (pruned to what the
-task's paths can reach, see `tbmm.lean.serialize`) as a value of `Json`:
+task's paths can reach, see `tbmm.core.lean_syntax`) as a value of `Json`:
 
 * objects map keys to values; a key is a `Nat` tag the certificate interns for each
   distinct key string of the task's paths (`obj keys vals`: parallel lists, first match
@@ -18,7 +18,7 @@ task's paths can reach, see `tbmm.lean.serialize`) as a value of `Json`:
 
 A path is a list of segments: an object key, a list index, or the wildcard `[*]`.
 `Json.at` follows a path without wildcards; `Json.expand` enumerates every value a
-path with wildcards reaches, as `tbmm.paths.expand` followed by `tbmm.scoring.lookup`
+path with wildcards reaches, as `tbmm.core.paths.expand` followed by `tbmm.verdict.scoring.lookup`
 does. What a gate or a metric sees at a path is a `Lookup`: a number, `missing` (the
 path does not resolve) or `bad` (it resolves to anything but a finite number).
 -/
@@ -41,7 +41,7 @@ inductive Seg : Type
   | index (i : Nat)
   | wild
 
-/-- What a path yields for a gate check or a metric (`tbmm.scoring.lookup`). -/
+/-- What a path yields for a gate check or a metric (`tbmm.verdict.scoring.lookup`). -/
 inductive Lookup : Type
   | num (q : Rat)
   | missing
@@ -116,7 +116,7 @@ def field (k : Nat) (j : Json) : Option Json :=
     Option.none (fun _ => Option.none) (fun _ => Option.none) (fun _ => Option.none)
     Option.none (fun _ => Option.none) (fun ks vs => fieldIn k ks vs)
 
-/-- Whether the value is the empty object `{}` (`tbmm.gate` checks nothing in it). -/
+/-- Whether the value is the empty object `{}` (`tbmm.verdict.gate` checks nothing in it). -/
 def isEmpty (j : Json) : Bool :=
   Json.casesOn (motive_1 := fun _ => Bool) j
     Bool.false (fun _ => Bool.false) (fun _ => Bool.false) (fun _ => Bool.false)
@@ -135,13 +135,13 @@ def entries (j : Json) : Option (List Json) :=
     Option.none (fun _ => Option.none) (fun _ => Option.none) (fun _ => Option.none)
     Option.none (fun xs => Option.some xs) (fun _ _ => Option.none)
 
-/-- One step without wildcards: a wildcard resolves nothing (`tbmm.paths.resolve` refuses
+/-- One step without wildcards: a wildcard resolves nothing (`tbmm.core.paths.resolve` refuses
 it, so a path still holding one is missing). -/
 def step (s : Seg) (j : Json) : Option Json :=
   Seg.casesOn (motive := fun _ => Option Json) s (fun k => field k j) (fun i => entry i j)
     Option.none
 
-/-- The value at a path without wildcards (`tbmm.paths.resolve`); `none` when it does
+/-- The value at a path without wildcards (`tbmm.core.paths.resolve`); `none` when it does
 not resolve. -/
 def at (p : List Seg) (j : Json) : Option Json :=
   List.rec (motive := fun _ => Json → Option Json)
@@ -156,8 +156,8 @@ def lookup (o : Option Json) : Lookup :=
       Lookup.bad (fun _ => Lookup.bad) (fun q => Lookup.num q) (fun _ => Lookup.bad)
       Lookup.bad (fun _ => Lookup.bad) (fun _ _ => Lookup.bad))
 
-/-- Every node a path reaches, wildcards expanded over every entry, as `tbmm.paths.expand`
-then `tbmm.paths.resolve` on each concrete path: a key or index only extends the path
+/-- Every node a path reaches, wildcards expanded over every entry, as `tbmm.core.paths.expand`
+then `tbmm.core.paths.resolve` on each concrete path: a key or index only extends the path
 (`none` at the end if it does not resolve), while a wildcard needs a list there — anything
 else (or a path already missing) expands to nothing. -/
 def reach (p : List Seg) (o : Option Json) : List (Option Json) :=

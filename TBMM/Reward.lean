@@ -3,7 +3,7 @@ import TBMM.Rat
 /-!
 # TBMM.Reward — the scoring rules
 
-Mirrors `tbmm.rules` (Python) exactly, on exact rationals. With `O` the anchor, `x` the
+Mirrors `tbmm.core.rules` (Python) exactly, on exact rationals. With `O` the anchor, `x` the
 reported value and `b` the band (the distance at which the reward reaches 0):
 
 * degenerate band: `b < 2% |O|` cannot discriminate and is widened to `b' = 5% |O|`;
@@ -18,14 +18,14 @@ weighted mean `R`, `O-Eval`, Robust `BO-Eval` and the Multi-BO cell.
 
 set_option genCtorIdx false
 
-/-- How a metric is scored (`tbmm.rules.Direction`). -/
+/-- How a metric is scored (`tbmm.core.rules.Direction`). -/
 inductive Direction : Type
   | higherIsBetter
   | lowerIsBetter
   | targetValue
   | exactValue
 
-/-- The value domain of a metric (`tbmm.rules.Domain`); outside it the reward is 0. -/
+/-- The value domain of a metric (`tbmm.core.rules.Domain`); outside it the reward is 0. -/
 inductive Domain : Type
   | any
   | probability
@@ -63,11 +63,11 @@ def gapMin : Rat := Rat.frac 1 10
 def bandWidened (anchor band : Rat) : Bool :=
   Rat.lt band (Rat.mul degenerateBelow (Rat.abs anchor))
 
-/-- The band actually used (`tbmm.rules.effective_band`, first component). -/
+/-- The band actually used (`tbmm.core.rules.effective_band`, first component). -/
 def effectiveBand (anchor band : Rat) : Rat :=
   cond (bandWidened anchor band) (Rat.mul widenedTo (Rat.abs anchor)) band
 
-/-- Whether `x` lies in the domain (`tbmm.rules.in_domain`). -/
+/-- Whether `x` lies in the domain (`tbmm.core.rules.in_domain`). -/
 def inDomain (x : Rat) (d : Domain) : Bool :=
   Domain.casesOn d
     Bool.true
@@ -93,7 +93,7 @@ def graded (dir : Direction) (x anchor b : Rat) : Rat :=
     (decay (Rat.abs (Rat.sub x anchor)) b)
     (exact x anchor)
 
-/-- Per-metric reward of a finite in-domain value (`tbmm.rules.reward`). A band that is
+/-- Per-metric reward of a finite in-domain value (`tbmm.core.rules.reward`). A band that is
 still `≤ 0` after widening (band 0 at anchor 0) lets only the anchor itself count. -/
 def reward (dir : Direction) (x anchor band : Rat) : Rat :=
   cond (Direction.isExact dir) (exact x anchor)
@@ -113,12 +113,12 @@ def totalWeight (ms : List Weighted) : Rat :=
 def weightedSum (ms : List Weighted) : Rat :=
   List.foldr (fun m acc => Rat.add (Rat.mul m.weight m.reward) acc) Rat.zero ms
 
-/-- `Σ w·r / Σ w`, or `none` when the weights sum to 0 (`tbmm.rules.weighted_mean`). -/
+/-- `Σ w·r / Σ w`, or `none` when the weights sum to 0 (`tbmm.core.rules.weighted_mean`). -/
 def weightedMean (ms : List Weighted) : Option Rat :=
   cond (Rat.beq (totalWeight ms) Rat.zero) Option.none
     (Option.some (Rat.div (weightedSum ms) (totalWeight ms)))
 
-/-- Arithmetic mean, `none` for the empty list (`tbmm.rules.mean`). -/
+/-- Arithmetic mean, `none` for the empty list (`tbmm.core.rules.mean`). -/
 def mean (xs : List Rat) : Option Rat :=
   cond (Nat.beq (List.length xs) 0) Option.none
     (Option.some (Rat.div (Rat.sum xs) (Rat.ofNat (List.length xs))))
@@ -153,7 +153,7 @@ namespace Reward
 
 /-- O-Eval of a verdict, with the gate's zeroing: an infeasible artifact (a failed gate
 check) scores 0 whatever its metrics, a feasible one `oEval raw oracle`
-(`tbmm.scoring.score_task`, status `gate_failed`). -/
+(`tbmm.verdict.scoring.score_task`, status `gate_failed`). -/
 def gatedOEval (feasible : Bool) (raw oracle : Rat) : Rat :=
   cond feasible (oEval raw oracle) Rat.zero
 

@@ -4,7 +4,7 @@ import TBMM.Reward
 /-!
 # TBMM.Verdict — the whole verdict on an artifact, as one Lean function
 
-`Verdict.eval task art` is what `tbmm.pipeline.evaluate` decides about a resolved
+`Verdict.eval task art` is what `tbmm.verdict.pipeline.evaluate` decides about a resolved
 artifact, recomputed from the task's data and the artifact alone:
 
 1. every gate check is expanded and evaluated (`Check.run`); a check with a `fail` or
@@ -35,7 +35,7 @@ structure GateEntry where
   /-- The metrics a missing input of this check makes unverifiable. -/
   protects : List Nat
 
-/-- A scored metric of the task (`tbmm.tasks.Metric`; excluded metrics are not listed). -/
+/-- A scored metric of the task (`tbmm.suite.tasks.Metric`; excluded metrics are not listed). -/
 structure Metric where
   /-- Where the artifact reports it. -/
   path : List Seg
@@ -83,7 +83,7 @@ noncomputable section
 
 namespace Verdict
 
-/-- A check's flags on the artifact: none on the empty artifact `{}`, which `tbmm.gate`
+/-- A check's flags on the artifact: none on the empty artifact `{}`, which `tbmm.verdict.gate`
 only warns about (every metric is absent from it anyway, so it scores 0). -/
 def runCheck (e : GateEntry) (art : Json) : List Flag :=
   cond (Json.isEmpty art) List.nil (Check.run (GateEntry.check e) art)
@@ -125,7 +125,7 @@ def value (art : Json) (unv : List Nat) (k : Nat) (m : Metric) : Option Rat :=
   cond (List.memNat k unv) Option.none (Lookup.toOption (Json.lookup (Json.at (Metric.path m) art)))
 
 /-- `Σ w·r / Σ w` over the metrics with their positions, the reward of each given by `r`;
-0 without weight (`tbmm.scoring.raw_score … or 0`). -/
+0 without weight (`tbmm.verdict.scoring.raw_score … or 0`). -/
 def meanOver (ms : List Metric) (r : Nat → Metric → Rat) : Rat :=
   Option.getD
     (Reward.weightedMean

@@ -25,7 +25,7 @@ ATTACHMENT_CSV = "t,load\n0,10\n1,12\n2,15.5\n3,12.5\n"
 
 @dataclass
 class FakeTask:
-    """Has every attribute the harness reads from tbmm.tasks.Task."""
+    """Has every attribute the harness reads from tbmm.suite.tasks.Task."""
 
     slug: str
     dir: Path

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tbmm.tasks import TASKS_ROOT, Task, load_suite, load_task
+from tbmm.suite.tasks import TASKS_ROOT, Task, load_suite, load_task
 from tests.docker_engine import docker_engine  # noqa: F401 - one session-wide private engine
 
 # Tests replay afresh: a cached result would hide what a test changes in a replay module's
@@ -271,7 +271,7 @@ def syn(tmp_path: Path) -> Task:
 
 @pytest.fixture(scope="session", autouse=True)
 def _compiled_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Lite-mode task copies (`tbmm.compiled`) go to a session folder, not ~/.cache (child
+    """Lite-mode task copies (`tbmm.suite.compiled`) go to a session folder, not ~/.cache (child
     processes inherit it)."""
     import os
 
@@ -299,9 +299,9 @@ def infeasible_dragon(t: Task) -> bytes:
 
 
 def trial_record(**fields: object) -> object:
-    """A `harness.store.TrialRecord` of a finished trial with neutral defaults (a run of
+    """A `harness.runs.store.TrialRecord` of a finished trial with neutral defaults (a run of
     3 s, no artifact, no verdict); `fields` override any of them."""
-    from harness.store import TrialRecord
+    from harness.runs.store import TrialRecord
 
     base: dict[str, object] = {
         "entry_id": "agent@model",

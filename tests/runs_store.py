@@ -14,9 +14,9 @@ import zlib
 from pathlib import Path
 from typing import Any
 
-from harness.atif import write_trajectory
-from harness.store import EVENTS_FILE, TRAJECTORY_FILE, Store
-from harness.trajectory import Trajectory
+from harness.agents.trajectory import Trajectory
+from harness.runs.atif import write_trajectory
+from harness.runs.store import EVENTS_FILE, TRAJECTORY_FILE, Store
 from tests.conftest import DRAGON_SLUG, infeasible_dragon, trial_record
 
 PD_SLUG = "cumcm-2024-b-production-decision"

@@ -8,7 +8,7 @@ import pytest
 
 import tbmm
 from tbmm import rewards
-from tbmm.tasks import Task
+from tbmm.suite.tasks import Task
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +66,7 @@ def test_gate_and_score_and_replay(juneau: Task) -> None:
     assert g.verdict == "pass" and not g.failed and g.checks
     with pytest.raises(ValueError, match="no replay"):
         tbmm.replay(juneau, "{}")
-    from tbmm.scoring import ArtifactError
+    from tbmm.verdict.scoring import ArtifactError
 
     with pytest.raises(ArtifactError):
         tbmm.score(juneau, "[1, 2]")

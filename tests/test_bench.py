@@ -8,9 +8,9 @@ import re
 import pytest
 from typer.testing import CliRunner
 
-from tbmm.bench import bench_mixed, bench_replays
-from tbmm.cli import app
-from tbmm.tasks import Task
+from tbmm.cli.root import app
+from tbmm.suite.tasks import Task
+from tbmm.tooling.bench import bench_mixed, bench_replays
 
 from .conftest import REPO
 
@@ -21,7 +21,7 @@ def test_every_replay_benchmark_returns(suite: list[Task]) -> None:
     results = bench_replays(replayed, seconds=0.0)
     missing = {t.slug for t in replayed} - {r.task for r in results}
     # a replay without a benchmark is allowed only when its module has none (named here)
-    import tbmm.bench as B
+    import tbmm.tooling.bench as B
 
     for slug in missing:
         t = next(t for t in replayed if t.slug == slug)
@@ -40,8 +40,8 @@ def test_replay_speedup_against_the_reference_copy() -> None:
     """`tbmm bench`'s ratio line: the heliostat replay and its frozen copy alternate on the
     anchor and give the same values (the figure itself is not asserted: timings are noisy);
     a module without a copy has no line."""
-    from tbmm.bench import bench_replay_speedups, reference_replay
-    from tbmm.tasks import find_task
+    from tbmm.suite.tasks import find_task
+    from tbmm.tooling.bench import bench_replay_speedups, reference_replay
 
     assert reference_replay("no_such_replay") is None
     task = find_task("cumcm-2023-a-heliostat-field")
@@ -93,7 +93,7 @@ def test_readme_quotes_json_loads_ratios_as_costs() -> None:
 
 
 def test_nudged_artifacts_are_distinct(suite: list[Task]) -> None:
-    from tbmm.bench import nudged
+    from tbmm.tooling.bench import nudged
 
     t = next(t for t in suite if t.replay_spec is None)
     assert len(set(nudged(t, 3))) == 3  # no cache may serve one for another
@@ -102,8 +102,8 @@ def test_nudged_artifacts_are_distinct(suite: list[Task]) -> None:
 def test_lean_bench_counts_what_the_kernel_checks(suite: list[Task]) -> None:
     """`tbmm bench --lean`'s per-anchor figure counts the gate's check instances, and the
     batch figure checks the same artifacts alone and together, every one agreed."""
-    from tbmm.bench import bench_amortise, bench_anchor_lean, nudged
-    from tbmm.gate import run_gate
+    from tbmm.tooling.bench import bench_amortise, bench_anchor_lean, nudged
+    from tbmm.verdict.gate import run_gate
 
     t = next(t for t in suite if t.replay_spec is None)
     a = bench_anchor_lean(t, cli=False)

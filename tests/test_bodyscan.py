@@ -1,4 +1,4 @@
-"""tbmm.bodyscan: serve's body scanner finds what json finds, window by window.
+"""tbmm.integrations.bodyscan: serve's body scanner finds what json finds, window by window.
 
 Small windows (a few bytes) cut every string, escape, surrogate pair, bracket run and
 number somewhere: the spans and decoded strings must still be exactly json's."""
@@ -10,8 +10,8 @@ import random
 
 import pytest
 
-from tbmm import bodyscan
-from tbmm.bodyscan import BodyError, Scanner, decode_string, verify_body
+from tbmm.integrations import bodyscan
+from tbmm.integrations.bodyscan import BodyError, Scanner, decode_string, verify_body
 
 PIECES = ["a", "é", "\\", '"', "\n", "\t", "\x01", "😀", "\ud83d", "\ude00", "/", "u", "{", "]"]
 

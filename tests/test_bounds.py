@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tbmm import bounds
-from tbmm.bounds import DEFAULT_CAPS, BoundsError, Caps
-from tbmm.scoring import ArtifactError, read_artifact
-from tbmm.tasks import Task
+from tbmm.core import bounds
+from tbmm.core.bounds import DEFAULT_CAPS, BoundsError, Caps
+from tbmm.suite.tasks import Task
+from tbmm.verdict.scoring import ArtifactError, read_artifact
 from tbmm.verify import verify_artifact
 
 C = DEFAULT_CAPS
@@ -112,8 +112,8 @@ def _referenced_list(suite: list[Task]) -> tuple[Task, str]:
 
 
 def _over(t: Task, path: str) -> str:
-    from tbmm import exact
-    from tbmm.paths import set_path
+    from tbmm.core import exact
+    from tbmm.core.paths import set_path
 
     doc: dict = {}
     set_path(doc, path, [exact.Num(None, "0", True)] * (t.caps.list_cap(path) + 1))

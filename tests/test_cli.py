@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tbmm import exact
-from tbmm.cli import app
-from tbmm.tasks import Task
+from tbmm.cli.root import app
+from tbmm.core import exact
+from tbmm.suite.tasks import Task
 
 from .conftest import infeasible_dragon
 

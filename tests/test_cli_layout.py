@@ -11,9 +11,9 @@ import sys
 
 from typer.testing import CliRunner
 
-from tbmm.cli import _LazyGroup, app
+from tbmm.cli.root import _LazyGroup, app
 
-VERB_MODULES = ("tbmm.cli_tasks", "tbmm.cli_verdict", "tbmm.cli_reports", "tbmm.cli_service")
+VERB_MODULES = ("tbmm.cli.tasks", "tbmm.cli.verdict", "tbmm.cli.reports", "tbmm.cli.service")
 
 
 def _modules_after(code: str) -> set[str]:
@@ -29,7 +29,7 @@ def _modules_after(code: str) -> set[str]:
 
 
 def test_the_root_imports_no_verb_module() -> None:
-    loaded = _modules_after("import tbmm.cli")
+    loaded = _modules_after("import tbmm.cli.root")
     assert not loaded & set(VERB_MODULES), loaded & set(VERB_MODULES)
     # a verb module imports the root without a cycle, on its own
     for mod in VERB_MODULES:
@@ -38,7 +38,7 @@ def test_the_root_imports_no_verb_module() -> None:
 
 def test_every_command_of_a_verb_module_is_mounted_and_listed() -> None:
     mounted = {(m, a) for m, a in _LazyGroup.LAZY.values()}
-    for mod in ("tbmm.cli_verdict", "tbmm.cli_reports", "tbmm.cli_service"):
+    for mod in ("tbmm.cli.verdict", "tbmm.cli.reports", "tbmm.cli.service"):
         m = importlib.import_module(mod)
         commands = {
             name
@@ -48,7 +48,7 @@ def test_every_command_of_a_verb_module_is_mounted_and_listed() -> None:
         assert commands, mod
         missing = {(mod, c) for c in commands} - mounted
         assert not missing, f"defined but not in _LazyGroup.LAZY: {missing}"
-    assert ("tbmm.cli_tasks", "tasks_app") in mounted
+    assert ("tbmm.cli.tasks", "tasks_app") in mounted
     r = CliRunner().invoke(app, ["--help"], terminal_width=200)
     assert r.exit_code == 0
     listed = [
@@ -58,8 +58,8 @@ def test_every_command_of_a_verb_module_is_mounted_and_listed() -> None:
 
 
 def test_leaderboard_computation_stands_without_its_renderers() -> None:
-    loaded = _modules_after("import tbmm.leaderboard")
-    assert "tbmm.leaderboard_render" not in loaded
+    loaded = _modules_after("import tbmm.reports.leaderboard")
+    assert "tbmm.reports.leaderboard_render" not in loaded
     assert not {m for m in loaded if m == "rich" or m.startswith("rich.")}
-    loaded = _modules_after("import tbmm.results")
-    assert "tbmm.leaderboard_render" not in loaded
+    loaded = _modules_after("import tbmm.reports.results")
+    assert "tbmm.reports.leaderboard_render" not in loaded

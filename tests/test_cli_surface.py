@@ -15,9 +15,9 @@ import pytest
 from typer.testing import CliRunner
 
 import tbmm
-from tbmm.cli import app
-from tbmm.cli_tasks import tasks_list
-from tbmm.tasks import find_task, load_suite
+from tbmm.cli.root import app
+from tbmm.cli.tasks import tasks_list
+from tbmm.suite.tasks import find_task, load_suite
 
 from .conftest import REPO, infeasible_dragon, trial_record
 
@@ -35,7 +35,7 @@ def test_version_agrees_with_the_package_metadata() -> None:
     assert importlib.metadata.version("tbmm") == declared["version"]
     # through the console entry (the lite dispatcher must hand it to the typer app)
     proc = subprocess.run(
-        [sys.executable, "-c", "from tbmm.entry import main; main()", "--version"],
+        [sys.executable, "-c", "from tbmm.cli.entry import main; main()", "--version"],
         capture_output=True,
         text=True,
         timeout=120,
@@ -50,7 +50,7 @@ def _tbmm_into_closed_pipe(args: list[str], read_first_line: bool = False) -> tu
     """`tbmm ARGS | head -1` made deterministic: stdout is a pipe whose only reader closes it
     at once (or after one line), so every write after that finds it closed."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from tbmm.entry import main; main()", *args],
+        [sys.executable, "-c", "from tbmm.cli.entry import main; main()", *args],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=REPO,
@@ -66,7 +66,7 @@ def _tbmm_into_closed_pipe(args: list[str], read_first_line: bool = False) -> tu
 def _store(tmp_path: Path) -> Path:
     """A results store with every task of the suite for three entries, two seeds each: a
     leaderboard of several kB in every format."""
-    from harness.store import Store
+    from harness.runs.store import Store
 
     db = tmp_path / "r.sqlite"
     store = Store(db)
@@ -86,7 +86,7 @@ def test_a_closed_stdout_pipe_ends_quietly(tmp_path: Path) -> None:
         [
             sys.executable,
             "-c",
-            "from tbmm.entry import main; main()",
+            "from tbmm.cli.entry import main; main()",
             "leaderboard",
             "--db",
             str(db),
@@ -117,7 +117,7 @@ def test_a_closed_pipe_after_a_verdict_is_exit_0_and_an_error_keeps_its_code(
     t = find_task("cumcm-2024-a-dragon-dance")
     bad = tmp_path / "bad.json"
     bad.write_bytes(infeasible_dragon(t))
-    entry = [sys.executable, "-c", "from tbmm.entry import main; main()"]
+    entry = [sys.executable, "-c", "from tbmm.cli.entry import main; main()"]
     opened = subprocess.run([*entry, "gate", str(bad), "--task", t.slug], capture_output=True)
     assert opened.returncode == 1 and b"gate FAIL" in opened.stdout
     assert _tbmm_into_closed_pipe(["gate", str(bad), "--task", t.slug]) == (0, "")
@@ -199,7 +199,7 @@ def test_every_help_reads_at_80_columns() -> None:
     """No help line of any command is wider than 80 columns, none is cut ("…"), every option
     name is printed whole, every description starts by column 40 (40+ columns of text), and
     a group lists each command's whole first paragraph."""
-    from tbmm.clihelp import summary
+    from tbmm.cli.help import summary
 
     paths = _command_paths()
     assert len(paths) > 10 and ["run"] in paths and ["export", "harbor"] in paths
@@ -234,7 +234,7 @@ def test_a_closed_stderr_pipe_keeps_the_exit_code() -> None:
     """Nobody reads the messages: they go nowhere and the command ends with its own code (an
     unknown task: 2), where rich's own hook would exit 1 and tbmm's stdout rule 0."""
     proc = subprocess.Popen(
-        [sys.executable, "-c", "from tbmm.entry import main; main()", "tasks", "show", "nope"],
+        [sys.executable, "-c", "from tbmm.cli.entry import main; main()", "tasks", "show", "nope"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         cwd=REPO,

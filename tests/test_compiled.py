@@ -1,4 +1,4 @@
-"""Lite mode (`tbmm.compiled`, `tbmm.entry`): the fast `tbmm score`/`gate` path must reach
+"""Lite mode (`tbmm.suite.compiled`, `tbmm.cli.entry`): the fast `tbmm score`/`gate` path must reach
 the verdicts of the pydantic path, see every edit of a task file, and import neither
 pydantic, typer nor rich."""
 
@@ -13,14 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from tbmm import compiled, entry, exact
-from tbmm.bench import corpus
-from tbmm.gate import run_gate
-from tbmm.pipeline import evaluate
-from tbmm.scoring import ArtifactError, read_artifact, score_task
-from tbmm.tasks import TASKS_ROOT, Task, find_task, load_task
+from tbmm.cli import entry
+from tbmm.core import exact
+from tbmm.suite import compiled
+from tbmm.suite.tasks import TASKS_ROOT, Task, find_task, load_task
+from tbmm.tooling.bench import corpus
+from tbmm.verdict.gate import run_gate
+from tbmm.verdict.pipeline import evaluate
+from tbmm.verdict.scoring import ArtifactError, read_artifact, score_task
 
-TASKS = sys.modules["tbmm.tasks"]
+TASKS = sys.modules["tbmm.suite.tasks"]
 
 
 def verdicts(t: Task, data: bytes) -> tuple[dict, dict] | str:
@@ -172,7 +174,7 @@ def _tbmm(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
         "import atexit, sys\n"
         "atexit.register(lambda: print('HEAVY', sorted(m for m in ('pydantic', 'typer', 'rich') "
         "if m in sys.modules), file=sys.stderr))\n"
-        "from tbmm.entry import main\n"
+        "from tbmm.cli.entry import main\n"
         "main()\n"
     )
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
@@ -187,7 +189,7 @@ def test_fast_commands_import_no_framework_and_match_the_typer_path(
 ) -> None:
     from typer.testing import CliRunner
 
-    from tbmm.cli import app
+    from tbmm.cli.root import app
     from tests.conftest import infeasible_dragon
 
     dragon = next(t for t in suite if t.slug == "cumcm-2024-a-dragon-dance")

@@ -18,8 +18,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from tbmm import exact, exploits
-from tbmm.tasks import Task
+from tbmm.core import exact
+from tbmm.suite.tasks import Task
+from tbmm.verdict import exploits
 from tbmm.verify import verify_artifact, verify_batch
 
 pytestmark = pytest.mark.slow

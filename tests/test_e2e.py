@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from harness.agents import OracleAgent, ReplayAgent
-from harness.backends import choose_backend
-from harness.runner import run_sweep
-from harness.store import Store
-from tbmm import rules
-from tbmm.gate import run_gate
-from tbmm.leaderboard import compute
-from tbmm.results import load_rows
-from tbmm.scoring import baseline_artifact, read_artifact, score_task
-from tbmm.tasks import Task
+from harness.agents.registry import OracleAgent, ReplayAgent
+from harness.runs.runner import run_sweep
+from harness.runs.store import Store
+from harness.sandbox.backends import choose_backend
+from tbmm.core import rules
+from tbmm.reports.leaderboard import compute
+from tbmm.reports.results import load_rows
+from tbmm.suite.tasks import Task
+from tbmm.verdict.gate import run_gate
+from tbmm.verdict.scoring import baseline_artifact, read_artifact, score_task
 
 from .conftest import infeasible_dragon
 
@@ -77,7 +77,7 @@ def _write(dir_: Path, slug: str, seed: int | None, data: bytes) -> None:
 @pytest.mark.slow
 def test_leaderboard_from_real_replay_runs(suite: list[Task], sandbox, tmp_path: Path) -> None:  # noqa: ANN001
     """Two entries through run_sweep + replay; every column checked against hand computation."""
-    from tbmm import exact
+    from tbmm.core import exact
 
     by = {t.slug: t for t in suite}
     juneau, dragon, tennis = (

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from harness import harbor_run
-from tbmm import bounds, bounds_bench
+from harness.harbor import run as harbor_run
+from tbmm.core import bounds
 from tbmm.lean import launch
-from tbmm.tasks import Task
+from tbmm.suite.tasks import Task
+from tbmm.tooling import bounds_bench
 
 
 def test_lean_launch_without_a_library_prints_its_usage() -> None:
@@ -26,7 +27,7 @@ def test_lean_launch_without_a_library_prints_its_usage() -> None:
 
 
 def test_bounds_bench_artifacts_reach_the_caps_without_passing_them(suite: list[Task]) -> None:
-    """What `python -m tbmm.bounds_bench` times is the largest input the caps admit: both
+    """What `python -m tbmm.tooling.bounds_bench` times is the largest input the caps admit: both
     artifacts pass the bounds check, and the padded one fills the byte cap."""
     t = min(suite, key=lambda t: len(t.anchor_artifact_bytes()))
     caps = t.caps
@@ -51,3 +52,13 @@ def test_harbor_run_needs_harbor(monkeypatch: pytest.MonkeyPatch, tmp_path: Path
     assert cmd[:2] == ["harbor", "run"] and "-m" not in cmd and cmd[cmd.index("-n") + 1] == "2"
     cmd = harbor_run.harbor_command("harbor", model="m/x", **kw)  # type: ignore[arg-type]
     assert cmd[-2:] == ["-m", "m/x"]
+
+
+def test_python_m_tbmm_cli_is_the_tbmm_command() -> None:
+    """`python -m tbmm.cli` (tbmm/cli/__main__.py) runs the console entry: `--version`."""
+    import tbmm
+
+    r = subprocess.run(
+        [sys.executable, "-m", "tbmm.cli", "--version"], capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 0 and tbmm.__version__ in r.stdout, (r.stdout, r.stderr)

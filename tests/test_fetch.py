@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tbmm import fetch
-from tbmm.tasks import Task, load_task
+from tbmm.suite.tasks import Task, load_task
+from tbmm.tooling import fetch
 
 
 def _copy(t: Task, tmp_path: Path) -> Task:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 
-from tbmm.figures import (
+from tbmm.tooling.figures import (
     FigureSet,
     FigureSpec,
     FigureSpecError,

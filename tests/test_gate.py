@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from tbmm.gate import run_gate
-from tbmm.scoring import read_artifact
-from tbmm.tasks import Task
+from tbmm.suite.tasks import Task
+from tbmm.verdict.gate import run_gate
+from tbmm.verdict.scoring import read_artifact
 
 GOOD = {
     "q": {"speed": 2, "ratio": 1.25, "cost": 100, "corr": 0.5, "count": 7, "share": 0.3},
@@ -99,7 +99,7 @@ def test_a_check_refuses_paths_its_form_does_not_read(form: dict, extra: dict) -
     """Such a path would still take part in expansion and missing-input handling."""
     from pydantic import ValidationError
 
-    from tbmm.models import GateCheck
+    from tbmm.suite.models import GateCheck
 
     base = {"id": "c", "justification": "a synthetic check", **form}
     GateCheck.model_validate(base)
@@ -115,12 +115,12 @@ def test_one_field_fast_path_gives_the_general_verdicts(
     messages) as its general path on every task's mixed corpus, failing instances included."""
     import sys
 
-    from tbmm.bench import corpus
-    from tbmm.scoring import ArtifactError, read_artifact
+    from tbmm.tooling.bench import corpus
+    from tbmm.verdict.scoring import ArtifactError, read_artifact
 
     from .conftest import infeasible_dragon
 
-    G = sys.modules["tbmm.gate"]
+    G = sys.modules["tbmm.verdict.gate"]
     docs = []
     for t in suite:
         items = [(d, r) for _, d, r in corpus([t])]

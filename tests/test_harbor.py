@@ -19,12 +19,12 @@ from typing import Any
 
 import pytest
 
-from tbmm import exact
-from tbmm.harbor import export as hx
-from tbmm.harbor import reward as hr
-from tbmm.mutate import violations, with_leaf
-from tbmm.scoring import read_artifact
-from tbmm.tasks import Task, load_suite
+from tbmm.core import exact
+from tbmm.integrations.harbor import export as hx
+from tbmm.integrations.harbor import reward as hr
+from tbmm.suite.tasks import Task, load_suite
+from tbmm.verdict.mutate import violations, with_leaf
+from tbmm.verdict.scoring import read_artifact
 from tbmm.verify import verify_artifact
 
 from . import harbor_sim
@@ -336,7 +336,7 @@ def _check(logs: Path, expected: dict[str, Any]) -> None:
     assert verdict["robust_bo_eval_exact"] == expected["robust_bo_eval_exact"]
     assert (verdict["gate"], verdict["lean"]) == (expected["gate"], expected["lean"])
     assert reward["reward"] == reward["o_eval"] == expected["o_eval"]
-    # the reward is the verdict's O-Eval rounded to 6 decimals (tbmm.scoring.ROUND): within
+    # the reward is the verdict's O-Eval rounded to 6 decimals (tbmm.verdict.scoring.ROUND): within
     # half a unit of the exact value (a multi-paper panel gives O-Eval such as 0.396009...)
     exact_o = Fraction(expected["o_eval_exact"])
     assert abs(Fraction(reward["o_eval"]) - exact_o) <= Fraction(1, 2 * 10**6)
@@ -449,7 +449,7 @@ def test_cli_export_with_a_prepared_wheelhouse(
     of a previous export, as an installed tbmm without a checkout would use)."""
     from typer.testing import CliRunner
 
-    from tbmm.cli import app
+    from tbmm.cli.root import app
 
     t = [x for x in full_suite if not x.incomplete][-1]  # `--tasks` refuses incomplete ones
     out = tmp_path / "ds"

@@ -13,10 +13,10 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tbmm.cli import app
-from tbmm.harbor import export as hx
-from tbmm.stack import PYTHON_IMAGE
-from tbmm.tasks import Task, load_suite
+from tbmm.cli.root import app
+from tbmm.integrations.harbor import export as hx
+from tbmm.suite.stack import PYTHON_IMAGE
+from tbmm.suite.tasks import Task, load_suite
 
 from .conftest import REPO
 
@@ -110,7 +110,7 @@ def test_an_unpinned_image_given_on_the_command_line_gets_a_note(
 
 def test_readme_and_help_name_the_images_the_export_writes() -> None:
     """Every Python image tag README's export paragraph and `export harbor --help` mention is
-    the one of tbmm.stack.PYTHON_IMAGE (which the export writes, pinned), and the help's
+    the one of tbmm.suite.stack.PYTHON_IMAGE (which the export writes, pinned), and the help's
     default for --verifier-base is that pinned reference."""
     tag = PYTHON_IMAGE.rsplit("/", 1)[-1].split("@")[0]
     readme = (REPO / "README.md").read_text(encoding="utf-8")

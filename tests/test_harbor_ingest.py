@@ -19,11 +19,11 @@ from typing import Any
 
 import pytest
 
-from harness.harbor_ingest import IngestError, ingest_job, read_collected
-from tbmm.harbor.layout import artifact_host_path
-from tbmm.leaderboard_render import to_json
-from tbmm.results import leaderboard
-from tbmm.tasks import Task, load_suite
+from harness.harbor.ingest import IngestError, ingest_job, read_collected
+from tbmm.integrations.harbor.layout import artifact_host_path
+from tbmm.reports.leaderboard_render import to_json
+from tbmm.reports.results import leaderboard
+from tbmm.suite.tasks import Task, load_suite
 
 from .test_harbor import harbor_python
 
@@ -306,7 +306,7 @@ def test_collected_artifact_behind_a_symlinked_directory_is_not_read(
 def test_cli_ingest(job: dict[str, Any], tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from tbmm.cli import app
+    from tbmm.cli.root import app
 
     db = tmp_path / "r.sqlite"
     r = CliRunner().invoke(app, ["ingest", "harbor", str(job["dir"]), "--db", str(db)])
@@ -321,7 +321,7 @@ def test_cli_ingest(job: dict[str, Any], tmp_path: Path) -> None:
 def test_agent_logs_are_capped(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The agent writes its log folder: what ingest keeps of it is bounded in files and bytes,
     the trajectory is kept first, links and folders are not followed."""
-    from harness import harbor_ingest as hi
+    from harness.harbor import ingest as hi
 
     monkeypatch.setattr(hi, "AGENT_FILES_CAP", 5)
     monkeypatch.setattr(hi, "AGENT_BYTES_CAP", 1000)

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from tbmm.harbor.export import content_digest, export_harbor
-from tbmm.tasks import find_task
+from tbmm.integrations.harbor.export import content_digest, export_harbor
+from tbmm.suite.tasks import find_task
 from tbmm.verify import verify_artifact
 
 from .conftest import REPO

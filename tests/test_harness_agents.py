@@ -10,11 +10,14 @@ from typing import Any
 
 import pytest
 
-from harness.agents import CommandAgent
-from harness.llm_agent import LLMAgent
-from harness.runner import run_sweep
-from harness.sandbox import SandboxBackend, bwrap_path
-from harness.store import Store, runs_dir_for
+from harness.agents.builtin import LLMAgent
+from harness.agents.registry import CommandAgent
+from harness.agents.trajectory import read_trajectory
+from harness.agents.usage import Pricing, ResponseUsage
+from harness.runs.runner import run_sweep
+from harness.runs.store import Store, runs_dir_for
+from harness.sandbox.bwrap import SandboxBackend, bwrap_path
+from harness.sandbox.venv import ensure_agent_venv
 from harness.testing import (
     ScriptedChatServer,
     make_fake_task,
@@ -22,9 +25,6 @@ from harness.testing import (
     text_reply,
     tool_call_reply,
 )
-from harness.trajectory import read_trajectory
-from harness.usage import Pricing, ResponseUsage
-from harness.venv import ensure_agent_venv
 
 needs_sandbox = pytest.mark.skipif(not bwrap_path(), reason="no sandbox (bubblewrap) available")
 

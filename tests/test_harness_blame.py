@@ -14,14 +14,16 @@ from typing import Any
 
 import pytest
 
-from harness.agents import AgentOutcome, CommandAgent, OracleAgent
-from harness.errors import AGENT_REJECTED, PreflightError
-from harness.llm_agent import LLMAgent
-from harness.preflight import check_endpoint, check_request
-from harness.proxy import Upstream
-from harness.runner import classify_rejection, no_verdict_cause, run_sweep
-from harness.sandbox import SandboxBackend, bwrap_path
-from harness.store import Store, runs_dir_for
+from harness.agents.builtin import LLMAgent
+from harness.agents.errors import AGENT_REJECTED, PreflightError
+from harness.agents.preflight import check_endpoint, check_request
+from harness.agents.proxy import Upstream
+from harness.agents.registry import AgentOutcome, CommandAgent, OracleAgent
+from harness.agents.trajectory import Trajectory, read_trajectory
+from harness.runs.runner import classify_rejection, no_verdict_cause, run_sweep
+from harness.runs.store import Store, runs_dir_for
+from harness.sandbox.bwrap import SandboxBackend, bwrap_path
+from harness.sandbox.venv import ensure_agent_venv
 from harness.testing import (
     ScriptedChatServer,
     make_fake_task,
@@ -29,9 +31,7 @@ from harness.testing import (
     stand_in_verify,
     text_reply,
 )
-from harness.trajectory import Trajectory, read_trajectory
-from harness.venv import ensure_agent_venv
-from tbmm import leaderboard as L
+from tbmm.reports import leaderboard as L
 from tests.atif_check import assert_valid_atif
 
 needs_sandbox = pytest.mark.skipif(not bwrap_path(), reason="no sandbox (bubblewrap) available")
@@ -394,7 +394,7 @@ def test_runs_list_and_show_count_errors_by_cause(tmp_path: Path) -> None:
     import typer
     from typer.testing import CliRunner
 
-    from harness.runs_cli import runs_app
+    from harness.cli.runs import runs_app
     from tests.conftest import trial_record
 
     db = tmp_path / "r.sqlite"

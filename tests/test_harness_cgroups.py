@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from harness.cgroups import CgroupLimits, Controller, TrialCgroup, parse_controllers
+from harness.sandbox.cgroups import CgroupLimits, Controller, TrialCgroup, parse_controllers
 
 HYBRID_CGROUP = """9:name=systemd:/
 8:pids:/

@@ -16,12 +16,14 @@ from typing import Any
 
 import pytest
 
-from harness import cli_agents
-from harness.agents import CommandAgent
-from harness.providers import resolve
-from harness.runner import run_sweep
-from harness.sandbox import SandboxBackend, bwrap_path
-from harness.store import Store, runs_dir_for
+from harness.agents import installed as cli_agents
+from harness.agents.providers import resolve
+from harness.agents.registry import CommandAgent
+from harness.agents.usage import Pricing
+from harness.runs.runner import run_sweep
+from harness.runs.store import Store, runs_dir_for
+from harness.sandbox.bwrap import SandboxBackend, bwrap_path
+from harness.sandbox.venv import ensure_agent_venv
 from harness.testing import (
     ScriptedChatServer,
     function_outputs,
@@ -34,9 +36,7 @@ from harness.testing import (
     tool_results,
     tool_use,
 )
-from harness.usage import Pricing
-from harness.venv import ensure_agent_venv
-from tbmm.tasks import Task
+from tbmm.suite.tasks import Task
 from tbmm.verify import verify_artifact
 from tests.atif_check import assert_valid_atif
 from tests.ci import absent
@@ -68,7 +68,7 @@ def codex() -> cli_agents.CLIPackage:
 def test_codex_cli_writes_the_artifact_in_the_sandbox(
     tmp_path: Path, codex: cli_agents.CLIPackage, routed: bool
 ) -> None:
-    """`routed`: `--model local/fake-model` through the provider table (harness.providers),
+    """`routed`: `--model local/fake-model` through the provider table (harness.agents.providers),
     its key in a variable of its own; else a bare model name and the OPENAI_* variables."""
     task = make_fake_task(tmp_path / "tasks")
     out = task.output_path

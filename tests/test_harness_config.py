@@ -12,18 +12,18 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from harness import cli
-from harness.agents import CommandAgent, ReplayAgent
-from harness.errors import ConfigError
-from harness.llm_agent import LLMAgent
-from harness.runner import run_sweep
+from harness.agents.builtin import LLMAgent
+from harness.agents.errors import ConfigError
+from harness.agents.registry import CommandAgent, ReplayAgent
+from harness.cli import run as cli
+from harness.runs.runner import run_sweep
 from harness.testing import make_fake_task, stand_in_verify
 
 
 def _app(tasks: list[Any], monkeypatch: pytest.MonkeyPatch) -> typer.Typer:
     monkeypatch.setattr(cli, "select_tasks", lambda spec, root=None, **kw: tasks)
     monkeypatch.setattr(
-        "harness.runner.default_verifier", lambda: (stand_in_verify, "verification: stand-in")
+        "harness.runs.runner.default_verifier", lambda: (stand_in_verify, "verification: stand-in")
     )
 
     def no_backend(name: str) -> Any:  # a refusal must come before any backend is chosen
@@ -155,7 +155,7 @@ def test_unknown_model_is_refused_unless_priced(
     assert cli.model_problems(shell, "command", None, None, None) == []
     # a user model table that cannot be read is refused as before
     monkeypatch.setenv("TBMM_MODELS", str(tmp_path / "missing.toml"))
-    from harness import model_table
+    from harness.agents import model_table
 
     model_table._rows.cache_clear()
     res = CliRunner().invoke(

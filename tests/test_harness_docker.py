@@ -13,16 +13,16 @@ from typing import Any
 
 import pytest
 
-from harness import docker_images
-from harness.agents import OracleAgent
-from harness.docker_backend import DockerBackend
-from harness.runner import run_sweep
-from harness.sandbox import Limits
-from harness.store import Store
-from harness.venv import ensure_agent_venv
-from tbmm.scoring import score_task
-from tbmm.stack import PYTHON_MINOR, locked
-from tbmm.tasks import load_suite
+from harness.agents.registry import OracleAgent
+from harness.runs.runner import run_sweep
+from harness.runs.store import Store
+from harness.sandbox import images as docker_images
+from harness.sandbox.bwrap import Limits
+from harness.sandbox.container import DockerBackend
+from harness.sandbox.venv import ensure_agent_venv
+from tbmm.suite.stack import PYTHON_MINOR, locked
+from tbmm.suite.tasks import load_suite
+from tbmm.verdict.scoring import score_task
 
 
 @pytest.fixture(scope="module")

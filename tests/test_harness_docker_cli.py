@@ -9,11 +9,11 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from harness import cli
-from harness.backends import choose_backend
-from harness.docker_backend import DockerBackend, docker_available, docker_run_kwargs, image_tag
-from harness.sandbox import DATA, RESULTS, Limits, bwrap_path
-from harness.store import Store
+from harness.cli import run as cli
+from harness.runs.store import Store
+from harness.sandbox.backends import choose_backend
+from harness.sandbox.bwrap import DATA, RESULTS, Limits, bwrap_path
+from harness.sandbox.container import DockerBackend, docker_available, docker_run_kwargs, image_tag
 from harness.testing import make_fake_task, stand_in_verify
 
 
@@ -50,7 +50,7 @@ def test_image_tag_follows_dockerfile(tmp_path: Path) -> None:
 def test_offline_image_tags_follow_the_lock_the_base_and_the_recipe(tmp_path: Path) -> None:
     """Images are built once per content: a task image's tag changes with its lock and its
     base, the offline base's with the lock (so a stale image is never reused)."""
-    from harness import docker_images as di
+    from harness.sandbox import images as di
 
     env = tmp_path / "environment"
     env.mkdir()
@@ -67,9 +67,9 @@ def test_offline_image_tags_follow_the_lock_the_base_and_the_recipe(tmp_path: Pa
 @pytest.mark.slow
 def test_docker_oracle_trial_on_a_real_engine(tmp_path: Path, docker_engine: Any) -> None:
     """A fake task's own Dockerfile on the offline base (tests.docker_engine's engine)."""
-    from harness.agents import OracleAgent
-    from harness.docker_images import ensure_local_base
-    from harness.runner import run_sweep
+    from harness.agents.registry import OracleAgent
+    from harness.runs.runner import run_sweep
+    from harness.sandbox.images import ensure_local_base
 
     base = ensure_local_base(docker_engine)
     task = make_fake_task(tmp_path / "tasks")
@@ -111,7 +111,7 @@ def test_cli_run_oracle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None
         lambda spec, root=None, **kw: [t for t in tasks if spec in ("all", t.slug)],
     )
     monkeypatch.setattr(
-        "harness.runner.default_verifier", lambda: (stand_in_verify, "verification: stand-in")
+        "harness.runs.runner.default_verifier", lambda: (stand_in_verify, "verification: stand-in")
     )
     app = typer.Typer()
     app.command("run")(cli.run_command)
@@ -136,7 +136,7 @@ def test_cli_prints_isolation_and_refuses_weaker(
     tasks = [make_fake_task(tmp_path / "tasks")]
     monkeypatch.setattr(cli, "select_tasks", lambda spec, root=None, **kw: tasks)
     monkeypatch.setattr(
-        "harness.runner.default_verifier", lambda: (stand_in_verify, "verification: stand-in")
+        "harness.runs.runner.default_verifier", lambda: (stand_in_verify, "verification: stand-in")
     )
     app = typer.Typer()
     app.command("run")(cli.run_command)

@@ -11,7 +11,9 @@ from typing import Any
 
 import pytest
 
-from harness import cli, proxy, sandbox
+from harness.agents import proxy
+from harness.cli import run as cli
+from harness.sandbox import bwrap as sandbox
 
 from .conftest import REPO
 

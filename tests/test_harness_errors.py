@@ -18,20 +18,20 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from harness import cli
-from harness.agents import AgentOutcome, CommandAgent, CommandTemplate, OracleAgent
-from harness.errors import PreflightError
-from harness.runner import run_sweep
-from harness.sandbox import SandboxBackend, bwrap_path
-from harness.store import Store, runs_dir_for
+from harness.agents.errors import PreflightError
+from harness.agents.registry import AgentOutcome, CommandAgent, CommandTemplate, OracleAgent
+from harness.cli import run as cli
+from harness.runs.runner import run_sweep
+from harness.runs.store import Store, runs_dir_for
+from harness.sandbox.bwrap import SandboxBackend, bwrap_path
+from harness.sandbox.venv import ensure_agent_venv
 from harness.testing import (
     ScriptedChatServer,
     make_fake_task,
     stand_in_verify,
     tool_call_reply,
 )
-from harness.venv import ensure_agent_venv
-from tbmm import leaderboard as L
+from tbmm.reports import leaderboard as L
 from tests.atif_check import assert_valid_atif
 
 pytestmark = pytest.mark.skipif(not bwrap_path(), reason="no sandbox (bubblewrap) available")
@@ -86,7 +86,7 @@ def dead() -> Iterator[DeadPOST]:
 def _app(tasks: list[Any], monkeypatch: pytest.MonkeyPatch) -> typer.Typer:
     monkeypatch.setattr(cli, "select_tasks", lambda spec, root=None, **kw: tasks)
     monkeypatch.setattr(
-        "harness.runner.default_verifier", lambda: (stand_in_verify, "verification: stand-in")
+        "harness.runs.runner.default_verifier", lambda: (stand_in_verify, "verification: stand-in")
     )
     app = typer.Typer()
     app.command("run")(cli.run_command)

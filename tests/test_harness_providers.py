@@ -17,21 +17,25 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from harness import cli, providers
-from harness.atif import build
-from harness.llm_agent import LLMAgent
-from harness.model_api import (
+from harness.agents import providers
+from harness.agents.builtin import LLMAgent
+from harness.agents.model_api import (
     AnthropicConversation,
     ChatConversation,
     ModelClient,
     ModelError,
     ResponsesConversation,
 )
-from harness.model_table import lookup
-from harness.providers import ProviderError, resolve
-from harness.runner import run_sweep
-from harness.sandbox import SandboxBackend, bwrap_path
-from harness.store import Store, runs_dir_for
+from harness.agents.model_table import lookup
+from harness.agents.providers import ProviderError, resolve
+from harness.agents.trajectory import read_trajectory
+from harness.agents.usage import Pricing
+from harness.cli import run as cli
+from harness.runs.atif import build
+from harness.runs.runner import run_sweep
+from harness.runs.store import Store, runs_dir_for
+from harness.sandbox.bwrap import SandboxBackend, bwrap_path
+from harness.sandbox.venv import ensure_agent_venv
 from harness.testing import (
     ScriptedChatServer,
     function_outputs,
@@ -42,11 +46,8 @@ from harness.testing import (
     text_reply,
     tool_call_reply,
 )
-from harness.trajectory import read_trajectory
-from harness.usage import Pricing
-from harness.venv import ensure_agent_venv
-from tbmm import leaderboard as L
-from tbmm import leaderboard_render as R
+from tbmm.reports import leaderboard as L
+from tbmm.reports import leaderboard_render as R
 
 needs_sandbox = pytest.mark.skipif(not bwrap_path(), reason="no sandbox (bubblewrap) available")
 NO_ENV: dict[str, str] = {}
@@ -266,7 +267,7 @@ def test_client_retries_a_body_that_is_not_json() -> None:
 
 
 def test_each_style_sends_back_what_it_received() -> None:
-    from harness.llm_agent import TOOLS
+    from harness.agents.builtin import TOOLS
 
     # Responses: function calls resent with their call ids, then the outputs; no seed
     r = ResponsesConversation("sys", "do it")
@@ -311,7 +312,7 @@ def test_each_style_sends_back_what_it_received() -> None:
     assert c.payload("m", TOOLS, seed=7, temperature=None)["seed"] == 7
     assert "max_completion_tokens" not in c.payload("m", TOOLS, seed=7, temperature=None)
     # --max-output-tokens, in each style's own field
-    from harness.model_api import ANTHROPIC_MAX_TOKENS, conversation
+    from harness.agents.model_api import ANTHROPIC_MAX_TOKENS, conversation
 
     fields = {
         "chat": "max_completion_tokens",
@@ -481,7 +482,7 @@ def _app(
 ) -> typer.Typer:
     monkeypatch.setattr(cli, "select_tasks", lambda spec, root=None, **kw: tasks)
     monkeypatch.setattr(
-        "harness.runner.default_verifier", lambda: (stand_in_verify, "verification: stand-in")
+        "harness.runs.runner.default_verifier", lambda: (stand_in_verify, "verification: stand-in")
     )
     if not backend_ok:
 
@@ -567,7 +568,7 @@ def test_cli_runs_a_local_provider_with_limit_and_budget(
     db = tmp_path / "r.sqlite"
     script = [text_reply("nothing to do", (1000, 100)) for _ in range(8)]
     app = _app(tasks, monkeypatch, backend_ok=True)
-    monkeypatch.setattr("harness.preflight.DEFAULT_TIMEOUT", 5.0)
+    monkeypatch.setattr("harness.agents.preflight.DEFAULT_TIMEOUT", 5.0)
     with ScriptedChatServer(script) as server:
         base = [
             "run", "--agent", "llm", "--model", "local/fake-model", "--base-url", server.base_url,
@@ -596,7 +597,7 @@ def test_cli_runs_a_local_provider_with_limit_and_budget(
         assert store.spent(eid) == pytest.approx(0.0022)
         store.close()
         # runs show: totals and the partial mark, text and JSON
-        from harness.runs_cli import runs_app
+        from harness.cli.runs import runs_app
 
         shown = CliRunner().invoke(runs_app, ["show", eid, "--db", str(db), "--json"])
         doc = json.loads(shown.stdout)
@@ -658,8 +659,8 @@ def _board(db: Path, tasks: list[Any]) -> L.Leaderboard:
 def test_cli_agents_use_the_route_through_the_proxy() -> None:
     """A CLI agent given PROVIDER/NAME: the proxy's upstream is the provider's (URL, key
     variable, auth) and the model pinned and filled into the program's argv is NAME."""
-    from harness.agents import CommandAgent
-    from harness.runner import api_model
+    from harness.agents.registry import CommandAgent
+    from harness.runs.runner import api_model
 
     env = {"OPENROUTER_API_KEY": "or-key", "OPENAI_API_KEY": "oa-key", "ANTHROPIC_API_KEY": "a"}
     route = resolve("openai/gpt-5", api="responses", base_url="http://10.1.2.3:9/v1", env=env)

@@ -12,12 +12,15 @@ from typing import Any
 
 import pytest
 
-from harness.agents import CommandAgent
-from harness.llm_agent import LLMAgent
-from harness.proxy import ENDPOINTS, SOCKET_NAME, ModelProxy, Upstream
-from harness.runner import run_sweep
-from harness.sandbox import SandboxBackend, bwrap_path
-from harness.store import Store, runs_dir_for
+from harness.agents.builtin import LLMAgent
+from harness.agents.proxy import ENDPOINTS, SOCKET_NAME, ModelProxy, Upstream
+from harness.agents.registry import CommandAgent
+from harness.agents.trajectory import Trajectory, read_trajectory
+from harness.agents.usage import Pricing, TrialCaps, UsageTotals
+from harness.runs.runner import run_sweep
+from harness.runs.store import Store, runs_dir_for
+from harness.sandbox.bwrap import SandboxBackend, bwrap_path
+from harness.sandbox.venv import ensure_agent_venv
 from harness.testing import (
     ScriptedChatServer,
     make_fake_task,
@@ -25,9 +28,6 @@ from harness.testing import (
     text_reply,
     tool_call_reply,
 )
-from harness.trajectory import Trajectory, read_trajectory
-from harness.usage import Pricing, TrialCaps, UsageTotals
-from harness.venv import ensure_agent_venv
 from tests.atif_check import assert_valid_atif
 
 M = b'{"model": "m"}'  # the smallest body the pinned proxy relays (entry model "m")
@@ -440,7 +440,7 @@ def test_cli_refuses_unpinned_or_unpriced_budgets_before_any_trial(tmp_path: Pat
     import typer
     from typer.testing import CliRunner
 
-    from harness import cli
+    from harness.cli import run as cli
 
     app = typer.Typer()
     app.command("run")(cli.run_command)
@@ -530,8 +530,8 @@ def test_forwarder_survives_held_connections_under_small_limits(
     (a thread each way per connection used to exhaust the pids limit and kill it, cutting
     the agent off for the rest of its trial), then 100 (over its own cap of 64: the rest
     wait in the backlog). It keeps answering throughout and after."""
-    from harness.proxy import FORWARDER_MAX_CONNECTIONS, FORWARDER_NAME, SANDBOX_DIR
-    from harness.sandbox import Bind, Limits
+    from harness.agents.proxy import FORWARDER_MAX_CONNECTIONS, FORWARDER_NAME, SANDBOX_DIR
+    from harness.sandbox.bwrap import Bind, Limits
 
     few, many = 30, 100
     assert many > FORWARDER_MAX_CONNECTIONS

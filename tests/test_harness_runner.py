@@ -14,15 +14,15 @@ from pathlib import Path
 
 import pytest
 
-from harness.agents import CommandAgent, OracleAgent, ReplayAgent
-from harness.errors import ConfigError
-from harness.runner import Entry, run_sweep
-from harness.sandbox import SandboxBackend, bwrap_path
-from harness.store import Store, runs_dir_for
+from harness.agents.errors import ConfigError
+from harness.agents.registry import CommandAgent, OracleAgent, ReplayAgent
+from harness.agents.trajectory import read_trajectory
+from harness.runs.runner import Entry, run_sweep
+from harness.runs.store import Store, runs_dir_for
+from harness.sandbox.bwrap import SandboxBackend, bwrap_path
+from harness.sandbox.venv import ensure_agent_venv
 from harness.testing import ANCHOR_ARTIFACT, make_fake_task, stand_in_verify
-from harness.trajectory import read_trajectory
-from harness.venv import ensure_agent_venv
-from tbmm.bounds import DEFAULT_CAPS
+from tbmm.core.bounds import DEFAULT_CAPS
 
 pytestmark = pytest.mark.skipif(not bwrap_path(), reason="no sandbox (bubblewrap) available")
 
@@ -185,11 +185,11 @@ def test_entry_id_depends_on_settings() -> None:
 SWEEP_SCRIPT = """
 import sys
 from pathlib import Path
-from harness.agents import CommandAgent
-from harness.runner import run_sweep
-from harness.sandbox import SandboxBackend
+from harness.agents.registry import CommandAgent
+from harness.runs.runner import run_sweep
+from harness.sandbox.bwrap import SandboxBackend
 from harness.testing import make_fake_task, stand_in_verify
-from harness.venv import ensure_agent_venv
+from harness.sandbox.venv import ensure_agent_venv
 root, db = Path(sys.argv[1]), Path(sys.argv[2])
 tasks = [make_fake_task(root, f"cumcm-2099-{c}-fake") for c in "abc"]
 cmd = 'sleep ' + sys.argv[4] + '; echo \\'{"q1": {"mean_load": 12.5}}\\' > "$TBMM_OUTPUT_PATH"'

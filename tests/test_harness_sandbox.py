@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from harness import cgroups, trialfs
-from harness.runner import read_artifact
-from harness.sandbox import (
+from harness.runs.runner import read_artifact
+from harness.sandbox import cgroups, trialfs
+from harness.sandbox.bwrap import (
     OUTPUT_KEEP,
     Limits,
     SandboxBackend,
@@ -28,9 +28,9 @@ from harness.sandbox import (
     bwrap_path,
     probe_features,
 )
+from harness.sandbox.trialfs import mounts_under
+from harness.sandbox.venv import ensure_agent_venv
 from harness.testing import make_fake_task
-from harness.trialfs import mounts_under
-from harness.venv import ensure_agent_venv
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.skipif(not bwrap_path(), reason="bubblewrap not installed")
@@ -527,9 +527,9 @@ def test_bwrap_command_line_binds_nothing_of_the_repo(tmp_path: Path, venv: Path
 HARNESS_DIES = """
 import sys, time
 from pathlib import Path
-from harness.sandbox import Limits, SandboxBackend
+from harness.sandbox.bwrap import Limits, SandboxBackend
 from harness.testing import make_fake_task
-from harness.venv import ensure_agent_venv
+from harness.sandbox.venv import ensure_agent_venv
 tmp = Path(sys.argv[1])
 task = make_fake_task(tmp / "tasks")
 s = SandboxBackend("bwrap", ensure_agent_venv()).open(
@@ -569,7 +569,7 @@ def test_killed_harness_strands_nothing(tmp_path: Path) -> None:
 UNPRIVILEGED_HARNESS = """
 import json, tempfile
 from pathlib import Path
-from harness.sandbox import Limits, SandboxBackend
+from harness.sandbox.bwrap import Limits, SandboxBackend
 from harness.testing import make_fake_task
 tmp = Path(tempfile.mkdtemp())
 task = make_fake_task(tmp / "tasks")

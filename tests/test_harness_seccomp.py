@@ -1,4 +1,4 @@
-"""The sandbox's seccomp filter (harness.seccomp): the program is read back with a BPF
+"""The sandbox's seccomp filter (harness.sandbox.seccomp): the program is read back with a BPF
 interpreter, then every denied system call is made for real inside a sandbox, with and
 without the filter, so each test shows the filter (not the kernel's own checks) refusing."""
 
@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from harness import seccomp
-from harness.sandbox import Limits, SandboxBackend, bwrap_path
+from harness.sandbox import seccomp
+from harness.sandbox.bwrap import Limits, SandboxBackend, bwrap_path
+from harness.sandbox.venv import ensure_agent_venv
 from harness.testing import make_fake_task
-from harness.venv import ensure_agent_venv
 
 EPERM_RET = seccomp.SECCOMP_RET_ERRNO | 1
 ALLOWED = {"read": 0, "write": 1, "mmap": 9, "clone": 56, "execve": 59, "getpid": 39,

@@ -9,9 +9,9 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from harness import cli
-from harness.sandbox import bwrap_path
-from harness.store import Store, StoreError
+from harness.cli import run as cli
+from harness.runs.store import Store, StoreError
+from harness.sandbox.bwrap import bwrap_path
 from harness.testing import make_fake_task
 
 

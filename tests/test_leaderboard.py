@@ -24,12 +24,12 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from tbmm import leaderboard as L
-from tbmm import leaderboard_render as R
-from tbmm import plots
-from tbmm.leaderboard import TrialRow, compute, fmt_fixed, trial_row
-from tbmm.rules import multi_bo_cell
-from tbmm.tasks import Task
+from tbmm.core.rules import multi_bo_cell
+from tbmm.reports import leaderboard as L
+from tbmm.reports import leaderboard_render as R
+from tbmm.reports import plots
+from tbmm.reports.leaderboard import TrialRow, compute, fmt_fixed, trial_row
+from tbmm.suite.tasks import Task
 from tbmm.verify import verify_artifact
 
 from .conftest import infeasible_dragon
@@ -517,8 +517,8 @@ def test_an_incomplete_task_never_run_is_noted_as_a_deliberate_skip() -> None:
 
 
 def test_incomplete_tasks_are_skipped_or_refused(tmp_path: Path) -> None:
-    from harness.cli import select_tasks
-    from tbmm.tasks import TASKS_ROOT, load_suite
+    from harness.cli.run import select_tasks
+    from tbmm.suite.tasks import TASKS_ROOT, load_suite
 
     suite = load_suite(TASKS_ROOT)
     incomplete = [t for t in suite if t.incomplete]
@@ -540,8 +540,8 @@ def test_verdicts_reached_against_older_task_data_are_flagged(tmp_path) -> None:
     reference or gate file changes, the leaderboard says which stored verdicts are stale."""
     import shutil
 
-    from tbmm.results import stale_notes
-    from tbmm.tasks import TASKS_ROOT, load_task, task_dirs
+    from tbmm.reports.results import stale_notes
+    from tbmm.suite.tasks import TASKS_ROOT, load_task, task_dirs
     from tbmm.verify import verify_artifact
 
     src = next(d for d in task_dirs(TASKS_ROOT) if (d / "gate.toml").is_file())

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tbmm.core.lean_syntax import module, rat, theorem
 from tbmm.lean.allowlist import check_certificate, check_term, library_names
 from tbmm.lean.audit import (
     ACCELERATED,
@@ -27,8 +28,7 @@ from tbmm.lean.audit import (
 )
 from tbmm.lean.build import build, copy_project, project_root
 from tbmm.lean.certify import render, write_anchor_certificates
-from tbmm.lean.serialize import module, rat, theorem
-from tbmm.tasks import Task
+from tbmm.suite.tasks import Task
 
 REPO = project_root(Path(__file__).resolve().parent)
 

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tbmm import exact
-from tbmm.gate import run_gate
+from tbmm.core import exact
 from tbmm.lean.audit import audit
 from tbmm.lean.build import build, project_root
 from tbmm.lean.certify import (
@@ -22,9 +21,10 @@ from tbmm.lean.certify import (
     render,
     write_anchor_certificates,
 )
-from tbmm.mutate import violations, with_leaf
-from tbmm.scoring import read_artifact
-from tbmm.tasks import Task
+from tbmm.suite.tasks import Task
+from tbmm.verdict.gate import run_gate
+from tbmm.verdict.mutate import violations, with_leaf
+from tbmm.verdict.scoring import read_artifact
 
 from .conftest import infeasible_dragon
 
@@ -121,7 +121,7 @@ def test_mutations_are_kernel_proved_and_name_the_field(suite: list[Task]) -> No
     artifact feasible is refused at exactly that check and the verdict. One Lean run for
     all of them (`check_batch`)."""
     from tbmm.lean.certify import check_batch
-    from tbmm.scoring import score_task
+    from tbmm.verdict.scoring import score_task
 
     muts = _mutations(suite)
     forms = {
@@ -242,8 +242,8 @@ def test_score_disagreement_is_its_own_outcome(
     the score."""
     from typer.testing import CliRunner
 
-    from tbmm import scoring
-    from tbmm.cli import app
+    from tbmm.cli.root import app
+    from tbmm.verdict import scoring
     from tbmm.verify import verify_artifact
 
     t = by_slug(suite, "mcm-2025-b-juneau-tourism")
@@ -283,7 +283,7 @@ def _doctored_gate(t: Task, doc: dict, flip: str):  # noqa: ANN202
 def test_gate_disagreement_either_way(suite: list[Task]) -> None:
     """Python hides a violation, or invents one: the kernel refutes Python's statement and
     shows its own flags for that check."""
-    from tbmm.scoring import score_task
+    from tbmm.verdict.scoring import score_task
 
     t = by_slug(suite, "cumcm-2024-a-dragon-dance")
     doc = read_artifact(infeasible_dragon(t))  # an infeasible artifact: both kinds exist
@@ -302,8 +302,8 @@ def test_gate_disagreement_either_way(suite: list[Task]) -> None:
 
 @pytest.mark.slow
 def test_kernel_values_read_back_exact_rationals() -> None:
+    from tbmm.core.lean_syntax import rat
     from tbmm.lean.certify import kernel_values
-    from tbmm.lean.serialize import rat
 
     qs = [Fraction(5, 3), Fraction(-7, 2), Fraction(0), Fraction(10**30 + 7, 3**20)]
     got = kernel_values({f"q{i}": f"Rat.add {rat(q)} Rat.zero" for i, q in enumerate(qs)}, ROOT)

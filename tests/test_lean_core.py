@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tbmm.core.lean_syntax import module, rat, theorem
 from tbmm.lean.build import (
     LIBRARY,
     build,
@@ -24,7 +25,6 @@ from tbmm.lean.build import (
     project_root,
 )
 from tbmm.lean.runtime import PINNED_VERSION, ToolchainError, find_toolchain
-from tbmm.lean.serialize import module, rat, theorem
 from tbmm.lean.source import blank_comments, declarations, read_imports
 
 REPO = project_root(Path(__file__).resolve().parent)

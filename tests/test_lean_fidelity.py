@@ -21,15 +21,15 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tbmm import exact
-from tbmm.exact import fraction_to_text as text_of
-from tbmm.gate import run_gate
+from tbmm.core import exact
+from tbmm.core.exact import fraction_to_text as text_of
 from tbmm.lean.audit import FORBIDDEN, AuditResult, audit
 from tbmm.lean.build import CERT_DIR, build, check_module, copy_project, project_root
 from tbmm.lean.certify import REGENERATE, module_name, render
 from tbmm.lean.terms import artifact_term
-from tbmm.mutate import violations, with_leaf
-from tbmm.tasks import Task, load_suite, load_task
+from tbmm.suite.tasks import Task, load_suite, load_task
+from tbmm.verdict.gate import run_gate
+from tbmm.verdict.mutate import violations, with_leaf
 
 REPO = project_root(Path(__file__).resolve().parent)
 SLUG = "mcm-2025-b-juneau-tourism"  # a feasible anchor without a replay
@@ -502,13 +502,13 @@ def test_mutation_is_caught(m: Mutation, built: Path, suite: list[Task], tmp_pat
 def test_project_mutations_forged_consistently_are_caught(
     built: Path, suite: list[Task], tmp_path: Path
 ) -> None:
-    """The project's own mutation list (`tbmm.mutate.violations`, one breakable instance per
+    """The project's own mutation list (`tbmm.verdict.mutate.violations`, one breakable instance per
     task), written into each committed certificate as a regenerated-looking forgery that
     claims the mutated anchor passes (module and sidecar both rendered by the generator,
     with the anchor's own claims): the kernel refuses each false claim at the verdict
     (which runs every check), and the audit reports every module as not what the data generate."""
     from tbmm.lean.certify import expected_from
-    from tbmm.scoring import score_task
+    from tbmm.verdict.scoring import score_task
 
     root = copy_project(tmp_path / "p", built)
     named: dict[str, str] = {}
@@ -533,7 +533,7 @@ def test_project_mutations_forged_consistently_are_caught(
 
 @pytest.mark.slow
 def test_lean_build_refuses_stale_certificates(built: Path, tmp_path: Path) -> None:
-    from tbmm.cli import app
+    from tbmm.cli.root import app
 
     root = copy_project(tmp_path / "p", built)
     claim(VERDICT, "Verdict.is", 2, ONE_THIRD)(root)
@@ -548,7 +548,7 @@ def test_lean_build_refuses_stale_certificates(built: Path, tmp_path: Path) -> N
 def test_lean_commands_without_a_toolchain_exit_2_in_one_line(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, suite: list[Task]
 ) -> None:
-    from tbmm.cli import app
+    from tbmm.cli.root import app
 
     monkeypatch.setenv("TBMM_LEAN_KIND", "elan")
     monkeypatch.setenv("PATH", str(tmp_path))  # no `lean` there

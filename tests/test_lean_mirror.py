@@ -1,4 +1,4 @@
-"""The Lean checkers agree with the Python references `tbmm.forms` and `tbmm.rules`.
+"""The Lean checkers agree with the Python references `tbmm.core.forms` and `tbmm.core.rules`.
 
 Each case becomes one kernel-checked theorem stating the Lean value equals what Python
 computes (and, for rational results, that it differs from a perturbed value), so a
@@ -14,9 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tbmm import forms, rules
-from tbmm.lean.build import build, check_module, copy_project, project_root
-from tbmm.lean.serialize import (
+from tbmm.core import forms, rules
+from tbmm.core.lean_syntax import (
     boolean,
     cmp,
     direction,
@@ -27,6 +26,7 @@ from tbmm.lean.serialize import (
     rat_list,
     theorem,
 )
+from tbmm.lean.build import build, check_module, copy_project, project_root
 
 REPO = project_root(Path(__file__).resolve().parent)
 

@@ -21,11 +21,11 @@ from pathlib import Path
 
 import pytest
 
+from tbmm.core.lean_syntax import module
 from tbmm.lean.audit import ACCELERATED, audit
 from tbmm.lean.build import build, check_module, copy_project, project_root
-from tbmm.lean.serialize import module
 from tbmm.lean.source import index
-from tbmm.tasks import Task
+from tbmm.suite.tasks import Task
 
 REPO = project_root(Path(__file__).resolve().parent)
 CORE = REPO / "TBMM" / "Core.lean"

@@ -22,16 +22,16 @@ from typing import Any
 
 import pytest
 
-from tbmm import exact
+from tbmm.core import exact
+from tbmm.core.paths import tokens
 from tbmm.lean import terms
 from tbmm.lean.certify import check_artifact, check_batch, render
-from tbmm.mutate import violations, with_leaf
-from tbmm.paths import tokens
-from tbmm.tasks import Task
+from tbmm.suite.tasks import Task
+from tbmm.verdict.mutate import violations, with_leaf
 
 from .conftest import SCORING, lean_project_with, make_task
 
-gate_mod = importlib.import_module("tbmm.gate")  # `tbmm.gate` is also an API function
+gate_mod = importlib.import_module("tbmm.verdict.gate")  # `tbmm.verdict.gate` is also an API function
 
 GATE = """
 [anchor]
@@ -243,7 +243,7 @@ def vsyn(tmp_path_factory: pytest.TempPathFactory) -> Task:
         for p, ty in fields
     )
     (t.dir / "artifact_map.toml").write_text(amap + LISTS)
-    from tbmm.tasks import load_task
+    from tbmm.suite.tasks import load_task
 
     return load_task(t.dir)
 
@@ -577,7 +577,7 @@ def test_a_python_that_inflates_the_score_is_caught(
     showing its own values, which are the honest ones."""
     from fractions import Fraction
 
-    from tbmm import scoring
+    from tbmm.verdict import scoring
 
     doc = _nudged(vsyn)
     honest = check_artifact(vsyn, doc)

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from tbmm.gate import run_gate
+from tbmm.core.paths import resolve
 from tbmm.lean import certify
 from tbmm.lean.allowlist import check_certificate, library_names
 from tbmm.lean.build import check_module, copy_project, project_root
@@ -37,10 +37,10 @@ from tbmm.lean.certify import (
     expected_from,
     render_items,
 )
-from tbmm.mutate import violations, with_leaf
-from tbmm.paths import resolve
-from tbmm.scoring import score_task
-from tbmm.tasks import Task, load_task
+from tbmm.suite.tasks import Task, load_task
+from tbmm.verdict.gate import run_gate
+from tbmm.verdict.mutate import violations, with_leaf
+from tbmm.verdict.scoring import score_task
 
 ROOT = project_root()
 
@@ -250,8 +250,8 @@ def test_crop_per_rule_counts_that_disagree_with_the_plan_are_refused(suite: lis
     """A plan with exactly one rotation violation; Python's replay moves it to the legume
     rule (same total, so a total-only restatement, as on main, accepts it). The kernel
     recomputes every rule's count and refuses; the honest counts it confirms."""
-    from tbmm.pipeline import evaluate
     from tbmm.replay.crop_planting import lean_obligations
+    from tbmm.verdict.pipeline import evaluate
 
     t = _by_slug(suite, "cumcm-2024-c-crop-planting")
     doc = copy.deepcopy(t.anchor_artifact)

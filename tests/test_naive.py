@@ -11,11 +11,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tbmm import exact, floor
-from tbmm.cli import app
-from tbmm.naive import Generator, evaluate_all
-from tbmm.paths import resolve
-from tbmm.tasks import TASKS_ROOT, Task, load_task
+from tbmm.cli.root import app
+from tbmm.core import exact
+from tbmm.core.paths import resolve
+from tbmm.suite.tasks import TASKS_ROOT, Task, load_task
+from tbmm.verdict import floor
+from tbmm.verdict.naive import Generator, evaluate_all
 
 WORDLE = "mcm-2023-c-wordle"
 
@@ -103,7 +104,7 @@ def test_wordle_persistence_is_the_issues_naive_answer() -> None:
 
 
 def test_stale_naive_floor_fails_validate(tmp_path: Path) -> None:
-    from tbmm.validate import validate_task
+    from tbmm.tooling.validate import validate_task
 
     d = _copy(WORDLE, tmp_path)
     assert [p for p in validate_task(d) if p.check == "floor"] == []
@@ -123,7 +124,7 @@ def test_show_and_exploits_list_the_naive_answers() -> None:
 
 
 def test_report_drill_down_lists_the_naive_answers() -> None:
-    from tbmm.report import _naive_html
+    from tbmm.reports.report import _naive_html
 
     t = next(load_task(d) for d in TASKS_ROOT.glob(f"*/{WORDLE}"))
     html = _naive_html(t)
@@ -137,7 +138,7 @@ def test_default_reward_of_every_naive_answer_is_at_most_a_tenth(suite: list[Tas
     earns at most 0.1 of the default reward (skill over the task's floor) through the API,
     the verl/TRL adapters and the leaderboard's formula, while the anchor keeps O-Eval 1."""
     import tbmm
-    from tbmm import rules
+    from tbmm.core import rules
     from tbmm.rewards import compute_score, trl_reward
 
     for t in suite:
@@ -159,7 +160,7 @@ def test_default_reward_of_every_naive_answer_is_at_most_a_tenth(suite: list[Tas
 
 
 def test_skill_rule_edges() -> None:
-    from tbmm.rules import skill
+    from tbmm.core.rules import skill
 
     assert skill(F(1, 2), F(1), F(1, 2)) == 0  # at the floor: nothing earned
     assert skill(F(3, 4), F(1), F(1, 2)) == F(1, 2)  # half the way from floor to reference
@@ -171,7 +172,7 @@ def test_skill_rule_edges() -> None:
 def test_validate_fails_a_floor_that_lets_a_naive_answer_earn(tmp_path: Path) -> None:
     """The attack: a floor.json whose F_t forgets the best naive answer would let it earn
     0.9 of the default reward; validate names it (and the stale file)."""
-    from tbmm.validate import naive_problems, validate_task
+    from tbmm.tooling.validate import naive_problems, validate_task
 
     d = _copy(WORDLE, tmp_path)
     t = load_task(d)
@@ -186,7 +187,7 @@ def test_validate_fails_a_floor_that_lets_a_naive_answer_earn(tmp_path: Path) ->
 
 
 def test_validate_fails_no_headroom_unless_said_why(tmp_path: Path) -> None:
-    from tbmm.validate import validate_task
+    from tbmm.tooling.validate import validate_task
 
     d = _copy(WORDLE, tmp_path)
     assert [p for p in validate_task(d) if p.check == "naive"] == []  # acknowledged

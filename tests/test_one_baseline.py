@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from tbmm import floor, rules
-from tbmm.leaderboard import suite_config
-from tbmm.scoring import _raw_of, baseline_artifact, score_task
-from tbmm.tasks import TASKS_ROOT, Task, load_task
+from tbmm.core import rules
+from tbmm.reports.leaderboard import suite_config
+from tbmm.suite.tasks import TASKS_ROOT, Task, load_task
+from tbmm.verdict import floor
+from tbmm.verdict.scoring import _raw_of, baseline_artifact, score_task
 
 TBMM = [str(Path(sys.executable).with_name("tbmm"))]
 
@@ -77,7 +78,7 @@ def test_score_verify_adapters_and_leaderboard_share_f(suite: list[Task]) -> Non
 
 def test_stale_or_missing_floor_fails_validate(tmp_path: Path) -> None:
     """An edited baseline.json without a rebuild, or a hand-edited F, is caught."""
-    from tbmm.validate import validate_task
+    from tbmm.tooling.validate import validate_task
 
     src = TASKS_ROOT / "MCM" / "mcm-2025-b-juneau-tourism"
     dst = tmp_path / "MCM" / src.name

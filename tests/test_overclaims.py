@@ -20,11 +20,11 @@ from typing import Any
 
 import pytest
 
-from tbmm import exact
-from tbmm import exploits as X
-from tbmm.pipeline import Evaluation, evaluate
-from tbmm.scoring import read_artifact
-from tbmm.tasks import Task, find_task
+from tbmm.core import exact
+from tbmm.suite.tasks import Task, find_task
+from tbmm.verdict import exploits as X
+from tbmm.verdict.pipeline import Evaluation, evaluate
+from tbmm.verdict.scoring import read_artifact
 
 BAR = X.CREDIT  # 1/10: an exploit may earn at most this effective O-Eval
 SIX = (

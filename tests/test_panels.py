@@ -21,10 +21,11 @@ from pathlib import Path
 
 import pytest
 
-from tbmm import rules
-from tbmm.exact import parse_decimal
-from tbmm.models import FieldRecord, PanelPaper
-from tbmm.panel_extract import (
+from tbmm.core import rules
+from tbmm.core.exact import parse_decimal
+from tbmm.suite.models import FieldRecord, PanelPaper
+from tbmm.suite.tasks import Task
+from tbmm.tooling.panel_extract import (
     FETCH_HINT,
     Source,
     check_task,
@@ -33,9 +34,8 @@ from tbmm.panel_extract import (
     occurrences,
     value_problems,
 )
-from tbmm.scoring import score_task
-from tbmm.tasks import Task
-from tbmm.validate import validate_task
+from tbmm.tooling.validate import validate_task
+from tbmm.verdict.scoring import score_task
 
 
 def _read(suite: list[Task]) -> list[Task]:
@@ -328,7 +328,7 @@ def _by_hand(t: Task, doc: dict) -> F:
     """Eq. 1 from its definition: for each paper with scored fields S_p, the weighted mean of
     its metrics' rewards against its own values (weights renormalised over S_p); the mean
     over those papers."""
-    from tbmm.scoring import lookup
+    from tbmm.verdict.scoring import lookup
 
     per_paper = []
     for paper in t.panel.papers:
@@ -373,8 +373,8 @@ def test_eq1_on_real_multi_paper_panels(suite: list[Task]) -> None:
 def test_eq1_renormalises_over_each_papers_own_fields(suite: list[Task]) -> None:
     """A paper reporting a subset of the metrics is scored on that subset only: an answer at
     that paper's values scores 1 on it, whatever the other metrics hold."""
-    from tbmm.exact import Num
-    from tbmm.paths import set_path
+    from tbmm.core.exact import Num
+    from tbmm.core.paths import set_path
 
     t = next(
         t
@@ -424,7 +424,7 @@ def test_panel_equals_what_the_extractor_reads(suite: list[Task]) -> None:
 def test_extractor_catches_a_wrong_page_or_number(suite: list[Task]) -> None:
     """The extractor is not a rubber stamp: a printed number moved to another page, or a
     different printed number, is reported."""
-    from tbmm.panel_extract import check_paper
+    from tbmm.tooling.panel_extract import check_paper
 
     src = _source()
     t, paper, rec = next(
@@ -463,7 +463,7 @@ def test_tasks_show_lists_every_panel_paper(suite: list[Task]) -> None:
     and locator, its per-metric exclusions, and the reason an unscored paper is not scored."""
     from typer.testing import CliRunner
 
-    from tbmm.cli import app
+    from tbmm.cli.root import app
 
     t = next(
         t

@@ -1,7 +1,7 @@
 """One input, one verdict, whichever way it comes in.
 
 The same corpus — every task's anchor, its generated adversarial artifacts, mutants of the
-anchor (numbers scaled, made NaN or over-long) and inputs over each cap of tbmm.bounds
+anchor (numbers scaled, made NaN or over-long) and inputs over each cap of tbmm.core.bounds
 (bytes, digits, depth, a referenced list, an unreferenced list) — goes through the command
 line (`tbmm verify --manifest --json`), the Python API (`tbmm.verify`, given the text and,
 for objects, the parsed exact tree), `tbmm serve` (each artifact once as JSON text and once
@@ -24,9 +24,10 @@ from typing import Any
 
 import pytest
 
-from tbmm import exact, exploits
-from tbmm.exact import Num
-from tbmm.tasks import Task
+from tbmm.core import exact
+from tbmm.core.exact import Num
+from tbmm.suite.tasks import Task
+from tbmm.verdict import exploits
 
 pytestmark = pytest.mark.slow
 
@@ -165,8 +166,8 @@ def test_cli_api_serve_and_harbor_give_the_same_verdicts(suite: list[Task], tmp_
     from fastapi.testclient import TestClient
 
     import tbmm
-    from tbmm.harbor.reward import verify_for_harbor
-    from tbmm.serve import create_app
+    from tbmm.integrations.harbor.reward import verify_for_harbor
+    from tbmm.integrations.serve import create_app
 
     items = corpus(suite)
     assert len(items) >= 1000, len(items)
@@ -178,7 +179,7 @@ def test_cli_api_serve_and_harbor_give_the_same_verdicts(suite: list[Task], tmp_
     assert {"scored", "gate_failed", "unreadable"} <= statuses, statuses
     reasons = " ".join(c[-1] for c in api)
     for cap in ("bytes, over the cap", "characters, over the cap", "nested deeper", "entries, over the cap"):
-        assert cap in reasons, cap  # each cap of tbmm.bounds is hit by some input
+        assert cap in reasons, cap  # each cap of tbmm.core.bounds is hit by some input
 
     # the Python API given the parsed exact tree of every text that is a JSON object
     api_object: dict[int, tuple] = {}
@@ -200,7 +201,7 @@ def test_cli_api_serve_and_harbor_give_the_same_verdicts(suite: list[Task], tmp_
         [
             sys.executable,
             "-c",
-            "from tbmm.entry import main; main()",
+            "from tbmm.cli.entry import main; main()",
             "verify",
             "--manifest",
             str(tmp_path / "manifest.json"),

@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 
-from tbmm.pipeline import evaluate
 from tbmm.replay import (
     BudgetExceeded,
     CpuBudget,
@@ -18,8 +17,9 @@ from tbmm.replay import (
     ReplayInputError,
     to_exact,
 )
-from tbmm.scoring import read_artifact
-from tbmm.tasks import Task
+from tbmm.suite.tasks import Task
+from tbmm.verdict.pipeline import evaluate
+from tbmm.verdict.scoring import read_artifact
 
 from .conftest import GATE, SCORING, make_task
 
@@ -89,7 +89,7 @@ rationale = "test replay: the speed achieved is twice the decision x"
 
 def _double(doc, task, spec, deadline):  # noqa: ANN001, ANN202
     x = doc.get("decision", {}).get("x")
-    from tbmm import exact
+    from tbmm.core import exact
 
     if not isinstance(x, exact.Num):
         raise ReplayInputError("decision.x: missing or not a number")
@@ -135,7 +135,7 @@ justification = "the replayed margin is positive"
         '"artifact": {"decision": {"x": 1.0}, "replayed": {"q": {"speed": 2, "margin": 0.3333333}}, ',
     )
     (t.dir / "anchor.json").write_text(anchor)
-    from tbmm.tasks import load_task
+    from tbmm.suite.tasks import load_task
 
     return load_task(t.dir)
 
@@ -198,7 +198,7 @@ def test_a_list_shorter_than_the_statement_asks_fails(tmp_path: Path) -> None:
         'final_question = "q"\n\n[[list]]\npath = "rows"\nmin_items = 2\nmax_items = 4\ndescription = "two to four rows"\n',
     )
     (t.dir / "artifact_map.toml").write_text(amap)
-    from tbmm.tasks import load_task
+    from tbmm.suite.tasks import load_task
 
     t = load_task(t.dir)
     ok = evaluate(t, read_artifact(GOOD))

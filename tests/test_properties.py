@@ -9,8 +9,8 @@ from fractions import Fraction as F
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tbmm import exact, rules
-from tbmm.rules import Direction
+from tbmm.core import exact, rules
+from tbmm.core.rules import Direction
 
 rationals = st.fractions(min_value=-(10**6), max_value=10**6, max_denominator=10**6)
 bands = st.fractions(min_value=F(1, 10**6), max_value=10**6, max_denominator=10**6)
@@ -113,7 +113,7 @@ def test_expand_nodes_is_expand_plus_resolve(doc, path) -> None:
     """The one-walk expansion names the same concrete paths as `expand` and, for each, the
     node `resolve` finds (MISSING where resolve fails): the gate and the schema check rely
     on it for lists of thousands of entries."""
-    from tbmm.paths import MISSING, PathError, expand, expand_nodes, resolve, tokens
+    from tbmm.core.paths import MISSING, PathError, expand, expand_nodes, resolve, tokens
 
     try:
         tokens(path)
@@ -151,7 +151,7 @@ nonneg = st.fractions(min_value=0, max_value=10**6, max_denominator=10**6)
 
 @given(rationals, rationals, nonneg, nonneg)
 def test_agree_on_integers_is_the_rational_inequality(x: F, y: F, tol: F, rel: F) -> None:
-    from tbmm import forms
+    from tbmm.core import forms
 
     assert forms.agree(x, y, tol, rel) == (abs(x - y) <= tol + rel * abs(y))
     # on the boundary itself (x exactly tol + rel·|y| away) it agrees
@@ -160,7 +160,7 @@ def test_agree_on_integers_is_the_rational_inequality(x: F, y: F, tol: F, rel: F
 
 @given(st.lists(rationals, min_size=1, max_size=8), rationals, nonneg)
 def test_sum_to_on_integers_is_the_rational_inequality(xs: list[F], total: F, tol: F) -> None:
-    from tbmm import forms
+    from tbmm.core import forms
 
     assert forms.sum_to(xs, total, tol) == (abs(sum(xs, F(0)) - total) <= tol)
     assert forms.sum_to(xs, sum(xs, F(0)) + tol, tol)
@@ -168,7 +168,7 @@ def test_sum_to_on_integers_is_the_rational_inequality(xs: list[F], total: F, to
 
 @given(rationals, st.one_of(st.none(), rationals), st.one_of(st.none(), rationals))
 def test_interval_on_integers_is_the_rational_order(x: F, lo: F | None, hi: F | None) -> None:
-    from tbmm import forms
+    from tbmm.core import forms
 
     assert forms.interval(x, lo, hi) == ((lo is None or lo <= x) and (hi is None or x <= hi))
 
@@ -177,7 +177,7 @@ def test_interval_on_integers_is_the_rational_order(x: F, lo: F | None, hi: F | 
 def test_compare_on_integers_is_the_rational_order(x: F, op: str, c: F) -> None:
     import operator
 
-    from tbmm import forms
+    from tbmm.core import forms
 
     ref = {">=": operator.ge, "<=": operator.le, ">": operator.gt, "<": operator.lt}[op]
     assert forms.compare(x, op, c) == ref(x, c) == forms.threshold(x, op, c)
@@ -185,6 +185,6 @@ def test_compare_on_integers_is_the_rational_order(x: F, op: str, c: F) -> None:
 
 @given(rationals, st.one_of(st.none(), rationals))
 def test_count_is_a_nonnegative_integer_within_hi(x: F, hi: F | None) -> None:
-    from tbmm import forms
+    from tbmm.core import forms
 
     assert forms.count(x, hi) == (x.denominator == 1 and x >= 0 and (hi is None or x <= hi))

@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from tbmm import exact
-from tbmm.bounds import BudgetExceeded
+from tbmm.core import exact
+from tbmm.core.bounds import BudgetExceeded
 from tbmm.replay import CpuBudget, load_module, run_replay
 from tbmm.replay import cache as C
-from tbmm.scoring import read_artifact
-from tbmm.tasks import Task, find_task, load_suite, load_task
+from tbmm.suite.tasks import Task, find_task, load_suite, load_task
+from tbmm.verdict.scoring import read_artifact
 
 CHEAP = "cumcm-2024-b-production-decision"  # a replay reading a table under reference/
 
@@ -224,7 +224,7 @@ def test_the_disk_cache_survives_the_process_and_refuses_torn_files(
 
 def test_verify_shares_the_cache(memory: C.ReplayCache) -> None:
     """`tbmm.verify` (the path of verify, serve and rescore) replays once per decisions."""
-    from tbmm.pipeline import evaluate
+    from tbmm.verdict.pipeline import evaluate
 
     task = find_task(CHEAP)
     a = evaluate(task, _doc(task))
@@ -234,7 +234,7 @@ def test_verify_shares_the_cache(memory: C.ReplayCache) -> None:
 
 
 def test_benchmarks_bypass_the_cache(memory: C.ReplayCache) -> None:
-    from tbmm.bench import bench_replays
+    from tbmm.tooling.bench import bench_replays
 
     bench_replays([find_task(CHEAP)], seconds=0.0)
     assert (memory.hits, memory.misses, len(memory)) == (0, 0, 0)

@@ -18,12 +18,12 @@ from typing import Any
 
 import pytest
 
-from tbmm import exact
-from tbmm.pipeline import Evaluation, evaluate
+from tbmm.core import exact
 from tbmm.replay import CpuBudget, run_replay
 from tbmm.replay import crop_planting as C
-from tbmm.scoring import read_artifact
-from tbmm.tasks import TASKS_ROOT, Task, load_task
+from tbmm.suite.tasks import TASKS_ROOT, Task, load_task
+from tbmm.verdict.pipeline import Evaluation, evaluate
+from tbmm.verdict.scoring import read_artifact
 from tbmm.verify import verify_artifact
 
 SLUG = "cumcm-2024-c-crop-planting"
@@ -446,7 +446,7 @@ def test_list_bound_is_the_statement_maximum(task: Task, data: C.CropData, rules
 
 
 def test_largest_legal_input_replays(task: Task) -> None:
-    from tbmm.bench import crop_planting_largest
+    from tbmm.tooling.bench import crop_planting_largest
 
     d = crop_planting_largest(task)
     assert len(d["q1"]["case1"]["plan"]) == C.max_rows(
@@ -505,7 +505,7 @@ def test_lean_data_module_is_fresh() -> None:
 
 
 def _lean_check(task: Task, obligations: list[tuple[str, str, bool]], tmp_path: Path):  # noqa: ANN202
-    from tbmm.lean import serialize as S
+    from tbmm.core import lean_syntax as S
     from tbmm.lean.build import check_module
 
     body = ["noncomputable section", "namespace CropTest", ""]
@@ -650,8 +650,8 @@ def test_the_replay_matches_the_reference_implementation(task: Task) -> None:
     details and notes, or the same refusal, on the anchor, on the benchmark's largest legal
     artifact (`tbmm bench`), and on plans edited row by row: every way off the fast path
     and every rule broken (small, unsuitable, repeated, scattered and duplicated plantings)."""
-    from tbmm.bench import crop_planting_largest
     from tbmm.replay import strip_replayed
+    from tbmm.tooling.bench import crop_planting_largest
 
     base = strip_replayed(task.anchor_artifact)[0]
     cases: dict[str, dict[str, Any]] = {

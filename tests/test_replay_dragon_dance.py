@@ -25,11 +25,11 @@ from typing import Any
 
 import pytest
 
-from tbmm import exact
-from tbmm.paths import resolve
-from tbmm.pipeline import evaluate
-from tbmm.scoring import read_artifact
-from tbmm.tasks import Task, load_task, task_dirs
+from tbmm.core import exact
+from tbmm.core.paths import resolve
+from tbmm.suite.tasks import Task, load_task, task_dirs
+from tbmm.verdict.pipeline import evaluate
+from tbmm.verdict.scoring import read_artifact
 from tbmm.verify import verify_artifact
 
 SLUG = "cumcm-2024-a-dragon-dance"

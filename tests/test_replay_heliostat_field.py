@@ -16,14 +16,14 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tbmm import exact
-from tbmm.gate import run_gate
-from tbmm.pipeline import Evaluation, evaluate
+from tbmm.core import exact
+from tbmm.core.rules import reward
 from tbmm.replay import CpuBudget, ReplayInputError, run_replay
 from tbmm.replay import heliostat_field as H
-from tbmm.rules import reward
-from tbmm.scoring import ArtifactError, read_artifact, score_task
-from tbmm.tasks import Task, find_task
+from tbmm.suite.tasks import Task, find_task
+from tbmm.verdict.gate import run_gate
+from tbmm.verdict.pipeline import Evaluation, evaluate
+from tbmm.verdict.scoring import ArtifactError, read_artifact, score_task
 from tbmm.verify import verify_artifact
 
 SLUG = "cumcm-2023-a-heliostat-field"

@@ -17,13 +17,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tbmm import exact, rules
-from tbmm.bounds import CpuBudget
-from tbmm.pipeline import Evaluation, evaluate
+from tbmm.core import exact, rules
+from tbmm.core.bounds import CpuBudget
 from tbmm.replay import ReplayInputError
 from tbmm.replay import multibeam_lines as mb
-from tbmm.scoring import ArtifactError, read_artifact
-from tbmm.tasks import TASKS_ROOT, Task, load_task
+from tbmm.suite.tasks import TASKS_ROOT, Task, load_task
+from tbmm.verdict.pipeline import Evaluation, evaluate
+from tbmm.verdict.scoring import ArtifactError, read_artifact
 from tbmm.verify import verify_artifact
 
 SLUG = "cumcm-2023-b-multibeam-lines"
@@ -877,12 +877,12 @@ def test_a_huge_table_is_refused_fast(task: Task) -> None:
 
 @pytest.mark.slow
 def test_the_largest_legal_designs_replay(task: Task) -> None:
-    """The benchmark's most expensive legal designs (tbmm.bench.multibeam_lines_largest: at
+    """The benchmark's most expensive legal designs (tbmm.tooling.bench.multibeam_lines_largest: at
     the caps of 1,000 segments, 1,000 nmi and 200 candidate neighbours) are accepted, not
     refused, and replay to finite values (a generous deadline: their CPU time against the
     15 s budget is the benchmark's figure, never a timed assertion)."""
-    from tbmm.bench import multibeam_lines_artifact, multibeam_lines_largest
     from tbmm.replay import run_replay
+    from tbmm.tooling.bench import multibeam_lines_artifact, multibeam_lines_largest
 
     for name, segs in multibeam_lines_largest().items():
         assert len(segs) <= 1000, name
@@ -941,8 +941,8 @@ def test_the_anchor_replays_as_the_reference_implementation(task: Task) -> None:
 
 @pytest.mark.slow
 def test_the_benchmark_corpus_replays_as_the_reference_implementation(task: Task) -> None:
-    """`tbmm bench`'s most expensive legal designs (tbmm.bench.multibeam_lines_largest)."""
-    from tbmm.bench import multibeam_lines_artifact, multibeam_lines_largest
+    """`tbmm bench`'s most expensive legal designs (tbmm.tooling.bench.multibeam_lines_largest)."""
+    from tbmm.tooling.bench import multibeam_lines_artifact, multibeam_lines_largest
 
     for segs in multibeam_lines_largest().values():
         _same_as_reference(task, multibeam_lines_artifact(task, segs))

@@ -22,12 +22,12 @@ from xml.etree import ElementTree as ET
 import numpy as np
 import pytest
 
-from tbmm import exact
-from tbmm.pipeline import evaluate
+from tbmm.core import exact
 from tbmm.replay import CpuBudget, ReplayInputError
 from tbmm.replay import nipt_judgement as nj
-from tbmm.scoring import read_artifact
-from tbmm.tasks import Task, find_task
+from tbmm.suite.tasks import Task, find_task
+from tbmm.verdict.pipeline import evaluate
+from tbmm.verdict.scoring import read_artifact
 
 from .conftest import SOURCE
 
@@ -249,7 +249,7 @@ def test_reference_rule_is_the_fit_scripts(t: Task) -> None:
 
 
 def _split(t: Task) -> Any:
-    from tbmm import split as S
+    from tbmm.suite import split as S
 
     spec = S.load_spec(t.dir)
     assert spec is not None
@@ -343,7 +343,7 @@ def test_a_leaking_agent_copy_is_refused(t: Task, tmp_path: Path) -> None:
     problems = S.heldout_leaks(dst, held)
     assert any("held-out subjects still in the agent's copy" in p for p in problems), problems
     # validate reports it (and the changed checksum) as a failed check
-    from tbmm.validate import validate_task
+    from tbmm.tooling.validate import validate_task
 
     res = validate_task(dst)
     assert any(p.check == "heldout" and "held-out subjects" in p.message for p in res), res

@@ -15,15 +15,15 @@ from typing import Any
 
 import pytest
 
-from tbmm import exact
+from tbmm.core import exact
+from tbmm.core.paths import resolve, set_path
 from tbmm.lean.build import project_root
 from tbmm.lean.certify import check_artifact, render
-from tbmm.paths import resolve, set_path
-from tbmm.pipeline import Evaluation, evaluate
 from tbmm.replay import production_decision as P
 from tbmm.replay import strip_replayed
-from tbmm.scoring import read_artifact
-from tbmm.tasks import Task, find_task
+from tbmm.suite.tasks import Task, find_task
+from tbmm.verdict.pipeline import Evaluation, evaluate
+from tbmm.verdict.scoring import read_artifact
 from tbmm.verify import verify_artifact
 
 SLUG = "cumcm-2024-b-production-decision"
@@ -668,7 +668,7 @@ def test_an_overclaim_beyond_every_reading_is_misreported(task: Task) -> None:
 
 
 def test_readings_config_is_checked() -> None:
-    from tbmm.models import ReplaySpec
+    from tbmm.suite.models import ReplaySpec
 
     def spec(**params: Any) -> ReplaySpec:
         return ReplaySpec(

@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from tbmm import exact
-from tbmm.pipeline import Evaluation, evaluate
+from tbmm.core import exact
 from tbmm.replay import BudgetExceeded, CpuBudget
 from tbmm.replay import sic_thickness as st
-from tbmm.scoring import read_artifact
-from tbmm.tasks import TASKS_ROOT, Task, load_task
+from tbmm.suite.tasks import TASKS_ROOT, Task, load_task
+from tbmm.verdict.pipeline import Evaluation, evaluate
+from tbmm.verdict.scoring import read_artifact
 from tbmm.verify import verify_artifact
 
 SLUG = "cumcm-2025-b-sic-thickness"

@@ -18,13 +18,13 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tbmm import exact
-from tbmm.models import ReplaySpec
-from tbmm.pipeline import Evaluation, evaluate
+from tbmm.core import exact
 from tbmm.replay import CpuBudget, ReplayInputError, strip_replayed
 from tbmm.replay import smoke_screen as ss
-from tbmm.scoring import read_artifact
-from tbmm.tasks import TASKS_ROOT, Task, load_task
+from tbmm.suite.models import ReplaySpec
+from tbmm.suite.tasks import TASKS_ROOT, Task, load_task
+from tbmm.verdict.pipeline import Evaluation, evaluate
+from tbmm.verdict.scoring import read_artifact
 from tbmm.verify import verify_artifact
 
 SLUG = "cumcm-2025-a-smoke-screen"
@@ -665,8 +665,8 @@ def test_reference_is_resolved_far_below_the_accuracy(task: Task, oracle: dict) 
 def test_largest_legal_input_is_resolved_within_the_cap(task: Task, spec: ReplaySpec) -> None:
     """The benchmark's input (5 UAVs x 3 drops near the sightlines, plus Problems 2-4) stays
     within the work cap with an error bound far below the 0.01 s the gate allows (its time
-    per replay is measured by tbmm.bench.bench_replay_smoke_screen, not here)."""
-    from tbmm.bench import largest_smoke_screen_input
+    per replay is measured by tbmm.tooling.bench.bench_replay_smoke_screen, not here)."""
+    from tbmm.tooling.bench import largest_smoke_screen_input
 
     doc = largest_smoke_screen_input(task)
     assert len(doc["q5"]["drops"]) == 15

@@ -20,13 +20,13 @@ from typing import Any
 import matplotlib.image as mpimg
 import pytest
 
-from tbmm import leaderboard as L
-from tbmm import leaderboard_render as R
-from tbmm.exact import fraction_to_text
-from tbmm.floor import baseline_f
-from tbmm.leaderboard import TrialRow, compute, suite_config, trial_row
-from tbmm.report import render_html, write_html
-from tbmm.tasks import Task
+from tbmm.core.exact import fraction_to_text
+from tbmm.reports import leaderboard as L
+from tbmm.reports import leaderboard_render as R
+from tbmm.reports.leaderboard import TrialRow, compute, suite_config, trial_row
+from tbmm.reports.report import render_html, write_html
+from tbmm.suite.tasks import Task
+from tbmm.verdict.floor import baseline_f
 from tbmm.verify import verify_artifact
 
 from .conftest import infeasible_dragon
@@ -211,7 +211,7 @@ def test_html_in_chromium(data: Any, chromium: str, tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_console_check_catches_a_blocked_resource(chromium: str, tmp_path: Path) -> None:
     """Control: the console check is not vacuous (an external image under our CSP logs)."""
-    from tbmm.report import CSP
+    from tbmm.reports.report import CSP
 
     p = tmp_path / "bad.html"
     p.write_text(
@@ -328,7 +328,7 @@ def test_embedded_font_covers_every_cjk_character(suite: list[Task], tmp_path: P
     from fontTools.pens.boundsPen import BoundsPen
     from fontTools.ttLib import TTFont
 
-    from tbmm import fonts
+    from tbmm.reports import fonts
 
     page, text = _one_task_report(suite, tmp_path / "r.html")
     body = re.sub(r"<style>.*?</style>", "", text, flags=re.S)
@@ -370,7 +370,7 @@ def _lb_rows(suite: list[Task]) -> tuple[Any, list[TrialRow], list[Task]]:
 
 
 def test_without_the_font_the_page_says_so(suite: list[Task], monkeypatch: Any) -> None:
-    from tbmm import fonts
+    from tbmm.reports import fonts
 
     monkeypatch.setattr(fonts, "font_path", lambda: None)
     text = render_html(*_lb_rows(suite), title=CJK_TITLE)
@@ -468,7 +468,7 @@ def test_plots_draw_cjk_entry_names(monkeypatch: Any) -> None:
     lacks); control: without the font the same plot warns."""
     import warnings
 
-    from tbmm import fonts, plots
+    from tbmm.reports import fonts, plots
 
     r = trial_row(
         entry="a|b|c",

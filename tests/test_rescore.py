@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from harness.rescore import rescore
-from harness.runner import _verdict_fields
-from harness.store import STATUS_ERROR, Store
-from tbmm import exact
-from tbmm.results import leaderboard
-from tbmm.tasks import Task, find_task, load_task
+from harness.runs.rescore import rescore
+from harness.runs.runner import _verdict_fields
+from harness.runs.store import STATUS_ERROR, Store
+from tbmm.core import exact
+from tbmm.reports.results import leaderboard
+from tbmm.suite.tasks import Task, find_task, load_task
 from tbmm.verify import verify_artifact
 
 from .conftest import trial_record
@@ -130,7 +130,7 @@ def test_a_verifier_fault_keeps_the_stored_verdict(setup: tuple[Path, Path, Task
 def test_cli_rescore(setup: tuple[Path, Path, Task]) -> None:
     from typer.testing import CliRunner
 
-    from tbmm.cli import app
+    from tbmm.cli.root import app
 
     db, root, _ = setup
     args = ["runs", "rescore", "--db", str(db), "--tasks-root", str(root)]

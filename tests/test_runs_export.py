@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from harness.runs_export import LOCAL_COLUMNS, TRIAL_COLUMNS, _canonical
-from harness.store import SCHEMA, Store, trial_files
-from tbmm.cli import app
+from harness.runs.export import LOCAL_COLUMNS, TRIAL_COLUMNS, _canonical
+from harness.runs.store import SCHEMA, Store, trial_files
+from tbmm.cli.root import app
 from tests.runs_store import ENTRY_A, FIGURE, PD_SLUG, build_store
 
 runner = CliRunner()
@@ -22,7 +22,7 @@ runner = CliRunner()
 
 @pytest.fixture(scope="module")
 def tasks() -> dict[str, Any]:
-    from tbmm.tasks import load_suite
+    from tbmm.suite.tasks import load_suite
 
     return {t.slug: t for t in load_suite()}
 
@@ -68,8 +68,8 @@ def _files(db: Path) -> dict[tuple[str, str, int], dict[str, bytes]]:
 
 
 def _leaderboard(db: Path) -> Any:
-    from tbmm.leaderboard_render import to_json
-    from tbmm.results import leaderboard
+    from tbmm.reports.leaderboard_render import to_json
+    from tbmm.reports.results import leaderboard
 
     return to_json(leaderboard(db)[0])
 
@@ -244,7 +244,7 @@ def test_schema_is_printable_and_versioned(tmp_path: Path) -> None:
 def test_a_forged_verdict_is_undone_by_rescore(src: Path, tmp_path: Path) -> None:
     """The digest detects damage, not forgery: a sender can promote a verdict and recompute
     it. The artifact travels with it, so `tbmm runs rescore --all` verifies it again."""
-    from harness.rescore import rescore
+    from harness.runs.rescore import rescore
     from tbmm.verify import verify_artifact
 
     doc = _doc(_export(src, ENTRY_A, tmp_path / "a.json.gz"))
@@ -268,7 +268,7 @@ def test_a_forged_verdict_is_undone_by_rescore(src: Path, tmp_path: Path) -> Non
 
 
 def test_a_gzip_bomb_is_refused_unread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import harness.runs_export as rx
+    import harness.runs.export as rx
 
     monkeypatch.setattr(rx, "MAX_FILE_BYTES", 10_000)
     f = tmp_path / "bomb.json.gz"
@@ -286,13 +286,13 @@ def test_a_real_sandboxed_run_round_trips_and_views(tmp_path: Path) -> None:
     the viewer shows the imported trial with its trajectory."""
     from fastapi.testclient import TestClient
 
-    from harness.agents import OracleAgent
-    from harness.runner import run_sweep
-    from harness.sandbox import SandboxBackend, bwrap_path
-    from harness.venv import ensure_agent_venv
-    from tbmm.tasks import find_task
+    from harness.agents.registry import OracleAgent
+    from harness.runs.runner import run_sweep
+    from harness.sandbox.bwrap import SandboxBackend, bwrap_path
+    from harness.sandbox.venv import ensure_agent_venv
+    from tbmm.reports.viewer import create_app
+    from tbmm.suite.tasks import find_task
     from tbmm.verify import verify_artifact
-    from tbmm.viewer import create_app
     from tests.ci import absent
 
     if not bwrap_path():

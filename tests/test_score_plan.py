@@ -1,6 +1,6 @@
 """The compiled fast paths give the verdicts of the reference code, exactly.
 
-`score_task` scores through `tbmm.score_plan` (a task's panel compiled into integers) and
+`score_task` scores through `tbmm.verdict.score_plan` (a task's panel compiled into integers) and
 `run_gate` evaluates one-field checks through their compiled form. Here both are held
 equal (the whole JSON of the verdict: exact rationals, reasons, notes, messages) to the
 reference they replaced — `score_metric` / `raw_score` / `panel_scores` and the `rules`
@@ -18,10 +18,18 @@ from typing import Any
 
 import pytest
 
-from tbmm import exact, rules
-from tbmm.bench import corpus
-from tbmm.gate import GateReport, _short_lists, evaluate, instances, protected_metrics, run_gate
-from tbmm.scoring import (
+from tbmm.core import exact, rules
+from tbmm.suite.tasks import Task
+from tbmm.tooling.bench import corpus
+from tbmm.verdict.gate import (
+    GateReport,
+    _short_lists,
+    evaluate,
+    instances,
+    protected_metrics,
+    run_gate,
+)
+from tbmm.verdict.scoring import (
     TaskScore,
     baseline_raw,
     extra_entry_notes,
@@ -33,7 +41,6 @@ from tbmm.scoring import (
     score_metric,
     score_task,
 )
-from tbmm.tasks import Task
 
 from .conftest import SYN_ANCHOR
 
@@ -47,7 +54,7 @@ def reference_score(
     unverifiable: dict[str, str] | None = None,
 ) -> TaskScore:
     """`score_task` as it was before the compiled panel: metric by metric on Fractions."""
-    from tbmm.floor import floor_f
+    from tbmm.verdict.floor import floor_f
 
     unverifiable = unverifiable or {}
     metrics = [score_metric(m, doc, unverifiable=unverifiable.get(m.id, "")) for m in task.metrics]
@@ -217,7 +224,7 @@ def test_compiled_paths_give_the_reference_verdicts(suite: list[Task]) -> None:
 def test_values_read_from_text_equal_their_fractions(syn: Task, text: str) -> None:
     """The plan reads a lazily parsed number from its text; an already computed value, an
     exponent or a trailing zero give the same reward as the Fraction."""
-    from tbmm.score_plan import plan_for
+    from tbmm.verdict.score_plan import plan_for
 
     body = ", ".join(f'"{k}": {text}' for k in SYN_ANCHOR["q"])
     doc = read_artifact('{"q": {' + body + "}}")

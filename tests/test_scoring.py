@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from fractions import Fraction as F
 
-from tbmm import rules
-from tbmm.scoring import read_artifact, score_task
-from tbmm.tasks import Task
+from tbmm.core import rules
+from tbmm.suite.tasks import Task
+from tbmm.verdict.scoring import read_artifact, score_task
 
 from .conftest import SYN_ANCHOR
 

@@ -26,7 +26,7 @@ def _free_port() -> int:
 def server() -> Iterator[str]:
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tbmm.cli", "serve", "--port", str(port), "--workers", "1"],
+        [sys.executable, "-m", "tbmm.cli.root", "serve", "--port", str(port), "--workers", "1"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )
@@ -187,7 +187,7 @@ def test_a_token_guards_the_v1_endpoints() -> None:
     """With a token, /v1/* needs `Authorization: Bearer TOKEN`; /healthz stays open."""
     from fastapi.testclient import TestClient
 
-    from tbmm.serve import TOKEN_ENV, create_app
+    from tbmm.integrations.serve import TOKEN_ENV, create_app
 
     mp = pytest.MonkeyPatch()
     mp.setenv(TOKEN_ENV, "s3cret")
@@ -209,8 +209,8 @@ def test_a_token_guards_the_v1_endpoints() -> None:
 def test_a_request_past_its_cpu_budget_is_refused_whole() -> None:
     """Past the request's CPU budget (checked between items) the request ends with 503
     and no verdicts at all, never a partial list or a guessed one."""
-    from tbmm.bodyscan import verify_body
-    from tbmm.serve import HttpError, verify_items
+    from tbmm.integrations.bodyscan import verify_body
+    from tbmm.integrations.serve import HttpError, verify_items
 
     t = tbmm.load_task("mcm-2025-b-juneau-tourism")
     one = f'{{"task": "{t.slug}", "artifact": {t.anchor_artifact_bytes().decode().strip()}}}'

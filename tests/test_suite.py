@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tbmm.tasks import TASKS_ROOT, Task
-from tbmm.validate import harbor_problems, validate_all, validate_task
+from tbmm.suite.tasks import TASKS_ROOT, Task
+from tbmm.tooling.validate import harbor_problems, validate_all, validate_task
 
 from .conftest import SOURCE
 
@@ -214,7 +214,7 @@ def test_build_is_reproducible(suite: list[Task], tmp_path: Path) -> None:
     """Rebuilding from the source release reproduces the committed generated files exactly."""
     if not SOURCE.is_dir():
         pytest.skip(f"source release not found at {SOURCE}")
-    from tbmm.build import CURATED, build_all
+    from tbmm.tooling.build import CURATED, build_all
 
     out = tmp_path / "tasks"
     for t in suite:
@@ -319,7 +319,7 @@ def test_unreachable_panel_value_is_rejected(suite: list[Task], tmp_path: Path) 
     else:
         pytest.skip("no task bounds a scored metric by a single-field check")
     m = by_path[c.field]
-    from tbmm import exact
+    from tbmm.core import exact
 
     limit = exact.parse_decimal(c.hi if c.form.value == "interval" else c.bound)
     step = 1 if c.form.value == "interval" or c.op in ("<=", "<") else -1
@@ -344,7 +344,7 @@ def test_instruction_giving_away_the_reference_is_rejected(
     suite: list[Task], tmp_path: Path
 ) -> None:
     """A worked example that is the reference's own decision prints its numbers: caught."""
-    from tbmm import exact
+    from tbmm.core import exact
 
     def numbers(x: object) -> list[str]:
         if isinstance(x, dict):

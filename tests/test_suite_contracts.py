@@ -6,12 +6,12 @@ import json
 
 import pytest
 
-from tbmm import exact
-from tbmm.forms import Form
-from tbmm.gate import run_gate
-from tbmm.mutate import violations, with_leaf
-from tbmm.scoring import read_artifact, score_task
-from tbmm.tasks import Task
+from tbmm.core import exact
+from tbmm.core.forms import Form
+from tbmm.suite.tasks import Task
+from tbmm.verdict.gate import run_gate
+from tbmm.verdict.mutate import violations, with_leaf
+from tbmm.verdict.scoring import read_artifact, score_task
 
 
 @pytest.mark.slow

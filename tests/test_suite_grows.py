@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from tbmm.build import build_all
 from tbmm.lean.certify import check_artifact
-from tbmm.tasks import TASKS_ROOT, load_suite
-from tbmm.validate import validate_all
+from tbmm.suite.tasks import TASKS_ROOT, load_suite
+from tbmm.tooling.build import build_all
+from tbmm.tooling.validate import validate_all
 
 from .conftest import lean_project_with
 
@@ -187,10 +187,10 @@ def test_a_new_task_in_a_new_suite_needs_no_code(
 
     if shutil.which("bwrap") is None:
         pytest.skip("bwrap (Debian package bubblewrap) is not installed: .ci/run installs it")
-    from harness.agents import OracleAgent
-    from harness.backends import choose_backend
-    from harness.runner import run_sweep
-    from tbmm.results import load_rows
+    from harness.agents.registry import OracleAgent
+    from harness.runs.runner import run_sweep
+    from harness.sandbox.backends import choose_backend
+    from tbmm.reports.results import load_rows
 
     backend, _ = choose_backend("sandbox")
     db = tmp_path / "oracle.sqlite"

@@ -13,14 +13,15 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from harness.agents import CommandAgent, OracleAgent
-from harness.atif import build
-from harness.exchanges import RequestLog, request_items, response_turn
-from harness.llm_agent import LLMAgent, instruction_content
-from harness.runner import run_sweep
-from harness.runs_cli import runs_app
-from harness.sandbox import SandboxBackend, bwrap_path
-from harness.store import Store, runs_dir_for
+from harness.agents.builtin import LLMAgent, instruction_content
+from harness.agents.exchanges import RequestLog, request_items, response_turn
+from harness.agents.registry import CommandAgent, OracleAgent
+from harness.cli.runs import runs_app
+from harness.runs.atif import build
+from harness.runs.runner import run_sweep
+from harness.runs.store import Store, runs_dir_for
+from harness.sandbox.bwrap import SandboxBackend, bwrap_path
+from harness.sandbox.venv import ensure_agent_venv
 from harness.testing import (
     ScriptedChatServer,
     chat_chunks,
@@ -32,7 +33,6 @@ from harness.testing import (
     text_reply,
     tool_call_reply,
 )
-from harness.venv import ensure_agent_venv
 from tests.atif_check import assert_valid_atif, validate
 from tests.conftest import trial_record
 
@@ -360,8 +360,8 @@ def test_harbor_rejects_what_it_should(tmp_path: Path) -> None:
 def test_report_links_each_trials_files(tmp_path: Path) -> None:
     from fractions import Fraction
 
-    from tbmm import leaderboard as L
-    from tbmm.report import write_html
+    from tbmm.reports import leaderboard as L
+    from tbmm.reports.report import write_html
 
     runs = tmp_path / "r.runs" / "e" / "t" / "0"
     runs.mkdir(parents=True)
@@ -407,8 +407,8 @@ def test_scripted_messages_stream_reads_back_as_the_message() -> None:
     """The scripted server's Anthropic stream (what claude-code is driven with) is the
     message it was made from: the proxy's parser joins the tool input's JSON pieces back,
     and the usage read from message_start + message_delta is the message's."""
+    from harness.agents.usage import ResponseUsage
     from harness.testing import messages_events, messages_reply, text_block, tool_use
-    from harness.usage import ResponseUsage
 
     args = {"command": "echo 'a \"quoted\" ünïcode' > /root/results/x.json", "n": [1, 2]}
     msg = messages_reply(

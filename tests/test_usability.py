@@ -14,19 +14,20 @@ import typer
 from rich.console import Console
 from typer.testing import CliRunner
 
-from harness import cli, model_table
-from harness.agents import OracleAgent
-from harness.runner import run_sweep
-from harness.runs_cli import runs_app
-from harness.sandbox import SandboxBackend, bwrap_path
-from harness.store import Store
+from harness.agents import model_table
+from harness.agents.registry import OracleAgent
+from harness.agents.usage import Pricing, ResponseUsage, UsageTotals
+from harness.cli import run as cli
+from harness.cli.runs import runs_app
+from harness.runs.runner import run_sweep
+from harness.runs.store import Store
+from harness.sandbox.bwrap import SandboxBackend, bwrap_path
+from harness.sandbox.venv import ensure_agent_venv
 from harness.testing import make_fake_task, stand_in_verify
-from harness.usage import Pricing, ResponseUsage, UsageTotals
-from harness.venv import ensure_agent_venv
-from tbmm import cli_tasks as tbmm_cli
-from tbmm import leaderboard as L
-from tbmm import leaderboard_render as R
-from tbmm.tasks import TASKS_ROOT, load_suite
+from tbmm.cli import tasks as tbmm_cli
+from tbmm.reports import leaderboard as L
+from tbmm.reports import leaderboard_render as R
+from tbmm.suite.tasks import TASKS_ROOT, load_suite
 
 needs_sandbox = pytest.mark.skipif(not bwrap_path(), reason="no sandbox (bubblewrap) available")
 
@@ -152,7 +153,7 @@ def test_names_and_price_flags_for_a_command_agent_and_line_progress(
     # the CLI: --name and the --price-* flags reach a command agent (priced, named)
     monkeypatch.setattr(cli, "select_tasks", lambda spec, root=None, **kw: tasks[:1])
     monkeypatch.setattr(
-        "harness.runner.default_verifier", lambda: (stand_in_verify, "verification: stand-in")
+        "harness.runs.runner.default_verifier", lambda: (stand_in_verify, "verification: stand-in")
     )
     app = typer.Typer()
     app.command("run")(cli.run_command)
@@ -192,7 +193,7 @@ def test_names_and_price_flags_for_a_command_agent_and_line_progress(
     assert echo["cost_usd"] == 0.0  # priced: no request was made, so $0 (not unknown)
     store.close()
     # the leaderboard shows names, not ids
-    from tbmm.results import load_rows
+    from tbmm.reports.results import load_rows
 
     rows, _, _ = load_rows(db, TASKS_ROOT)
     lb = L.compute(

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from harness.store import Store
+from harness.runs.store import Store
 from tests.ci import absent
 from tests.conftest import DRAGON_SLUG
 from tests.runs_store import ENTRY_A, ENTRY_B, FIGURE, HOSTILE, HOSTILE_IMG, PD_SLUG, build_store
@@ -23,7 +23,7 @@ from tests.runs_store import ENTRY_A, ENTRY_B, FIGURE, HOSTILE, HOSTILE_IMG, PD_
 
 @pytest.fixture(scope="module")
 def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from tbmm.tasks import load_suite
+    from tbmm.suite.tasks import load_suite
 
     path = tmp_path_factory.mktemp("viewer") / "tbmm.sqlite"
     build_store(path, {t.slug: t for t in load_suite()})
@@ -34,7 +34,7 @@ def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def client(db: Path) -> Any:
     from fastapi.testclient import TestClient
 
-    from tbmm.viewer import create_app
+    from tbmm.reports.viewer import create_app
 
     return TestClient(create_app(db), base_url="http://127.0.0.1")
 
@@ -86,7 +86,7 @@ def test_entry_page_lists_every_trial_with_its_status(client: Any, db: Path) -> 
 
 @pytest.mark.slow
 def test_scored_trial_page_shows_the_verdict(client: Any, db: Path) -> None:
-    from tbmm.tasks import find_task
+    from tbmm.suite.tasks import find_task
 
     tid = _trials(db)[(ENTRY_A, PD_SLUG, 0)]
     r = client.get(f"/trial/{tid}")
@@ -105,7 +105,7 @@ def test_scored_trial_page_shows_the_verdict(client: Any, db: Path) -> None:
         assert f"<td>{c['instance']}</td>" in html
     # every replayed value with Lean's scope
     assert verdict["replay"]["values"] and verdict["lean_scope"]
-    from tbmm.viewer import wrap_path
+    from tbmm.reports.viewer import wrap_path
 
     for path, value in verdict["replay"]["values"].items():
         scope = verdict["lean_scope"][path]["by"]
@@ -163,7 +163,7 @@ def test_only_local_host_names_are_answered(db: Path) -> None:
     """A DNS-rebinding page (Host: attacker's name) gets nothing."""
     from fastapi.testclient import TestClient
 
-    from tbmm.viewer import create_app
+    from tbmm.reports.viewer import create_app
 
     c = TestClient(create_app(db), base_url="http://evil.example")
     assert c.get("/").status_code == 400
@@ -181,7 +181,7 @@ def test_viewer_has_no_docs_or_cdn(client: Any) -> None:
 def test_view_command_refuses_a_missing_store(tmp_path: Path) -> None:
     from typer.testing import CliRunner
 
-    from tbmm.cli import app
+    from tbmm.cli.root import app
 
     r = CliRunner().invoke(app, ["view", "--db", str(tmp_path / "none.sqlite")])
     assert r.exit_code == 2 and "no results store" in r.output
@@ -238,7 +238,7 @@ def test_chromium_screenshots_show_populated_pages(db: Path, tmp_path: Path) -> 
         absent("chromium is not installed (Debian package `chromium`)")
     import uvicorn
 
-    from tbmm.viewer import create_app
+    from tbmm.reports.viewer import create_app
 
     port = _free_port()
     server = uvicorn.Server(
@@ -272,8 +272,8 @@ def test_chromium_screenshots_show_populated_pages(db: Path, tmp_path: Path) -> 
 
 @pytest.mark.slow
 def test_html_report_points_to_the_viewer(db: Path) -> None:
-    from tbmm.report import render_html
-    from tbmm.results import leaderboard
+    from tbmm.reports.report import render_html
+    from tbmm.reports.results import leaderboard
 
     lb, rows, tasks = leaderboard(db)
     html = render_html(lb, rows, tasks)
@@ -287,9 +287,9 @@ def test_readme_and_help_agree() -> None:
 
     from typer.testing import CliRunner
 
-    from harness.runs_cli import runs_export
-    from tbmm.cli import app
-    from tbmm.cli_reports import view
+    from harness.cli.runs import runs_export
+    from tbmm.cli.reports import view
+    from tbmm.cli.root import app
 
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     section = readme.split("## Viewing and sharing runs", 1)[1].split("\n## ", 1)[0]
@@ -313,7 +313,7 @@ def test_trajectory_steps_render_images_and_survive_a_malformed_file(tmp_path: P
     arguments, and a malformed step: every step is shown, escaped; the image inline."""
     from fastapi.testclient import TestClient
 
-    from tbmm.viewer import create_app
+    from tbmm.reports.viewer import create_app
     from tests.conftest import trial_record
     from tests.runs_store import png
 
@@ -377,7 +377,7 @@ def test_trajectory_steps_render_images_and_survive_a_malformed_file(tmp_path: P
 
 
 def test_wrapped_paths_are_escaped_first() -> None:
-    from tbmm.viewer import wrap_path
+    from tbmm.reports.viewer import wrap_path
 
     assert str(wrap_path("q2.cases[0]_x")) == "q2.<wbr>cases[0]<wbr>_<wbr>x"
     assert str(wrap_path("<script>a.b</script>")) == "&lt;script&gt;a.<wbr>b&lt;/<wbr>script&gt;"
@@ -388,7 +388,7 @@ def test_entry_download_is_the_export_file(client: Any, db: Path, tmp_path: Path
     """The entry page's download is byte for byte `tbmm runs export ENTRY -o X.json.gz`."""
     from typer.testing import CliRunner
 
-    from tbmm.cli import app
+    from tbmm.cli.root import app
 
     html = client.get("/entry", params={"id": ENTRY_A}).text
     assert 'href="/export?id=llm%40model-x%230badf00d"' in html
@@ -403,9 +403,9 @@ def test_entry_download_is_the_export_file(client: Any, db: Path, tmp_path: Path
 
 
 def test_pages_name_the_served_cjk_font(client: Any) -> None:
-    """Every page's @font-face points at /font/cjk, which serves the CJK font (tbmm.fonts);
+    """Every page's @font-face points at /font/cjk, which serves the CJK font (tbmm.reports.fonts);
     the CSP lets the page load fonts from the viewer only."""
-    from tbmm import fonts
+    from tbmm.reports import fonts
 
     path = fonts.font_path()
     assert path is not None  # the dev environment has the `report` extra's font

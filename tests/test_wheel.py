@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tbmm.tasks import Task
+from tbmm.suite.tasks import Task
 
 from .conftest import REPO
 
@@ -114,7 +114,7 @@ def test_extras_say_what_to_install(installed: Path) -> None:
 def test_view_says_what_to_install(installed: Path) -> None:
     """`tbmm view` without the serve extra (FastAPI, uvicorn, Jinja2): exit 2 and the hint;
     `tbmm runs export --schema` needs no extra."""
-    r = _run(installed, "python", "-c", "from harness.store import Store; Store('s.sqlite')")
+    r = _run(installed, "python", "-c", "from harness.runs.store import Store; Store('s.sqlite')")
     assert r.returncode == 0, r.stderr
     r = _run(installed, "tbmm", "view", "--db", "s.sqlite", "--port", "1")
     assert r.returncode == 2 and "tbmm[serve]" in r.stderr, r.stderr
@@ -125,14 +125,14 @@ def test_view_says_what_to_install(installed: Path) -> None:
 def test_report_from_a_plain_install(installed: Path) -> None:
     """`tbmm report` needs no extra: its templates ship in the wheel (Jinja2 is a core
     dependency); without `tbmm[report]` the page names the extra for its CJK text."""
-    r = _run(installed, "python", "-c", "from harness.store import Store; Store('r.sqlite')")
+    r = _run(installed, "python", "-c", "from harness.runs.store import Store; Store('r.sqlite')")
     assert r.returncode == 0, r.stderr
     r = _run(installed, "tbmm", "report", "--html", "out/r.html", "--db", "r.sqlite")
     assert r.returncode == 0, r.stderr[-2000:]
     html = (installed / "elsewhere" / "out" / "r.html").read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>") and '<h2 id="leaderboard">Leaderboard</h2>' in html
     probe = (
-        "from tbmm import fonts, report; from tbmm.leaderboard import compute; "
+        "from tbmm.reports import fonts, report; from tbmm.reports.leaderboard import compute; "
         "lb = compute([], tasks=['t'], task_suites={'t': 'CUMCM'}); "
         "print(fonts.font_path(), 'tbmm[report]' in report.render_html(lb, [], {}, title='报告'))"
     )

@@ -44,9 +44,9 @@ def __getattr__(name: str) -> Any:
 
 
 class _Package(types.ModuleType):
-    """Four internal modules share a name with a public function (`tbmm.tasks`, `tbmm.gate`,
+    """Four internal modules share a name with a public function (`tbmm.suite.tasks`, `tbmm.verdict.gate`,
     `tbmm.replay`, `tbmm.verify`); importing one must not replace the function on the
-    package. Internal code imports them as `from tbmm.gate import run_gate`."""
+    package. Internal code imports them as `from tbmm.verdict.gate import run_gate`."""
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in _API and isinstance(value, types.ModuleType):

@@ -76,7 +76,7 @@ class ScoreResult(_Model):
     robust_bo: float
     robust_bo_exact: str
     raw_exact: str
-    skill: float = 0.0  # the default reward: skill over the naive floor (tbmm.rules.skill)
+    skill: float = 0.0  # the default reward: skill over the naive floor (tbmm.core.rules.skill)
     skill_exact: str = "0"
     metrics: list[MetricResult]
     notes: list[str]
@@ -145,7 +145,7 @@ class Extraction(_Model):
 
 def tasks(root: Path | None = None) -> list[TaskInfo]:
     """Every task of the suite (the bundled one, or the suite folder `root`)."""
-    from tbmm.tasks import TASKS_ROOT, load_suite
+    from tbmm.suite.tasks import TASKS_ROOT, load_suite
 
     return [_info(t) for t in load_suite(root or TASKS_ROOT)]
 
@@ -154,14 +154,14 @@ def load_task(slug: str, root: Path | None = None) -> Any:
     """The task with this slug (KeyError lists the known slugs). Loaded once per process:
     a task keeps its parsed files and derived values (anchors, bands, F) in memory, which
     is what makes repeated scoring cheap."""
-    from tbmm.tasks import TASKS_ROOT
+    from tbmm.suite.tasks import TASKS_ROOT
 
     return _load_task(slug, str(root or TASKS_ROOT))
 
 
 @functools.lru_cache(maxsize=256)
 def _load_task(slug: str, root: str) -> Any:
-    from tbmm.tasks import find_task
+    from tbmm.suite.tasks import find_task
 
     return find_task(slug, Path(root))
 
@@ -191,7 +191,7 @@ def _task(task: Any) -> Any:
 
 def _exact_tree(x: Any) -> Any:
     """A parsed dict's numbers as exact `Num`s (floats via their shortest repr)."""
-    from tbmm import exact
+    from tbmm.core import exact
 
     if isinstance(x, dict):
         return {str(k): _exact_tree(v) for k, v in x.items()}
@@ -216,7 +216,7 @@ def _bytes(artifact: Any) -> bytes:
         # a lone surrogate (from a JSON "\\ud800" escape) stays the invalid UTF-8 it
         # stands for: the reader then calls it unreadable, as it would in a file
         return artifact.encode("utf-8", "surrogatepass")
-    from tbmm import exact
+    from tbmm.core import exact
 
     return exact.dumps(_exact_tree(artifact), indent=None, faithful=True).encode("utf-8")
 
@@ -224,7 +224,7 @@ def _bytes(artifact: Any) -> bytes:
 def _parse(artifact: Any, caps: Any = None) -> dict[str, Any]:
     """The exact tree of an artifact (ArtifactError when it is not a JSON object), read
     within `caps` (the task's input caps; the generic ones when None)."""
-    from tbmm.scoring import read_artifact
+    from tbmm.verdict.scoring import read_artifact
 
     return read_artifact(_bytes(artifact), caps)
 
@@ -301,7 +301,7 @@ def _replay_result(task: Any, rep: Any) -> ReplayResult | None:
 def score(task: Any, artifact: Any) -> ScoreResult:
     """Score an artifact (resolved and gated first: a failed gate zeroes it, a missing gate
     input zeroes the metrics it protects). Raises `ArtifactError` on unreadable input."""
-    from tbmm.pipeline import evaluate
+    from tbmm.verdict.pipeline import evaluate
 
     t = _task(task)
     return _score_result(evaluate(t, _parse(artifact, t.caps)).score)
@@ -309,7 +309,7 @@ def score(task: Any, artifact: Any) -> ScoreResult:
 
 def gate(task: Any, artifact: Any) -> GateResult:
     """The feasibility gate of an artifact (after its replay, for a replayed task)."""
-    from tbmm.pipeline import evaluate
+    from tbmm.verdict.pipeline import evaluate
 
     t = _task(task)
     return _gate_result(evaluate(t, _parse(artifact, t.caps)).gate)

@@ -2,7 +2,7 @@
 
 The default reward of a completion is the **skill** of the JSON answer found in it over the
 task's naive floor (`reward="skill"`, in [0, 1]): clip((R − F_t)/(O − F_t), 0, 1), F_t the
-stronger of the baseline F and the best naive answer's raw score (`tbmm.naive`, stored in
+stronger of the baseline F and the best naive answer's raw score (`tbmm.verdict.naive`, stored in
 the task's floor.json), so an answer a modeller writes without modelling (the statement's
 numbers, data means, persistence, uniform splits, p = 0.5) earns 0. The paper's O-Eval
 (`reward="o_eval"`, in [0, 1]) and Robust BO-Eval (`reward="robust_bo"`, in [−1, 1]) stay

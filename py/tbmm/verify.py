@@ -3,7 +3,7 @@
 Exit codes: 0 feasible (the gate passed or only warned, and the Lean kernel recomputed
 the same verdict from the artifact and the task as Lean terms), 1 infeasible (names the
 failing check, instance and field, kernel-confirmed),
-2 unreadable input (or over a cap of tbmm.bounds), 3 no verdict: the verification CPU budget
+2 unreadable input (or over a cap of tbmm.core.bounds), 3 no verdict: the verification CPU budget
 was exceeded (status `budget_exceeded`; CPU time, never the wall clock), or the Lean kernel did not confirm what Python
 computed (status `lean_disagreement`: both values shown, or Lean could not check at all,
 which `lean_detail.outcome` = "error" tells apart) — never "infeasible". A failed gate
@@ -17,12 +17,12 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from tbmm import bounds, exact
-from tbmm.models import REPLAYED
-from tbmm.paths import MISSING, expand_nodes
-from tbmm.pipeline import evaluate
-from tbmm.scoring import ArtifactError, read_artifact, score_task
-from tbmm.tasks import Task
+from tbmm.core import bounds, exact
+from tbmm.core.paths import MISSING, expand_nodes
+from tbmm.suite.models import REPLAYED
+from tbmm.suite.tasks import Task
+from tbmm.verdict.pipeline import evaluate
+from tbmm.verdict.scoring import ArtifactError, read_artifact, score_task
 
 
 class VerifyReport(BaseModel):
@@ -42,7 +42,7 @@ class VerifyReport(BaseModel):
     raw_exact: str = "0"
     robust_bo_eval: float = -1.0
     robust_bo_eval_exact: str = "-1"
-    # the default reward: skill over the naive floor (tbmm.rules.skill), 0 unless scored;
+    # the default reward: skill over the naive floor (tbmm.core.rules.skill), 0 unless scored;
     # computed in Python from the kernel-checked raw score and the task's stored floor
     skill: float = 0.0
     skill_exact: str = "0"
@@ -111,7 +111,7 @@ def verify_artifact(
 ) -> VerifyReport:
     """Verify one artifact (None = the agent wrote nothing). Never raises on bad input.
 
-    Input over a cap of tbmm.bounds is refused before any work (status over_caps, exit 2).
+    Input over a cap of tbmm.core.bounds is refused before any work (status over_caps, exit 2).
     `budget_s` is CPU seconds of this thread (reading, replay, gate, scoring, certificate
     text), and the Lean kernel check runs under its own CPU limit
     (`tbmm.lean.certify.lean_cpu_limit`); neither counts the wall clock, so the machine's
@@ -150,7 +150,7 @@ def _python_stage(task: Task, data: bytes | None) -> tuple[VerifyReport | None, 
         return _unreadable(task, "missing artifact", "missing_artifact"), None, None
     try:
         doc = read_artifact(data, task.caps)
-    except ArtifactError as exc:  # over a cap of tbmm.bounds: its own status
+    except ArtifactError as exc:  # over a cap of tbmm.core.bounds: its own status
         over = isinstance(exc.__cause__, bounds.BoundsError)
         return _unreadable(task, str(exc), "over_caps" if over else "unreadable"), None, None
     ev = evaluate(task, doc)

@@ -23,10 +23,10 @@ import time
 
 import numpy as np
 
-from tbmm import exact
-from tbmm.pipeline import evaluate
-from tbmm.scoring import read_artifact
-from tbmm.tasks import TASKS_ROOT, load_task
+from tbmm.core import exact
+from tbmm.suite.tasks import TASKS_ROOT, load_task
+from tbmm.verdict.pipeline import evaluate
+from tbmm.verdict.scoring import read_artifact
 
 SLUG = "cumcm-2023-a-heliostat-field"
 

@@ -6,7 +6,7 @@ and the cost of a replay-cache hit (a script, not a test: timings are noisy here
 The anchor (both reference designs) and, with --largest, the benchmark corpus of
 bench_replay_heliostat_field.py (the densest legal fields, both designs each). On each
 parsed artifact the copy and the production replay alternate N times (default 3); the
-figure is the median of the per-round CPU ratios (`tbmm.bench.replay_speedup`, which
+figure is the median of the per-round CPU ratios (`tbmm.tooling.bench.replay_speedup`, which
 `tbmm bench` runs on the anchor). Values must be equal: the rewrite is bit-identical.
 """
 
@@ -22,11 +22,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import bench_replay_heliostat_field as B  # noqa: E402
 
-from tbmm.bench import replay_speedup  # noqa: E402
 from tbmm.replay import cache as C  # noqa: E402
 from tbmm.replay import run_replay  # noqa: E402
-from tbmm.scoring import read_artifact  # noqa: E402
-from tbmm.tasks import TASKS_ROOT, load_task  # noqa: E402
+from tbmm.suite.tasks import TASKS_ROOT, load_task  # noqa: E402
+from tbmm.tooling.bench import replay_speedup  # noqa: E402
+from tbmm.verdict.scoring import read_artifact  # noqa: E402
 
 
 def main(largest: bool, runs: int) -> int:

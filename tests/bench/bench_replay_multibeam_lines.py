@@ -2,10 +2,10 @@
 
     uv run python tests/bench/bench_replay_multibeam_lines.py [repeats]
 
-Each artifact goes through `tbmm.pipeline.evaluate` (replay + gate + score; no Lean). Cold =
+Each artifact goes through `tbmm.verdict.pipeline.evaluate` (replay + gate + score; no Lean). Cold =
 the first artifact in a process (parses 附件.xlsx and builds the sample offsets, cached
 afterwards); warm = every later one. Besides the reference, the largest legal inputs
-(`tbmm.bench.multibeam_lines_largest`, also behind `tbmm bench`'s replay line): 1,000
+(`tbmm.tooling.bench.multibeam_lines_largest`, also behind `tbmm bench`'s replay line): 1,000
 segments and 1,000 nmi of lines (the caps of artifact_map.toml and replay.toml), arranged
 the ways that cost the replay most: stacks, fans and crossing bundles of lines at the cap of
 200 candidate neighbours per segment, dense parallel lines, long diagonals over the deepest water
@@ -23,14 +23,14 @@ import sys
 import time
 from typing import Any
 
-from tbmm import exact
-from tbmm.bench import multibeam_lines_artifact, multibeam_lines_largest
-from tbmm.bounds import CpuBudget
-from tbmm.pipeline import evaluate
+from tbmm.core import exact
+from tbmm.core.bounds import CpuBudget
 from tbmm.replay import multibeam_lines as mb
 from tbmm.replay.cache import bypass
-from tbmm.scoring import read_artifact
-from tbmm.tasks import TASKS_ROOT, load_task
+from tbmm.suite.tasks import TASKS_ROOT, load_task
+from tbmm.tooling.bench import multibeam_lines_artifact, multibeam_lines_largest
+from tbmm.verdict.pipeline import evaluate
+from tbmm.verdict.scoring import read_artifact
 
 SLUG = "cumcm-2023-b-multibeam-lines"
 

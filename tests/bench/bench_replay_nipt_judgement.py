@@ -16,10 +16,10 @@ import statistics
 import sys
 import time
 
-from tbmm.pipeline import evaluate
 from tbmm.replay import nipt_judgement as nj
-from tbmm.scoring import read_artifact
-from tbmm.tasks import find_task
+from tbmm.suite.tasks import find_task
+from tbmm.verdict.pipeline import evaluate
+from tbmm.verdict.scoring import read_artifact
 
 SLUG = "cumcm-2025-c-nipt"
 

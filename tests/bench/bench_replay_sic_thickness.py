@@ -16,10 +16,10 @@ import statistics
 import sys
 import time
 
-from tbmm.pipeline import evaluate
 from tbmm.replay import sic_thickness as st
-from tbmm.scoring import read_artifact
-from tbmm.tasks import TASKS_ROOT, load_task
+from tbmm.suite.tasks import TASKS_ROOT, load_task
+from tbmm.verdict.pipeline import evaluate
+from tbmm.verdict.scoring import read_artifact
 
 SLUG = "cumcm-2025-b-sic-thickness"
 

@@ -21,13 +21,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tbmm import bench as B  # noqa: E402
-from tbmm import exact  # noqa: E402
+from tbmm.core import exact  # noqa: E402
 from tbmm.replay import CpuBudget, strip_replayed  # noqa: E402
 from tbmm.replay import crop_planting as C  # noqa: E402
 from tbmm.replay import multibeam_lines as M  # noqa: E402
-from tbmm.scoring import read_artifact  # noqa: E402
-from tbmm.tasks import Task, find_task  # noqa: E402
+from tbmm.suite.tasks import Task, find_task  # noqa: E402
+from tbmm.tooling import bench as B  # noqa: E402
+from tbmm.verdict.scoring import read_artifact  # noqa: E402
 from tests.reference_replays import crop_planting_v1 as CR  # noqa: E402
 from tests.reference_replays import multibeam_lines_v1 as MR  # noqa: E402
 

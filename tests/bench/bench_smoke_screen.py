@@ -3,15 +3,15 @@
     uv run python tests/bench/bench_smoke_screen.py [seconds]
 
 Prints the CPU time per replay of Problem 5 with 5 UAVs x 3 drops against 3
-missiles plus Problems 2-4 (tbmm.bench.largest_smoke_screen_input). Target: <= 2 s.
+missiles plus Problems 2-4 (tbmm.tooling.bench.largest_smoke_screen_input). Target: <= 2 s.
 """
 
 from __future__ import annotations
 
 import sys
 
-from tbmm.bench import bench_replay_smoke_screen, largest_smoke_screen_input
-from tbmm.tasks import TASKS_ROOT, load_task
+from tbmm.suite.tasks import TASKS_ROOT, load_task
+from tbmm.tooling.bench import bench_replay_smoke_screen, largest_smoke_screen_input
 
 
 def main() -> None:

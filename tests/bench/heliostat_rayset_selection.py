@@ -20,7 +20,7 @@ import sys
 import numpy as np
 
 from tbmm.replay import heliostat_field as H
-from tbmm.tasks import find_task
+from tbmm.suite.tasks import find_task
 
 
 def main(shifts: int = 8) -> int:

@@ -84,7 +84,7 @@ def vm_hwm_mib(pid: int) -> float:
 def start_server(extra: list[str] | None = None) -> tuple[subprocess.Popen, str, int]:
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tbmm.cli", "serve", "--port", str(port), "--workers", "1"]
+        [sys.executable, "-m", "tbmm.cli.root", "serve", "--port", str(port), "--workers", "1"]
         + (extra or []),
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

@@ -30,7 +30,7 @@ import time
 import httpx
 
 import tbmm
-from tbmm import exact
+from tbmm.core import exact
 
 
 def corpus(mix: str = "all") -> list[dict]:
@@ -118,7 +118,7 @@ def main() -> None:
         [
             sys.executable,
             "-m",
-            "tbmm.cli",
+            "tbmm.cli.root",
             "serve",
             "--port",
             str(port),

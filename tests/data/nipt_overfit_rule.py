@@ -17,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from tbmm import exact
+from tbmm.core import exact
 from tbmm.replay import nipt_judgement as N
-from tbmm.tasks import find_task
+from tbmm.suite.tasks import find_task
 
 SEED, DIRECTIONS, ROUNDS = 2, 20_000, 4
 

@@ -1,6 +1,6 @@
 """Reference copy (frozen 2026-12-01, main at 0f77a0d) of tbmm.replay.heliostat_field: the
 tests compare the production replay against it (same values); tbmm loads it only in
-`tbmm bench` (from a checkout, `tbmm.bench.reference_replay`) to measure the CPU ratio, never
+`tbmm bench` (from a checkout, `tbmm.tooling.bench.reference_replay`) to measure the CPU ratio, never
 on a verdict path.
 
 CUMCM 2023 A (heliostat field): replay a field design at the statement's 60 moments.
@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from tbmm import exact
+from tbmm.core import exact
 from tbmm.replay import CpuBudget, Outcome, ReplayInputError
 
 # --- the statement's data (defaults; replay.toml [params] restates them) -----------------

@@ -5,5 +5,5 @@ Entry points for the rest of `tbmm`:
 * `find_toolchain()` / `run_lean(args, cwd, env)` — `tbmm.lean.runtime`
 * `build(root)` and `check_module(path, root)` — `tbmm.lean.build`
 * `audit(root, obligations=...)` — `tbmm.lean.audit`
-* `rat`, `rat_list`, `theorem`, `module`, … — `tbmm.lean.serialize`
+* `rat`, `rat_list`, `theorem`, `module`, … — `tbmm.core.lean_syntax`
 """

@@ -41,7 +41,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from tbmm.lean.serialize import MAX_REC_DEPTH
+from tbmm.core.lean_syntax import MAX_REC_DEPTH
 from tbmm.lean.source import index
 
 _HEADER_RE = re.compile(

@@ -65,7 +65,7 @@ from tbmm.lean.source import SourceIndex, blank_comments, index, read_imports
 from tbmm.lean.theorems import THEOREMS_MODULE, parse_theorems, theorem_report, theorems_ok
 
 if TYPE_CHECKING:
-    from tbmm.tasks import Task
+    from tbmm.suite.tasks import Task
 
 CORE_MARKER = "unsafe axiom lcAny : Type"
 CERT_TYPES = frozenset({"Task", "Json"})  # the types a certificate's data definitions name
@@ -517,7 +517,7 @@ def audit(
     result.errors += check_layout(root, core)
     result.findings += check_certificates(root, library_names(root))
     if tasks is None:
-        from tbmm.tasks import TaskFormatError, load_suite
+        from tbmm.suite.tasks import TaskFormatError, load_suite
 
         try:
             tasks = load_suite()

@@ -140,7 +140,7 @@ class CheckResult:
 
 def project_root(start: Path | None = None) -> Path:
     """The folder holding `lakefile.lean` and `TBMM/`, searched upward from `start`/cwd."""
-    from tbmm.resources import lean_root
+    from tbmm.suite.resources import lean_root
 
     candidates = [(start or Path.cwd()).resolve()]
     candidates += list(candidates[0].parents)
@@ -339,7 +339,7 @@ def build_dir(root: Path) -> Path:
     `build/lean` in a source checkout (or any writable project of the user's), a per-user
     cache directory for the copy installed with the package (site-packages is not a
     place to write)."""
-    from tbmm.resources import PACKAGE_DATA, cache_dir
+    from tbmm.suite.resources import PACKAGE_DATA, cache_dir
 
     root = root.resolve()
     if root == (PACKAGE_DATA / "lean").resolve():

@@ -51,14 +51,14 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from tbmm import bounds
-from tbmm.exact import fraction_to_text as exact_text
-from tbmm.files import write_text_if_changed
-from tbmm.lean import serialize as S
+from tbmm.core import bounds
+from tbmm.core import lean_syntax as S
+from tbmm.core.exact import fraction_to_text as exact_text
 from tbmm.lean import terms as T
 from tbmm.lean.allowlist import BATCH_HEADER
 from tbmm.lean.runtime import ToolchainError
-from tbmm.models import REPLAYED
+from tbmm.suite.files import write_text_if_changed
+from tbmm.suite.models import REPLAYED
 
 CERT_DIR = Path("TBMM") / "Cert"
 REGENERATE = "uv run tbmm lean certify"
@@ -129,7 +129,7 @@ class Group:
 
 def groups(task: Any) -> list[Group]:
     """The task's flag groups: its gate checks in order, then its declared lists with a
-    minimum length (`tbmm.gate` fails a list shorter than the statement's minimum)."""
+    minimum length (`tbmm.verdict.gate` fails a list shorter than the statement's minimum)."""
     out = [
         Group("check", c.id, c.form.value, tuple(c.paths()), k)
         for k, c in enumerate(task.gate.check)
@@ -164,7 +164,7 @@ class Expected:
 def expected_from(task: Any, gate_report: Any, score: Any, doc: Any = None) -> Expected:
     """Python's claims, read off its gate report and task score (`doc`, the artifact they
     are about, places a too-short list among those its declared `[*]` path reaches)."""
-    from tbmm.paths import expand
+    from tbmm.core.paths import expand
 
     gs = groups(task)
     by_group: dict[tuple[str, str], list[tuple[int, Any]]] = {(g.kind, g.id): [] for g in gs}
@@ -197,7 +197,7 @@ def expected_from(task: Any, gate_report: Any, score: Any, doc: Any = None) -> E
     )
 
 
-LIST_CHECK = "list_min_items"  # the id of `tbmm.gate`'s instances for too-short lists
+LIST_CHECK = "list_min_items"  # the id of `tbmm.verdict.gate`'s instances for too-short lists
 
 
 CERT_NAMESPACE = "TBMM.Cert"  # every certificate module (and namespace) lies under it
@@ -457,8 +457,8 @@ def render(
     committed module, or a standalone one); Python's claims default to its own verdict
     (`run_gate` and `score_task` on `doc`). `checks="all"`: a lemma per flag group too."""
     if expected is None:
-        from tbmm.gate import run_gate
-        from tbmm.scoring import score_task
+        from tbmm.verdict.gate import run_gate
+        from tbmm.verdict.scoring import score_task
 
         g = gate_report or run_gate(task, doc)
         s = score or score_task(
@@ -733,7 +733,7 @@ def check_artifact(
     O and F, then feasibility, O-Eval and Robust BO-Eval), so a module that checks means
     the kernel agrees with Python on everything; a refuted theorem is a disagreement,
     shown with both sides. Raises `ToolchainError` when no Lean is available, and
-    `tbmm.bounds.BudgetExceeded` (no verdict) when the Lean run spends its CPU limit
+    `tbmm.core.bounds.BudgetExceeded` (no verdict) when the Lean run spends its CPU limit
     (`lean_cpu_limit`) or outlives the wall-clock liveness guard.
     """
     return _check([_entry(task, doc, gate_report, score)], root=root, diagnose=diagnose)[0]
@@ -759,8 +759,8 @@ def check_batch(
 def _entry(task: Any, doc: dict[str, Any], g: Any, s: Any) -> tuple[Any, dict[str, Any], Any, Any]:
     """Python's own gate report and score when the caller has none."""
     if g is None or s is None:
-        from tbmm.gate import run_gate
-        from tbmm.scoring import score_task
+        from tbmm.verdict.gate import run_gate
+        from tbmm.verdict.scoring import score_task
 
         g = g or run_gate(task, doc)
         s = s or score_task(task, doc, gate_failed=g.verdict == "fail", unverifiable=g.unverifiable)
@@ -1085,8 +1085,8 @@ def _diagnose(
 
 def _predict(it: Item, flags: tuple[tuple[Flag, ...], ...]) -> Expected:
     """Python's rules applied to given flags: a candidate for the kernel's verdict."""
-    from tbmm.gate import protected_metrics
-    from tbmm.scoring import score_task
+    from tbmm.verdict.gate import protected_metrics
+    from tbmm.verdict.scoring import score_task
 
     feasible = not any(f.status in ("fail", "bad") for fs in flags for f in fs)
     unverifiable: dict[str, str] = {}

@@ -87,7 +87,7 @@ def _probe_dir() -> Path | None:
 
 
 def _probe_cache() -> Path:
-    from tbmm.resources import cache_dir
+    from tbmm.suite.resources import cache_dir
 
     return cache_dir() / "lean-toolchains.json"
 

@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from tbmm import exact
-from tbmm.exact import parse_decimal
-from tbmm.forms import Form
-from tbmm.lean import serialize as S
-from tbmm.paths import tokens
+from tbmm.core import exact
+from tbmm.core import lean_syntax as S
+from tbmm.core.exact import parse_decimal
+from tbmm.core.forms import Form
+from tbmm.core.paths import tokens
 
 # A common denominator is used for a place only while it stays this small (digits).
 MAX_COMMON_DEN_DIGITS = 60
@@ -125,7 +125,7 @@ def _q(s: str | None) -> Fraction | None:
 
 
 def check_term(c: Any, keys: Keys) -> str:
-    """`Check` of one `gate.toml` entry (`tbmm.models.GateCheck`)."""
+    """`Check` of one `gate.toml` entry (`tbmm.suite.models.GateCheck`)."""
     f = c.form
     if f is Form.interval:
         return f"(Check.interval {keys.path(c.field)} {S.opt_rat(_q(c.lo))} {S.opt_rat(_q(c.hi))})"
@@ -169,8 +169,8 @@ def task_term(task: Any) -> str:
     reference papers' values (`Task.panel_anchors`). Cached on the task."""
     if "lean_task_term" in task._cache:
         return task._cache["lean_task_term"]
-    from tbmm.gate import protected_metrics
-    from tbmm.scoring import baseline_artifact, lookup
+    from tbmm.verdict.gate import protected_metrics
+    from tbmm.verdict.scoring import baseline_artifact, lookup
 
     keys = task_keys(task)
     metrics = scored_metrics(task)

@@ -36,13 +36,13 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
 
-from tbmm import exact
-from tbmm.bounds import BudgetExceeded, CpuBudget, cpu_now, remaining_budget, uncharged
-from tbmm.paths import set_path
-from tbmm.specs import REPLAYED
+from tbmm.core import exact
+from tbmm.core.bounds import BudgetExceeded, CpuBudget, cpu_now, remaining_budget, uncharged
+from tbmm.core.paths import set_path
+from tbmm.core.specs import REPLAYED
 
 if TYPE_CHECKING:
-    from tbmm.models import ReplaySpec
+    from tbmm.suite.models import ReplaySpec
 
 
 class ReplayInputError(ValueError):

@@ -17,7 +17,7 @@ every hit, so a caller that edits a result cannot alter the cache. A replay modu
 not a file of the package (a test's synthetic module) is never cached: its code has no key.
 
 `TBMM_REPLAY_CACHE` selects the mode: `memory` (default: an in-process LRU bounded in
-entries and bytes), `disk` (also under the user cache dir, `replays/`, as `tbmm.compiled`
+entries and bytes), `disk` (also under the user cache dir, `replays/`, as `tbmm.suite.compiled`
 places its entries; like those, files in the user's own cache dir are trusted as the user's),
 `off`.
 """
@@ -36,8 +36,8 @@ from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
-from tbmm import exact
-from tbmm.files import user_cache_dir
+from tbmm.core import exact
+from tbmm.suite.files import user_cache_dir
 
 MAX_ENTRIES = 512
 MAX_BYTES = 64 * 1024 * 1024

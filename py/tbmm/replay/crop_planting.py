@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
 
-from tbmm import exact
+from tbmm.core import exact
 from tbmm.replay import CpuBudget, Outcome, ReplayInputError
 
 # --- the village's data -----------------------------------------------------------------
@@ -1066,8 +1066,8 @@ def lean_obligations(task: Any, doc: dict[str, Any]) -> list[tuple[str, str, tup
     every rule the gate reads (`violations.<rule>`, rule by rule, and none outside the
     written form), their total and the replayed profit, all as scored (`Crop.agrees`).
     Nothing when the plans are unusable (the Python replay produced nothing to restate)."""
-    from tbmm.models import REPLAYED
-    from tbmm.paths import PathError, resolve
+    from tbmm.core.paths import PathError, resolve
+    from tbmm.suite.models import REPLAYED
 
     if not isinstance(doc, dict) or not isinstance(doc.get(REPLAYED), dict):
         return []
@@ -1126,7 +1126,7 @@ def _count(v: Any) -> int | None:
 
 
 def _task_dir() -> Path:
-    from tbmm.tasks import TASKS_ROOT
+    from tbmm.suite.tasks import TASKS_ROOT
 
     return TASKS_ROOT / "CUMCM" / "cumcm-2024-c-crop-planting"
 
@@ -1137,7 +1137,7 @@ def main(argv: list[str] | None = None) -> int:
     import argparse
     import tomllib
 
-    from tbmm.lean.build import project_root
+    from tbmm.suite.resources import lean_root
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--write-lean", action="store_true")
@@ -1148,11 +1148,14 @@ def main(argv: list[str] | None = None) -> int:
         tomllib.loads((tdir / "replay.toml").read_text(encoding="utf-8"))["params"]
     )
     text = lean_data_module(load_data(tdir / "environment" / "data" / "attachments"), rules)
-    path = project_root() / LEAN_DATA_FILE
+    root = lean_root()
+    if root is None:
+        ap.error("no TBMM Lean library found (run from a source checkout)")
+    path = root / LEAN_DATA_FILE
     if args.check:
         return 0 if path.is_file() and path.read_text(encoding="utf-8") == text else 1
     if args.write_lean:
-        from tbmm.files import write_text_if_changed
+        from tbmm.suite.files import write_text_if_changed
 
         write_text_if_changed(path, text)
     return 0

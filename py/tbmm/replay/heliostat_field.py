@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from tbmm import exact
+from tbmm.core import exact
 from tbmm.replay import CpuBudget, Outcome, ReplayInputError
 
 # --- the statement's data (defaults; replay.toml [params] restates them) -----------------

@@ -45,8 +45,8 @@ from typing import Any
 
 import numpy as np
 
-from tbmm import exact
-from tbmm.bounds import CpuBudget
+from tbmm.core import exact
+from tbmm.core.bounds import CpuBudget
 from tbmm.replay import Outcome, ReplayInputError
 
 LIST = "q4.lines"

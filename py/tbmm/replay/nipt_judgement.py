@@ -22,7 +22,7 @@ holds them as decimals), and, for Problem 3, how many pairs of the answer's BMI 
 overlap. It decides nothing: gate.toml ties the claims to these numbers.
 
 The rule is fitted by its author on labelled rows, so it is scored on rows the author never
-saw: `tbmm tasks build` holds out a fixed, seeded share of the pregnancies (tbmm.split,
+saw: `tbmm tasks build` holds out a fixed, seeded share of the pregnancies (tbmm.suite.split,
 split.toml) from the agent's copy of the attachment, and the replay judges the rule on them
 (`q4.heldout_*`, what the metrics read) as well as on the agent's own rows (`q4.f1`,
 `q4.balanced_accuracy`: what the answer can compute and must report truthfully).
@@ -42,7 +42,7 @@ from xml.etree import ElementTree as ET
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from tbmm import exact
+from tbmm.core import exact
 from tbmm.replay import CpuBudget, Outcome, ReplayInputError
 
 _NS = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
@@ -58,7 +58,7 @@ class Params(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     attachment: str = Field(min_length=1)  # relative to the task's data/attachments folder
-    # the held-out rows (tbmm.split), relative to the task folder; "" = score in-sample
+    # the held-out rows (tbmm.suite.split), relative to the task folder; "" = score in-sample
     heldout: str = ""
     sheet: str = Field(min_length=1)  # the female samples' worksheet, by its name
     label_column: str  # AB: aneuploidy found (non-empty = abnormal)
@@ -213,7 +213,7 @@ def load_samples(task_data_dir: Path, p: Params) -> Samples:
 
 @lru_cache(maxsize=4)
 def _heldout_cached(path: str, mtime_ns: int, size: int, params_json: str) -> Samples:
-    from tbmm.split import read_heldout
+    from tbmm.suite.split import read_heldout
 
     p = Params.model_validate_json(params_json)
     return build_samples(read_heldout(Path(path)), p)

@@ -39,9 +39,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from tbmm import exact
-from tbmm.models import REPLAYED, ReplaySpec
+from tbmm.core import exact
 from tbmm.replay import CpuBudget, Outcome, ReplayInputError
+from tbmm.suite.models import REPLAYED, ReplaySpec
 
 # --- the task's data (reference/tables.json, extracted from the statement's PDF) ---------
 
@@ -614,7 +614,7 @@ def readings_of(spec: ReplaySpec | None) -> tuple[list[Reading], Reading]:
 
 
 def _claim(doc: dict[str, Any], path: str) -> Fraction | None:
-    from tbmm.paths import PathError, resolve
+    from tbmm.core.paths import PathError, resolve
 
     try:
         v = resolve(doc, path)
@@ -721,7 +721,7 @@ LEAN_DATA_FILE = Path("TBMM") / "Replay" / "ProductionData.lean"
 
 
 def _rat(v: str | Fraction) -> str:
-    from tbmm.lean import serialize as S
+    from tbmm.core import lean_syntax as S
 
     return S.rat(exact.parse_decimal(v) if isinstance(v, str) else v)
 
@@ -823,7 +823,7 @@ def lean_q3_decision(t: Q3Table, dec: Q3Decision) -> str:
 
 
 def _replayed(doc: dict[str, Any], path: str) -> Fraction | None:
-    from tbmm.paths import PathError, resolve
+    from tbmm.core.paths import PathError, resolve
 
     try:
         v = resolve(doc, f"{REPLAYED}.{path}")

@@ -41,8 +41,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from tbmm import exact
-from tbmm.paths import PathError, resolve
+from tbmm.core import exact
+from tbmm.core.paths import PathError, resolve
 from tbmm.replay import CpuBudget, Outcome, ReplayInputError
 
 # Parity of the half-order Q at the fringe maxima, per phase convention.

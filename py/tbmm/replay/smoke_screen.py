@@ -39,11 +39,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from tbmm import exact
+from tbmm.core import exact
 from tbmm.replay import CpuBudget, Outcome, ReplayInputError
 
 if TYPE_CHECKING:
-    from tbmm.models import ReplaySpec
+    from tbmm.suite.models import ReplaySpec
 
 # Decision values beyond this magnitude are refused (they would only overflow the geometry).
 MAX_MAGNITUDE = Fraction(10**9)

@@ -44,10 +44,10 @@ from pathlib import Path
 
 import numpy as np
 
-from tbmm import exact
+from tbmm.core import exact
 from tbmm.replay import run_replay
 from tbmm.replay.heliostat_field import Field, simulate
-from tbmm.tasks import load_task
+from tbmm.suite.tasks import load_task
 
 HERE = Path(__file__).resolve().parent
 TASK = HERE.parent

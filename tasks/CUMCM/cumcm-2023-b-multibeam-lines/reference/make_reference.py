@@ -42,8 +42,8 @@ HERE = Path(__file__).resolve().parent
 TASK = HERE.parent
 sys.path.insert(0, str(TASK.parents[2] / "py"))
 
-from tbmm import exact  # noqa: E402
-from tbmm.bounds import CpuBudget  # noqa: E402
+from tbmm.core import exact  # noqa: E402
+from tbmm.core.bounds import CpuBudget  # noqa: E402
 from tbmm.replay import multibeam_lines as mb  # noqa: E402
 
 ETA_MIN = 0.10

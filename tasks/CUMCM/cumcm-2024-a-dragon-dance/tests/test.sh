@@ -5,4 +5,4 @@
 # agent's container. Writes /logs/verifier/reward.json, reward.txt and verdict.json; no
 # reward file when verification gives no verdict (Harbor then records a verifier error).
 set -uo pipefail
-exec "${TBMM_PYTHON:-/opt/tbmm/bin/python}" -m tbmm.harbor.reward --task cumcm-2024-a-dragon-dance --artifact /root/results/cumcm-2024-a-dragon-dance_result.json
+exec "${TBMM_PYTHON:-/opt/tbmm/bin/python}" -m tbmm.integrations.harbor.reward --task cumcm-2024-a-dragon-dance --artifact /root/results/cumcm-2024-a-dragon-dance_result.json

@@ -24,7 +24,7 @@ from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
 
-from tbmm import exact
+from tbmm.core import exact
 from tbmm.replay import production_decision as P
 
 HERE = Path(__file__).resolve().parent

@@ -376,7 +376,7 @@ def main() -> int:
         },
         "cases": {},
     }
-    from tbmm import exact
+    from tbmm.core import exact
     from tbmm.replay.crop_planting import parse_plan
 
     for case in CASES:

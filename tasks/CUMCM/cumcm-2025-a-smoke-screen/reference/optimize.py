@@ -464,9 +464,9 @@ def to_artifact(plan: Plan, q: ss.Question) -> dict:
 
 def with_replayed_claims(artifact: dict) -> dict:
     """Fill every claim with the task replay's own value (rounded as the replay rounds)."""
-    from tbmm import exact
+    from tbmm.core import exact
     from tbmm.replay import Deadline, to_exact
-    from tbmm.tasks import load_task
+    from tbmm.suite.tasks import load_task
 
     task = load_task(TASK)
     spec = task.replay_spec

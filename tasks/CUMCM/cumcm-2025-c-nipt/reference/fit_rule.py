@@ -25,7 +25,7 @@ import numpy as np
 TASK = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(TASK.parents[2] / "py"))
 
-from tbmm import exact  # noqa: E402
+from tbmm.core import exact  # noqa: E402
 from tbmm.replay import CpuBudget  # noqa: E402
 from tbmm.replay import nipt_judgement as nj  # noqa: E402
 

@@ -5,4 +5,4 @@
 # agent's container. Writes /logs/verifier/reward.json, reward.txt and verdict.json; no
 # reward file when verification gives no verdict (Harbor then records a verifier error).
 set -uo pipefail
-exec "${TBMM_PYTHON:-/opt/tbmm/bin/python}" -m tbmm.harbor.reward --task mcm-2024-b-submersible-search --artifact /root/results/mcm-2024-b-submersible-search_result.json
+exec "${TBMM_PYTHON:-/opt/tbmm/bin/python}" -m tbmm.integrations.harbor.reward --task mcm-2024-b-submersible-search --artifact /root/results/mcm-2024-b-submersible-search_result.json

@@ -1,0 +1,1 @@
+"""`tbmm run`, `tbmm runs`, `tbmm agents`, `tbmm docker`."""

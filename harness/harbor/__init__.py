@@ -1,0 +1,1 @@
+"""Runs through Harbor and ingest of Harbor jobs."""

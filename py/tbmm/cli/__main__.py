@@ -1,0 +1,7 @@
+"""`python -m tbmm.cli.root`: the `tbmm` command."""
+
+import sys
+
+from tbmm.cli.entry import main
+
+sys.exit(main())

@@ -1,0 +1,374 @@
+"""Bounded verification input: caps an artifact must meet before any real work is done.
+
+Verification runs outside the sandbox, on the host, so an artifact must not be able to
+stall it. The cost of verifying grows with the number of list entries the gate, the
+scorer and the Lean certificate expand (`[*]` paths), with the digits of each number, and
+with the nesting depth; parsing alone grows with the bytes. `check()` enforces a cap on
+each, cheapest first:
+
+1. bytes: the length, before anything is parsed (`read_capped` does not even read more);
+2. a single pass of the C JSON scanner over at most `max_bytes`, with numbers kept as their
+   text (no int or decimal conversion) and each number's length checked as it is seen;
+3. an iterative walk of that tree: nesting depth, entries per list (a generic cap, or a
+   per-path cap such as ``{"q5.uavs": 5, "q5.uavs[*].drops": 3}`` derived from the task's
+   statement) and entries over all lists together.
+
+Every rejection is a `BoundsError` with a one-line reason. `tbmm.tooling.bounds_bench` measures
+how long the largest artifact within the default caps takes to verify.
+
+Also here: `cpu_budget()` / `check_budget()`, a per-artifact verification CPU budget that
+verification code polls; exceeding it raises `BudgetExceeded` (its own outcome,
+"budget_exceeded": no verdict, never "infeasible" and never a score).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import os
+import re
+import stat
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from itertools import chain
+from pathlib import Path
+from typing import Any
+
+MiB = 1024 * 1024
+UTF8_BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(frozen=True)
+class Caps:
+    """Limits on one artifact. `per_path` overrides `max_list` for the list at that path
+    (paths in tbmm.core.paths syntax, `[*]` for "any entry of the enclosing list").
+
+    Only *referenced* lists cost verification work (the gate, the scorer and the Lean
+    certificate expand them); `referenced` names them (None: every list is). A list nothing
+    refers to is only parsed: it is held to the looser `max_list_unreferenced` and does not
+    count toward `max_list_total`, so an honest extra table does not sink an answer."""
+
+    max_bytes: int = 4 * MiB
+    max_depth: int = 32
+    max_digits: int = 40  # characters of one number literal (digits, sign, '.', exponent)
+    max_list: int = 32
+    max_list_total: int = 48
+    per_path: Mapping[str, int] = field(default_factory=dict)
+    referenced: frozenset[str] | None = None
+    max_list_unreferenced: int = 100_000
+
+    def list_cap(self, path: str) -> int:
+        return self.per_path.get(path, self.max_list)
+
+    def is_referenced(self, path: str) -> bool:
+        return self.referenced is None or path in self.referenced
+
+
+_INDEX = re.compile(r"\[(\d+|\*)\]")
+
+
+def list_paths(paths: Iterator[str] | list[str]) -> frozenset[str]:
+    """Every list a set of artifact paths reaches into, with `[*]` for any index:
+    `a.b[2].c[*].d` -> {`a.b`, `a.b[*].c`}."""
+    out = set()
+    for p in paths:
+        norm = _INDEX.sub("[*]", p)
+        i = norm.find("[*]")
+        while i >= 0:
+            out.add(norm[:i])
+            i = norm.find("[*]", i + 3)
+    return frozenset(out)
+
+
+DEFAULT_CAPS = Caps()
+
+
+class BoundsError(ValueError):
+    """The artifact exceeds a cap; the message is a one-line reason."""
+
+
+def strip_bom(data: bytes | str) -> bytes | str:
+    """A UTF-8 byte-order mark is legal at the start of a UTF-8 file; JSON parsers refuse it."""
+    if isinstance(data, bytes):
+        return data[len(UTF8_BOM) :] if data.startswith(UTF8_BOM) else data
+    return data[1:] if data.startswith("\ufeff") else data
+
+
+def check_size(size: int, caps: Caps = DEFAULT_CAPS) -> None:
+    if size > caps.max_bytes:
+        raise BoundsError(f"artifact is {size} bytes, over the cap of {caps.max_bytes} bytes")
+
+
+def read_capped(path: Path, caps: Caps = DEFAULT_CAPS) -> bytes:
+    """A file's bytes, never reading more than the cap (OSError if it cannot be read)."""
+    with open(path, "rb") as fh:
+        st = os.fstat(fh.fileno())
+        if stat.S_ISREG(st.st_mode):
+            check_size(st.st_size, caps)
+        data = fh.read(caps.max_bytes + 1)
+    check_size(len(data), caps)
+    return data
+
+
+def parse_exact(data: bytes | str, caps: Caps = DEFAULT_CAPS) -> Any:
+    """Parse an artifact exactly (`tbmm.core.exact` numbers) within the caps, in ONE pass of the
+    JSON scanner: bytes first, each number's length as it is seen, then depth and lists on
+    the tree. Raises BoundsError over a cap, ValueError/UnicodeDecodeError if not JSON."""
+    check_size(len(data), caps)
+    data = strip_bom(data)
+    if isinstance(data, bytes):
+        data = data.decode("utf-8")
+    if data.startswith("\ufeff"):  # a second BOM: json.loads's own refusal, word for word
+        raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", data, 0)
+    decoder = _decoder(caps.max_digits)
+    # The parse allocates one object per number and container, and a JSON tree holds no
+    # reference cycles: the cyclic collector's passes over the growing heap are pure cost
+    # (a third of the parse of a 20,000-number field), so it pauses for the parse.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        doc = decoder.decode(data)
+    except RecursionError as exc:
+        raise BoundsError(f"artifact is nested deeper than the cap of {caps.max_depth}") from exc
+    finally:
+        if collecting:
+            gc.enable()
+    _walk(doc, caps)
+    return doc
+
+
+_DECODERS = threading.local()
+
+
+def _decoder(limit: int) -> json.JSONDecoder:
+    """The exact decoder for a digit cap, built once per thread (`json.loads` with hooks
+    builds a decoder and its C scanner on every call: most of a small artifact's parse)."""
+    cache = getattr(_DECODERS, "by_limit", None)
+    if cache is None:
+        cache = _DECODERS.by_limit = {}
+    dec = cache.get(limit)
+    if dec is None:
+        dec = cache[limit] = _make_decoder(limit)
+    return dec
+
+
+def _make_decoder(limit: int) -> json.JSONDecoder:
+    from tbmm.core import exact
+
+    def too_long(text: str) -> BoundsError:
+        return BoundsError(
+            f"a number has {len(text)} characters, over the cap of {limit}: {text[:20]}..."
+        )
+
+    # One hook call per number is most of the parse's cost: the common literal (no exponent,
+    # within both the cap and exact.MAX_EXPONENT) becomes a lazy Num here directly; the rest
+    # goes through exact's own validation.
+    Num, plain = exact.Num, limit <= exact.MAX_EXPONENT
+
+    def num(text: str) -> Any:
+        if len(text) > limit:
+            raise too_long(text)
+        if plain and "e" not in text and "E" not in text:
+            return Num(None, text, False)  # the scanner's float without exponent has a '.'
+        return exact._num(text)
+
+    def integer(text: str) -> Any:
+        if len(text) > limit:
+            raise too_long(text)
+        return Num(None, text, True) if plain else exact._int(text)
+
+    def constant(text: str) -> Any:
+        if len(text) > limit:
+            raise too_long(text)
+        return exact.NonFinite(text)
+
+    return json.JSONDecoder(parse_float=num, parse_int=integer, parse_constant=constant)
+
+
+def check(data: bytes | str, caps: Caps = DEFAULT_CAPS) -> None:
+    """Raise BoundsError if `data` exceeds a cap. Input that is not JSON at all passes:
+    the parser proper reports it (with its own reason)."""
+    check_size(len(data), caps)
+    data = strip_bom(data)
+
+    def number(text: str) -> None:
+        if len(text) > caps.max_digits:
+            raise BoundsError(
+                f"a number has {len(text)} characters, over the cap of {caps.max_digits}: "
+                f"{text[:20]}..."
+            )
+
+    try:
+        doc = json.loads(data, parse_int=number, parse_float=number, parse_constant=number)
+    except BoundsError:
+        raise
+    except RecursionError as exc:
+        raise BoundsError(f"artifact is nested deeper than the cap of {caps.max_depth}") from exc
+    except ValueError:  # not JSON (or not UTF-8): the artifact parser says so
+        return
+    _walk(doc, caps)
+
+
+_CONTAINERS = frozenset((dict, list))
+_DICT_ONLY = {dict}
+
+
+def _walk(doc: Any, caps: Caps) -> None:
+    total = 0
+    stack: list[tuple[Any, str, int]] = [(doc, "", 1)]
+    while stack:
+        node, path, depth = stack.pop()
+        if depth > caps.max_depth:
+            raise BoundsError(
+                f"artifact is nested deeper than the cap of {caps.max_depth} (at {_show(path)})"
+            )
+        if type(node) is dict:
+            if _CONTAINERS.isdisjoint(map(type, node.values())):
+                continue  # only leaves below (checked in C: most list entries are such rows)
+            for key, value in node.items():
+                if type(value) is dict or type(value) is list:
+                    stack.append((value, f"{path}.{key}" if path else str(key), depth + 1))
+        elif type(node) is list:
+            referenced = caps.is_referenced(path)
+            cap = caps.list_cap(path) if referenced else caps.max_list_unreferenced
+            if len(node) > cap:
+                raise BoundsError(
+                    f"list {_show(path)} has {len(node)} entries, over the cap of {cap}"
+                )
+            if referenced:
+                total += len(node)
+            if total > caps.max_list_total:
+                raise BoundsError(
+                    f"lists hold {total} or more entries in all, over the cap of "
+                    f"{caps.max_list_total} (reached at {_show(path)})"
+                )
+            if _CONTAINERS.isdisjoint(map(type, node)):
+                continue
+            sub = f"{path}[*]"
+            if depth + 1 > caps.max_depth:
+                stack.extend((v, sub, depth + 1) for v in node if type(v) in _CONTAINERS)
+                continue
+            if set(map(type, node)) == _DICT_ONLY and _CONTAINERS.isdisjoint(
+                map(type, chain.from_iterable(map(dict.values, node)))
+            ):
+                continue  # a table: rows of leaves (checked in C, not row by row below)
+            for v in node:
+                # a dict entry of leaves only is fully checked here (its depth is within the
+                # cap): most of a long list's entries never reach the stack
+                if type(v) is dict:
+                    if not _CONTAINERS.isdisjoint(map(type, v.values())):
+                        stack.append((v, sub, depth + 1))
+                elif type(v) is list:
+                    stack.append((v, sub, depth + 1))
+
+
+def _show(path: str) -> str:
+    if not path:
+        return "<root>"
+    return path if len(path) <= 80 else path[:77] + "..."
+
+
+# -- per-artifact CPU budget --------------------------------------------------------------
+#
+# A verdict must be a function of (task, artifact) alone, so budgets count the CPU time
+# the verification itself spends (the calling thread's, `time.thread_time()`), never the
+# wall clock: a busy machine slows a verification down but does not make it spend more
+# CPU. Each budget is at least 10x the CPU the largest artifact within the caps measured
+# (the replay's `budget_cpu_seconds` rationale, `tbmm.tooling.bounds_bench`), so no legal input
+# reaches it; a verification that still does is "no verdict" (status budget_exceeded,
+# exit 3), which the harness stores as an error and reruns, never a score. Task data
+# loading (a replay's `prepare`) and Lean library builds run before the budget starts.
+
+DEFAULT_BUDGET_S = 60.0  # CPU seconds for reading, replay, gate, scoring and certificate text
+# CPU seconds for the Lean kernel check of ONE artifact's certificate (a child process,
+# limited by RLIMIT_CPU; a batch gets this times its artifacts). The largest anchors cost
+# 5-6.5 s of CPU there (crop planting, heliostat field), see README's Lean figures.
+LEAN_CPU_BUDGET_S = 120.0
+# Liveness only: the wall-clock cap of one Lean run. Hitting it is "no verdict" as well,
+# never a score; it only exists so that a stuck child cannot hold a worker forever.
+LEAN_WALL_GUARD_S = 1800.0
+
+
+class BudgetExceeded(Exception):
+    """Verification of one artifact spent its CPU budget: no verdict."""
+
+    def __init__(self, budget_s: float, stage: str) -> None:
+        super().__init__(f"verification CPU budget of {budget_s:g} s exceeded ({stage})")
+        self.budget_s = budget_s
+        self.stage = stage
+
+
+def cpu_now() -> float:
+    """CPU seconds spent so far by the calling thread (a server's concurrent requests do
+    not charge each other, and waiting for the machine costs nothing)."""
+    return time.thread_time()
+
+
+@dataclass
+class CpuBudget:
+    """A cooperative CPU budget of the calling thread: long loops call `check()`."""
+
+    budget_s: float
+    start: float = field(default_factory=cpu_now)
+
+    def remaining(self) -> float:
+        return self.budget_s - (cpu_now() - self.start)
+
+    def check(self, stage: str = "") -> None:
+        if self.remaining() < 0:
+            raise BudgetExceeded(self.budget_s, stage or "a replay")
+
+    @property
+    def spent(self) -> float:
+        return cpu_now() - self.start
+
+
+_CURRENT: ContextVar[CpuBudget | None] = ContextVar("tbmm_verify_budget", default=None)
+
+
+@contextlib.contextmanager
+def cpu_budget(budget_s: float) -> Iterator[CpuBudget]:
+    """Make a CPU budget current for this thread/context: `check_budget()` anywhere below
+    sees it. Must be entered and left on the same thread (thread CPU time)."""
+    d = CpuBudget(budget_s)
+    token = _CURRENT.set(d)
+    try:
+        yield d
+    finally:
+        _CURRENT.reset(token)
+
+
+@contextlib.contextmanager
+def uncharged() -> Iterator[None]:
+    """Run work that belongs to the task, not to the artifact (loading a replay's data and
+    modules: cached after the first artifact), without charging the current budget: the
+    first artifact of a process must not pay what later ones get for free."""
+    d = _CURRENT.get()
+    t0 = cpu_now()
+    try:
+        yield
+    finally:
+        if d is not None:
+            d.start += cpu_now() - t0
+
+
+def check_budget(stage: str) -> None:
+    """Raise BudgetExceeded if the current budget (if any) is spent. Cheap: call it in loops."""
+    d = _CURRENT.get()
+    if d is not None:
+        d.check(stage)
+
+
+def remaining_budget() -> float | None:
+    d = _CURRENT.get()
+    return d.remaining() if d is not None else None
+
+
+def budget_exceeded(stage: str) -> BudgetExceeded:
+    """The error for `stage` running out of the current budget."""
+    d = _CURRENT.get()
+    return BudgetExceeded(d.budget_s if d is not None else 0.0, stage)

@@ -1,0 +1,1 @@
+"""tbmm inside other systems: the reward service and Harbor."""

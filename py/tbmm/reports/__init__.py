@@ -1,0 +1,1 @@
+"""Leaderboard computation and its renderers: tables, plots, the HTML report, results files, the run viewer."""
