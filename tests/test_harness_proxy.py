@@ -642,3 +642,43 @@ def test_tools_the_provider_would_run_never_reach_it(style: str, tmp_path: Path)
     assert [r["tools"] for r in sent] == CLIENT[style]  # only the client tools went upstream
     refused = [e for e in read_trajectory(tmp_path / "t.jsonl") if e["type"] == "http_refused"]
     assert [e["refused_by"] for e in refused] == ["feature_pin"] * len(HOSTED[style])
+
+
+def test_a_rejection_is_recorded_whole_before_close_returns(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent can read a 404's body and exit before the proxy's thread has recorded the
+    failure (the upstream's words come after the relay): `close()` waits for the exchanges in
+    flight, and a failure is only listed once whole. Slowed here where the words are clipped;
+    without the wait the trial was left with no cause, or one without the upstream's words."""
+    import harness.agents.proxy as P
+
+    clip = P._clip
+
+    def slow_clip(*a: Any, **kw: Any) -> str:
+        time.sleep(2.0)  # longer than serve_forever's 0.5 s poll, which close() waits out
+        return clip(*a, **kw)
+
+    monkeypatch.setattr(P, "_clip", slow_clip)
+
+    def answer(req: dict[str, Any], hdrs: dict[str, str]) -> tuple[int, dict[str, Any]]:
+        return 404, {"error": {"message": "scripted 404 for resp_missing"}}
+
+    with ScriptedChatServer([answer]) as server:  # type: ignore[list-item]
+        up = Upstream(server.base_url, "sk-test", provider="openai")
+        px = ModelProxy(up, max_retries=0, model="m")
+        with px:  # a client that stops reading once it has the answer, not at EOF
+            conn = socket.socket(socket.AF_UNIX)
+            conn.settimeout(10)
+            conn.connect(str(px.dir / SOCKET_NAME))
+            conn.sendall(request("POST", "/v1/chat/completions", M))
+            resp = b""
+            while b"\r\n\r\n" not in resp:
+                resp += conn.recv(65536)
+            body = resp.partition(b"\r\n\r\n")[2]
+            while b"}}" not in body:  # the whole error object: the client is done
+                body += conn.recv(65536)
+            conn.close()
+            assert status(resp) == 404 and b"resp_missing" in body
+        assert [f.kind for f in px.failures] == ["endpoint_rejected"]
+        assert "scripted 404 for resp_missing" in px.failures[0].detail

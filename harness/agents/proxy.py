@@ -71,6 +71,7 @@ MAX_REQUEST_BYTES = 32 * MiB  # long contexts with images; far above any real re
 MAX_RESPONSE_BYTES = 64 * MiB
 MAX_CONNECTIONS = 32
 READ_TIMEOUT_S = 60.0
+DRAIN_S = 10.0  # close() waits this long at most for exchanges in flight
 _HOP = {"connection", "keep-alive", "transfer-encoding", "te", "trailer", "upgrade", "host"}
 _HOP |= {"proxy-authorization", "proxy-connection", "content-length", "accept-encoding"}
 
@@ -430,10 +431,12 @@ class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer
                 request.sendall(_BUSY)
             self.shutdown_request(request)
             return
+        self.proxy._handling(+1)
         try:
             super().process_request(request, client_address)
         except BaseException:
             self.proxy.slots.release()
+            self.proxy._handling(-1)
             raise
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
@@ -441,6 +444,7 @@ class _UnixHTTPServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer
             super().process_request_thread(request, client_address)
         finally:
             self.proxy.slots.release()
+            self.proxy._handling(-1)
 
 
 _BUSY = (
@@ -538,6 +542,8 @@ class ModelProxy:
         self.max_response_bytes = max_response_bytes
         self.read_timeout = read_timeout
         self.slots = threading.BoundedSemaphore(max_connections)
+        self._idle = threading.Condition()
+        self._active = 0  # connections being handled (close waits for them)
         self.failures: list[InfraError] = []  # infrastructure failures seen (harness.agents.errors)
         self._requests = RequestLog()
         self._log_lock = threading.Lock()
@@ -555,9 +561,20 @@ class ModelProxy:
         self.close()
 
     def close(self) -> None:
+        """Stop accepting, then let the exchanges in flight finish (bounded by `DRAIN_S`):
+        a rejection is recorded with the upstream's words once its body has been relayed,
+        which can be after the agent, having read that body, has already exited."""
         self._server.shutdown()
+        with self._idle:
+            self._idle.wait_for(lambda: self._active == 0, timeout=DRAIN_S)
         self._server.server_close()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+    def _handling(self, delta: int) -> None:
+        with self._idle:
+            self._active += delta
+            if self._active == 0:
+                self._idle.notify_all()
 
     # -- forwarding ---------------------------------------------------------------------
     def _connect(self) -> http.client.HTTPConnection:
@@ -652,7 +669,6 @@ class ModelProxy:
                 + (f" after {attempt} retries" if attempt else ""),
                 path=target,
             )
-            self.failures.append(failure)
         usage = ResponseUsage()
         copy = bytearray()
         cut = False
@@ -678,9 +694,11 @@ class ModelProxy:
             pass  # the client went away; still account what came back
         finally:
             conn.close()
+            if failure is not None:  # recorded whole: with the upstream's own words, if any
+                if copy:
+                    failure.detail += ": " + _clip(bytes(copy[:300]), 300).replace("\n", " ")
+                self.failures.append(failure)
         usage.absorb_body(bytes(copy))
-        if failure is not None and copy:  # the upstream's own words, for the stored cause
-            failure.detail += ": " + _clip(bytes(copy[:300]), 300).replace("\n", " ")
         cost = self.totals.add(usage) if resp.status < 400 else None
         if self.trajectory is not None:
             self._log(

@@ -419,18 +419,18 @@ def run_command(
         )
         use_vision = declares_vision(model) if vision is None else vision
     except ModelTableError as exc:
-        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_USAGE) from exc
     try:
         caps = TrialCaps(max_requests, max_tokens, max_trial_cost)
         if max_cost is not None and not max_cost > 0:
             raise ValueError(f"the --max-cost budget must be positive, not {max_cost!r}")
     except ValueError as exc:
-        console.print(f"[red]error:[/red] {exc}", highlight=False)
+        console.print(f"[red]error:[/red] {exc}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_USAGE) from exc
     refusal = model_refusal(agent, model, agent_provider, caps, pricing, max_cost)
     if refusal:
-        console.print(f"[red]error:[/red] {refusal}", highlight=False)
+        console.print(f"[red]error:[/red] {refusal}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_USAGE)
     if pricing is None and (price_in is not None or price_out is not None):
         console.print(
@@ -524,7 +524,7 @@ def run_command(
             console.print(f"  - {problem}", highlight=False, markup=False)
         raise typer.Exit(EXIT_PREFLIGHT) from exc
     except (RuntimeError, ValueError, KeyError, sqlite3.Error, OSError) as exc:
-        console.print(f"[red]error:[/red] {str(exc).strip(chr(39))}", highlight=False)
+        console.print(f"[red]error:[/red] {str(exc).strip(chr(39))}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_USAGE) from exc
     console.print(
         f"{summary.entry_id}: ran {summary.done} (failed {summary.failed}, errors "
@@ -592,7 +592,7 @@ def _run_harbor(
             concurrency=concurrency, db=db, dataset=dataset, say=say,
         )  # fmt: skip
     except (HarborUnavailable, IngestError, RuntimeError, ValueError, KeyError, OSError) as exc:
-        console.print(f"[red]error:[/red] {str(exc).strip(chr(39))}", highlight=False)
+        console.print(f"[red]error:[/red] {str(exc).strip(chr(39))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from exc
     for line in summary.errors:
         console.print(f"[yellow]error, not scored:[/yellow] {line}", highlight=False)
