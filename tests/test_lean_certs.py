@@ -249,6 +249,7 @@ def test_score_disagreement_is_its_own_outcome(
     t = by_slug(suite, "mcm-2025-b-juneau-tourism")
     good = verify_artifact(t, t.anchor_artifact_bytes())
     assert good.exit_code == 0, good.failing
+    monkeypatch.setattr(scoring, "COMPILED", False)  # the lie goes into the reference path
     monkeypatch.setattr(scoring, "panel_o_eval", lambda *a: Fraction(1, 2))
     rep = verify_artifact(t, t.anchor_artifact_bytes())
     assert (rep.exit_code, rep.status, rep.lean, rep.gate) == (

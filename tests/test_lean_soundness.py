@@ -147,6 +147,11 @@ def unclaimed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     # rounding does), and must follow the core's renaming to build
     for f in (root / "TBMM").rglob("*.lean"):
         f.write_text(re.sub(r"\bNat\.div\b", "Nat.divFree", f.read_text()))
+    # the crop data's self-checks evaluate digit arithmetic on large naturals: with a division
+    # by unary recursion they exhaust Lean's recursion depth, and the attack needs none of them
+    data = root / "TBMM" / "Replay" / "CropData.lean"
+    text = data.read_text()
+    data.write_text(text[: text.index("set_option maxRecDepth 65536 in\n/-- The expected sales")])
     build(root, certs=False).raise_for_failure()
     return root
 

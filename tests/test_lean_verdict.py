@@ -31,7 +31,7 @@ from tbmm.verdict.mutate import violations, with_leaf
 
 from .conftest import SCORING, lean_project_with, make_task
 
-gate_mod = importlib.import_module("tbmm.verdict.gate")  # `tbmm.verdict.gate` is also an API function
+gate_mod = importlib.import_module("tbmm.verdict.gate")  # the module (`tbmm.gate` is the API function)
 
 GATE = """
 [anchor]
@@ -414,6 +414,7 @@ def test_a_python_that_skips_a_failing_check_is_caught(
     honest = verify_artifact(dragon, data)
     assert honest.exit_code == 1 and honest.lean == "fail", honest.failing
     real = gate_mod.instances
+    monkeypatch.setattr(gate_mod, "FAST_CHECKS", False)  # the lie goes into the general path
     monkeypatch.setattr(gate_mod, "instances", lambda c, doc: [] if c.id == check else real(c, doc))
     rep = verify_artifact(dragon, data)
     assert rep.gate == "pass"  # the patched Python alone would call it feasible
@@ -444,6 +445,7 @@ def test_a_python_that_reports_a_failing_instance_passing_is_caught(
             out.status, out.message = "pass", ""
         return out
 
+    monkeypatch.setattr(gate_mod, "FAST_CHECKS", False)  # the lie goes into the general path
     monkeypatch.setattr(gate_mod, "evaluate", lenient)
     rep = verify_artifact(dragon, data)
     assert (rep.exit_code, rep.status) == (3, "lean_disagreement"), rep.failing
@@ -466,6 +468,7 @@ def test_a_python_that_invents_a_failure_is_caught(
             out.status, out.message = "fail", "invented"
         return out
 
+    monkeypatch.setattr(gate_mod, "FAST_CHECKS", False)  # the lie goes into the general path
     monkeypatch.setattr(gate_mod, "evaluate", strict)
     rep = verify_artifact(dragon, dragon.anchor_artifact_bytes())
     assert (rep.exit_code, rep.status) == (3, "lean_disagreement"), rep.failing
@@ -549,6 +552,7 @@ def test_a_python_that_drops_one_failing_list_instance_is_caught(
     def dropping(c: Any, d: Any) -> Any:
         return [i for i in real(c, d) if not (c.id == "d_over_p" and i.index == 1)]
 
+    monkeypatch.setattr(gate_mod, "FAST_CHECKS", False)  # the lie goes into the general path
     monkeypatch.setattr(gate_mod, "instances", dropping)
     assert gate_mod.run_gate(vsyn, doc).verdict != "fail"  # the patched Python alone: feasible
     res = check_artifact(vsyn, doc)
@@ -585,6 +589,7 @@ def test_a_python_that_inflates_the_score_is_caught(
     scoring.oracle_raw(vsyn)  # O is cached from the honest scorer (the inflation is R's)
     name = {"panel_mean": "panel_o_eval", "raw": "raw_score"}[part]
     real = getattr(scoring, name)
+    monkeypatch.setattr(scoring, "COMPILED", False)  # the lie goes into the reference path
     monkeypatch.setattr(scoring, name, lambda *a, **k: real(*a, **k) + Fraction(1, 10))
     res = check_artifact(vsyn, doc)
     assert res.python_verdict != honest.python_verdict
