@@ -18,9 +18,10 @@ from typing import Any
 
 import pytest
 
-from tbmm.core import exact, rules
+from tbmm.core import exact
 from tbmm.suite.tasks import Task
 from tbmm.tooling.bench import corpus
+from tbmm.verdict import scoring
 from tbmm.verdict.gate import (
     GateReport,
     _short_lists,
@@ -31,14 +32,7 @@ from tbmm.verdict.gate import (
 )
 from tbmm.verdict.scoring import (
     TaskScore,
-    baseline_raw,
-    extra_entry_notes,
-    oracle_raw,
-    panel_o_eval,
-    panel_scores,
-    raw_score,
     read_artifact,
-    score_metric,
     score_task,
 )
 
@@ -53,46 +47,13 @@ def reference_score(
     gate_failed: bool = False,
     unverifiable: dict[str, str] | None = None,
 ) -> TaskScore:
-    """`score_task` as it was before the compiled panel: metric by metric on Fractions."""
-    from tbmm.verdict.floor import floor_f
-
-    unverifiable = unverifiable or {}
-    metrics = [score_metric(m, doc, unverifiable=unverifiable.get(m.id, "")) for m in task.metrics]
-    o_raw = oracle_raw(task)
-    raw = raw_score(metrics) or rules.ZERO
-    f = baseline_raw(task)
-    notes: list[str] = []
-    if doc is None:
-        status = "missing_artifact"
-    elif gate_failed:
-        status = "gate_failed"
-    else:
-        status = "scored"
-        notes = extra_entry_notes(task, doc)
-    panel = panel_scores(task, doc, {m.id: m for m in metrics}, raw, unverifiable)
-    if status != "scored":
-        o_anchor = o_eval = rules.ZERO
-        robust = -rules.ONE
-        notes.append(
-            "missing artifact: O-Eval 0, Robust BO-Eval -1"
-            if doc is None
-            else "feasibility gate failed: O-Eval 0, Robust BO-Eval -1"
-        )
-    else:
-        o_anchor = rules.o_eval(raw, o_raw)
-        o_eval = panel_o_eval(task, doc, o_anchor, panel)
-        robust = rules.robust_bo(raw, o_raw, f)
-    f_t = floor_f(task)
-    skill = rules.skill(raw, o_raw, f_t) if status == "scored" else rules.ZERO
-    if task.panel.literature_split:
-        notes.append(
-            "literature-split task: kept in per-task tables, left out of headline means "
-            f"({task.panel.literature_split_note})"
-        )
-    return TaskScore(
-        task.slug, status, metrics, raw, o_raw, o_anchor, o_eval, panel, f, robust,
-        task.panel.literature_split, notes, f_t, skill,
-    )  # fmt: skip
+    """`score_task` on its reference path (`scoring.COMPILED` off): metric by metric on
+    Fractions, through the specification functions, as it was before the compiled panel."""
+    scoring.COMPILED = False
+    try:
+        return score_task(task, doc, gate_failed=gate_failed, unverifiable=unverifiable)
+    finally:
+        scoring.COMPILED = True
 
 
 def reference_gate(task: Task, doc: dict[str, Any] | None) -> GateReport:

@@ -376,71 +376,11 @@ def panel_o_eval(
     return rules.clamp(mean, rules.ZERO, rules.ONE)
 
 
-# The compiled path (tbmm.verdict.score_plan) is what runs. The reference path below composes
-# the specification functions (`score_metric`, `raw_score`, `panel_scores`, `panel_o_eval` and
-# the `rules` formulas) as score_task did before it was compiled; tests/test_score_plan.py holds
-# the two equal, and the tests that make Python lie to the Lean kernel switch COMPILED off to
-# inject their lies into those functions.
+# The compiled path (tbmm.verdict.score_plan) is what runs. The reference path composes the
+# specification functions (`score_metric`, `raw_score`, `panel_scores`, `panel_o_eval` and the
+# `rules` formulas); tests/test_score_plan.py holds the two equal, and the tests that make Python
+# lie to the Lean kernel switch COMPILED off to inject their lies into those functions.
 COMPILED = True
-
-
-def _score_task_reference(
-    task: Task,
-    doc: dict[str, Any] | None,
-    *,
-    gate_failed: bool = False,
-    unverifiable: dict[str, str] | None = None,
-) -> TaskScore:
-    from tbmm.verdict.floor import floor_f
-
-    unverifiable = unverifiable or {}
-    metrics = [score_metric(m, doc, unverifiable=unverifiable.get(m.id, "")) for m in task.metrics]
-    o_raw = oracle_raw(task)
-    raw = raw_score(metrics) or rules.ZERO
-    f = baseline_raw(task)
-    notes: list[str] = []
-    if doc is None:
-        status = "missing_artifact"
-    elif gate_failed:
-        status = "gate_failed"
-    else:
-        status = "scored"
-        notes = extra_entry_notes(task, doc)
-    panel = panel_scores(task, doc, {m.id: m for m in metrics}, raw, unverifiable)
-    if status != "scored":
-        o_anchor = o_eval = rules.ZERO
-        robust = -rules.ONE
-        notes.append(
-            "missing artifact: O-Eval 0, Robust BO-Eval -1"
-            if doc is None
-            else "feasibility gate failed: O-Eval 0, Robust BO-Eval -1"
-        )
-    else:
-        o_anchor = rules.o_eval(raw, o_raw)
-        o_eval = panel_o_eval(task, doc, o_anchor, panel)
-        robust = rules.robust_bo(raw, o_raw, f)
-    f_t = floor_f(task)
-    skill = rules.skill(raw, o_raw, f_t) if status == "scored" else rules.ZERO
-    if task.panel.literature_split:
-        notes.append(
-            f"literature-split task: kept in per-task tables, left out of headline means ({task.panel.literature_split_note})"
-        )
-    return TaskScore(
-        task.slug,
-        status,
-        metrics,
-        raw,
-        o_raw,
-        o_anchor,
-        o_eval,
-        panel,
-        f,
-        robust,
-        task.panel.literature_split,
-        notes,
-        f_t,
-        skill,
-    )
 
 
 def score_task(
@@ -453,19 +393,7 @@ def score_task(
     """All task-level scores for one resolved artifact (`doc` None = missing artifact).
 
     `unverifiable` (from the gate report) maps metric ids to the reason they score 0."""
-    if not COMPILED:
-        return _score_task_reference(task, doc, gate_failed=gate_failed, unverifiable=unverifiable)
-    from tbmm.verdict.score_plan import floors, panel_mean, plan_for
-
     unverifiable = unverifiable or {}
-    # the compiled panel (`tbmm.verdict.score_plan`): the same values as `score_metric`,
-    # `raw_score`, `panel_scores` and the `rules` formulas, which stay the specification
-    # it is tested against
-    metrics, raw_or_none, papers = plan_for(task).score(doc, unverifiable)
-    fl = floors(task)
-    o_raw = fl.oracle
-    raw = raw_or_none or rules.ZERO
-    f = fl.baseline
     notes: list[str] = []
     if doc is None:
         status = "missing_artifact"
@@ -474,38 +402,45 @@ def score_task(
     else:
         status = "scored"
         notes = extra_entry_notes(task, doc)
-    panel = [PaperScore(pid, ids, r) for pid, ids, r in papers]
-    if status != "scored":
-        o_anchor = o_eval = rules.ZERO
-        robust = -rules.ONE
+    scored = status == "scored"
+    o_anchor = o_eval = skill = rules.ZERO
+    robust = -rules.ONE
+    if COMPILED:
+        from tbmm.verdict.score_plan import floors, panel_mean, plan_for
+
+        metrics, raw_or_none, papers = plan_for(task).score(doc, unverifiable)
+        fl = floors(task)
+        o_raw, f, f_t = fl.oracle, fl.baseline, fl.floor
+        raw = raw_or_none or rules.ZERO
+        panel = [PaperScore(pid, ids, r) for pid, ids, r in papers]
+        if scored:
+            o_anchor = fl.o_eval(raw)
+            o_eval = panel_mean([p.score for p in panel]) if panel else o_anchor
+            robust = fl.robust_bo(raw)
+            skill = fl.skill(raw)
+    else:
+        from tbmm.verdict.floor import floor_f
+
+        metrics = [score_metric(m, doc, unverifiable=unverifiable.get(m.id, "")) for m in task.metrics]
+        o_raw, f, f_t = oracle_raw(task), baseline_raw(task), floor_f(task)
+        raw = raw_score(metrics) or rules.ZERO
+        panel = panel_scores(task, doc, {m.id: m for m in metrics}, raw, unverifiable)
+        if scored:
+            o_anchor = rules.o_eval(raw, o_raw)
+            o_eval = panel_o_eval(task, doc, o_anchor, panel)
+            robust = rules.robust_bo(raw, o_raw, f)
+            skill = rules.skill(raw, o_raw, f_t)
+    if not scored:
         notes.append(
             "missing artifact: O-Eval 0, Robust BO-Eval -1"
             if doc is None
             else "feasibility gate failed: O-Eval 0, Robust BO-Eval -1"
         )
-    else:
-        o_anchor = fl.o_eval(raw)
-        o_eval = panel_mean([p.score for p in panel]) if panel else o_anchor
-        robust = fl.robust_bo(raw)
-    f_t = fl.floor
-    skill = fl.skill(raw) if status == "scored" else rules.ZERO
     if task.panel.literature_split:
         notes.append(
             f"literature-split task: kept in per-task tables, left out of headline means ({task.panel.literature_split_note})"
         )
     return TaskScore(
-        task.slug,
-        status,
-        metrics,
-        raw,
-        o_raw,
-        o_anchor,
-        o_eval,
-        panel,
-        f,
-        robust,
-        task.panel.literature_split,
-        notes,
-        f_t,
-        skill,
-    )
+        task.slug, status, metrics, raw, o_raw, o_anchor, o_eval, panel, f, robust,
+        task.panel.literature_split, notes, f_t, skill,
+    )  # fmt: skip
