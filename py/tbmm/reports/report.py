@@ -139,23 +139,28 @@ def naive_view(task: Any) -> dict[str, Any]:
     }
 
 
-def _task_view(task: Any) -> dict[str, Any]:
-    """Where every anchor came from: the reproduced paper, its gate feasibility, the panel."""
+def anchor_provenance(task: Any) -> list[tuple[str, Any]]:
+    """The rows naming where a task's anchor came from (the report's task page, the viewer)."""
     m = task.manifest
     p = m.provenance
+    return [
+        ("title", m.title),
+        ("suite / year / problem", f"{m.suite} {m.year} {m.problem}"),
+        ("anchor paper", f"{p.paper_id}: {p.paper_title}"),
+        ("reproduction level", p.reproduction_level),
+        ("reproduction scope", p.reproduction_scope),
+        ("anchor source", p.anchor_source),
+        ("anchor sha256", p.anchor_sha256),
+    ]
+
+
+def _task_view(task: Any) -> dict[str, Any]:
+    """Where every anchor came from: the reproduced paper, its gate feasibility, the panel."""
     panel = task.panel
     bl = task.baseline
     vals = bl.pipelines.get(bl.default_pipeline, {})
     return {
-        "provenance": [
-            ("title", m.title),
-            ("suite / year / problem", f"{m.suite} {m.year} {m.problem}"),
-            ("anchor paper", f"{p.paper_id}: {p.paper_title}"),
-            ("reproduction level", p.reproduction_level),
-            ("reproduction scope", p.reproduction_scope),
-            ("anchor source", p.anchor_source),
-            ("anchor sha256", p.anchor_sha256),
-        ],
+        "provenance": anchor_provenance(task),
         "feasible": task.gate.anchor.feasible,
         "evidence": task.gate.anchor.evidence,
         "metrics": [

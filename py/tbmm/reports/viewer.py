@@ -25,7 +25,7 @@ from typing import Any
 from tbmm.core.exact import fraction_to_text
 from tbmm.reports import leaderboard as L
 from tbmm.reports import leaderboard_render as R
-from tbmm.reports.report import fmt_exact, reference_text
+from tbmm.reports.report import anchor_provenance, fmt_exact, reference_text
 from tbmm.reports.templating import wrap_path  # noqa: F401 - the viewer's path filter, also public here
 
 CSP = "default-src 'none'; img-src 'self' data:; font-src 'self'; style-src 'unsafe-inline'"
@@ -240,17 +240,9 @@ def verdict_view(rep: Mapping[str, Any], task: Any) -> dict[str, Any]:
 def provenance_view(task: Any) -> list[tuple[str, Any]]:
     if task is None:
         return []
-    m = task.manifest
-    p = m.provenance
     ga = task.gate.anchor
     return [
-        ("title", m.title),
-        ("suite / year / problem", f"{m.suite} {m.year} {m.problem}"),
-        ("anchor paper", f"{p.paper_id}: {p.paper_title}"),
-        ("reproduction level", p.reproduction_level),
-        ("reproduction scope", p.reproduction_scope),
-        ("anchor source", p.anchor_source),
-        ("anchor sha256", p.anchor_sha256),
+        *anchor_provenance(task),
         (
             "anchor feasibility",
             "passes its own gate" if ga.feasible else f"infeasible: {ga.evidence}",
