@@ -3,15 +3,17 @@
 Verification runs outside the sandbox, on the host, so an artifact must not be able to
 stall it. The cost of verifying grows with the number of list entries the gate, the
 scorer and the Lean certificate expand (`[*]` paths), with the digits of each number, and
-with the nesting depth; parsing alone grows with the bytes. `check()` enforces a cap on
-each, cheapest first:
+with the nesting depth; parsing alone grows with the bytes. `parse_exact()` (the reader of
+every path: CLI, API, serve, Harbor) enforces a cap on each before any Python tree of the
+artifact exists:
 
-1. bytes: the length, before anything is parsed (`read_capped` does not even read more);
-2. a single pass of the C JSON scanner over at most `max_bytes`, with numbers kept as their
-   text (no int or decimal conversion) and each number's length checked as it is seen;
-3. an iterative walk of that tree: nesting depth, entries per list (a generic cap, or a
-   per-path cap such as ``{"q5.uavs": 5, "q5.uavs[*].drops": 3}`` derived from the task's
-   statement) and entries over all lists together.
+1. bytes: the length, before anything is read further (`read_capped` does not even read more);
+2. `prescan()`: one pass over the decoded text, in document order, that builds nothing:
+   each number's length, nesting depth, entries per list (a generic cap, or a per-path
+   cap such as ``{"q5.uavs": 5, "q5.uavs[*].drops": 3}`` derived from the task's
+   statement) and entries over all referenced lists together. The first violation in
+   the text is the reason, the same on every path;
+3. only then the C JSON scanner builds the exact tree (numbers kept as their text).
 
 Every rejection is a `BoundsError` with a one-line reason. `tbmm.tooling.bounds_bench` measures
 how long the largest artifact within the default caps takes to verify.
@@ -24,6 +26,7 @@ verification code polls; exceeding it raises `BudgetExceeded` (its own outcome,
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import json
 import os
@@ -124,6 +127,7 @@ def parse_exact(data: bytes | str, caps: Caps = DEFAULT_CAPS) -> Any:
         data = data.decode("utf-8")
     if data.startswith("\ufeff"):  # a second BOM: json.loads's own refusal, word for word
         raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", data, 0)
+    whole = prescan(data, caps)  # every cap, before any tree exists
     decoder = _decoder(caps.max_digits)
     # The parse allocates one object per number and container, and a JSON tree holds no
     # reference cycles: the cyclic collector's passes over the growing heap are pure cost
@@ -137,7 +141,8 @@ def parse_exact(data: bytes | str, caps: Caps = DEFAULT_CAPS) -> Any:
     finally:
         if collecting:
             gc.enable()
-    _walk(doc, caps)
+    if not whole:  # the scan called it not JSON yet json read it: check the tree as well
+        _walk(doc, caps)
     return doc
 
 
@@ -190,27 +195,17 @@ def _make_decoder(limit: int) -> json.JSONDecoder:
 
 
 def check(data: bytes | str, caps: Caps = DEFAULT_CAPS) -> None:
-    """Raise BoundsError if `data` exceeds a cap. Input that is not JSON at all passes:
-    the parser proper reports it (with its own reason)."""
+    """Raise BoundsError if `data` exceeds a cap (the checks of parse_exact, without its
+    parse). Input that is not JSON at all passes: the parser proper reports it (with its
+    own reason)."""
     check_size(len(data), caps)
     data = strip_bom(data)
-
-    def number(text: str) -> None:
-        if len(text) > caps.max_digits:
-            raise BoundsError(
-                f"a number has {len(text)} characters, over the cap of {caps.max_digits}: "
-                f"{text[:20]}..."
-            )
-
-    try:
-        doc = json.loads(data, parse_int=number, parse_float=number, parse_constant=number)
-    except BoundsError:
-        raise
-    except RecursionError as exc:
-        raise BoundsError(f"artifact is nested deeper than the cap of {caps.max_depth}") from exc
-    except ValueError:  # not JSON (or not UTF-8): the artifact parser says so
-        return
-    _walk(doc, caps)
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return
+    prescan(data, caps)
 
 
 _CONTAINERS = frozenset((dict, list))
@@ -270,6 +265,269 @@ def _show(path: str) -> str:
     if not path:
         return "<root>"
     return path if len(path) <= 80 else path[:77] + "..."
+
+
+# -- the pre-scan: every cap on the text, before a tree of it exists ------------------------
+#
+# One pass over the decoded text, in document order, with compiled regular expressions:
+# runs of flat entries (scalars, strings, rows of leaves) are passed over inside the regex
+# engine and counted with str.count, only brackets and keys of containers cost a Python step.
+# The first violation met in the text is the reason, whichever path (CLI, API, serve,
+# Harbor) reads the artifact: they all call it through parse_exact. The scan follows json's
+# own grammar (NaN/Infinity included, control characters in strings refused); at a syntax
+# error it stops and the parser reports the error with its own words. A value a later
+# duplicate key replaces is still text that was sent: it counts.
+
+_WS_RX = re.compile(r"[ \t\n\r]*+")
+_STR = r'"(?:[^"\\\x00-\x1f]++|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*+"'
+_STR_RX = re.compile(_STR)
+_NUM = r"-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?+(?:[eE][-+]?[0-9]++)?+"
+_NUM_RX = re.compile(_NUM)
+_LOOSE_STR = re.compile(r'"(?:[^"\\]++|\\.)*+"', re.DOTALL)  # for counting only
+# a flat stretch (no bracket outside a string), one bracket, or a quote that never closes
+_SKIP = re.compile(r'(?:[^"\[\]{}]++|"(?:[^"\\]++|\\.)*+")++|[\[\]{}]|"', re.DOTALL)
+
+
+@dataclass(frozen=True)
+class _Runs:
+    """The fast-path patterns for one digit cap: a number is taken in a run only if its
+    whole stretch of number characters is within the cap (the exact check is the slow
+    path's, on the token itself)."""
+
+    elems: re.Pattern[str]
+    rows: re.Pattern[str]
+    members: re.Pattern[str]
+
+
+@functools.lru_cache(maxsize=32)
+def _runs(limit: int, empties: bool) -> _Runs:
+    """`empties`: an empty list or object (a container with nothing to count) may be taken
+    as a leaf, which it is unless one more level passes the depth cap."""
+    consts = ["true", "false", "null"]
+    consts += [c for c in ("NaN", "Infinity", "-Infinity") if len(c) <= limit]
+    num = f"(?=[-+.0-9eE]{{1,{max(limit, 1)}}}(?![-+.0-9eE])){_NUM}" if limit > 0 else "(?!)"
+    ws = r"[ \t\n\r]*+"
+    leaf = f"(?:{num}|{'|'.join(consts)}|{_STR})"
+    val = f"(?:{leaf}|\\[{ws}\\]|\\{{{ws}\\}})" if empties else leaf
+    member = f"{_STR}{ws}:{ws}{leaf}{ws}"
+    row = rf"\{{{ws}(?:{member}(?:,{ws}{member})*+)?+\}}"
+    return _Runs(
+        elems=re.compile(f"(?:{ws}{val}{ws},)*+"),
+        rows=re.compile(f"(?:{ws}{row}{ws},)*+"),
+        members=re.compile(f"(?:{ws}{_STR}{ws}:{ws}{val}{ws},)*+"),
+    )
+
+
+def _outside_strings(seg: str) -> str:
+    return _LOOSE_STR.sub("", seg) if '"' in seg else seg
+
+
+def _count_entries(s: str, start: int) -> int:
+    """Entries of the list opening at `start`, by brackets and top-level commas only (for
+    the message of a list over its cap; an unclosed list counts to the end of the text)."""
+    p, depth, commas = start + 1, 0, 0
+    n = len(s)
+    while p < n:
+        if depth == 0:  # flat entries (leaves, rows, lists of leaves) in one regex call
+            m = _FLAT_ENTRIES.match(s, p)
+            a, b = m.span()  # type: ignore[union-attr]
+            if b > a:
+                commas += _FLAT_GROUP.sub("", _outside_strings(s[a:b])).count(",")
+                p = b
+        m = _SKIP.match(s, p)
+        if m is None:  # pragma: no cover - every character starts one of the branches
+            break
+        a, b = m.span()
+        c = s[a]
+        if c in "[{":
+            depth += 1
+        elif c in "]}":
+            if depth == 0:
+                break
+            depth -= 1
+        elif c == '"' and b - a == 1:
+            break  # a string that never closes: the rest is its body
+        elif depth == 0:
+            commas += _outside_strings(s[a:b]).count(",")
+        p = b
+    return commas + 1
+
+
+_LOOSE = r'(?:[^"\[\]{}]++|"(?:[^"\\]++|\\.)*+")*+'  # anything but brackets
+_FLAT_ENTRIES = re.compile(
+    rf"(?:[^\[\]{{}},\"]*+(?:\"(?:[^\"\\]++|\\.)*+\")?+"
+    rf"(?:\[{_LOOSE}\]|\{{{_LOOSE}\}})?+[^\[\]{{}},\"]*+,)*+",
+    re.DOTALL,
+)
+_FLAT_GROUP = re.compile(r"\[[^\[\]{}]*+\]|\{[^\[\]{}]*+\}")  # once strings are gone
+
+
+class _List:
+    __slots__ = ("path", "count", "cap", "ref", "start")
+
+    def __init__(self, path: str, cap: int, ref: bool, start: int) -> None:
+        self.path, self.cap, self.ref, self.start, self.count = path, cap, ref, start, 0
+
+
+def prescan(s: str, caps: Caps = DEFAULT_CAPS) -> bool:
+    """Enforce every cap except bytes (depth, digits, list lengths, entries of referenced
+    lists in all) on the JSON text `s`, building nothing of it: BoundsError at the first
+    violation in document order. True if the whole text is JSON as json reads it, False
+    if the scan stopped at a syntax error (the parser then says which)."""
+    limit, maxd, max_total = caps.max_digits, caps.max_depth, caps.max_list_total
+    inner, last = _runs(limit, True), _runs(limit, False)  # below the cap / at it
+    ws, string, number = _WS_RX.match, _STR_RX.match, _NUM_RX.match
+    scanstring = json.decoder.scanstring
+    n = len(s)
+    stack: list[Any] = []  # a _List, or the path (str) of an object
+    total = 0
+    path = ""  # of the value about to be read
+    p = ws(s, 0).end()
+
+    def add(lst: _List, k: int) -> None:
+        """Count k more entries of `lst`: its own cap first, then all referenced lists'."""
+        nonlocal total
+        c0 = lst.count
+        lst.count += k
+        list_at = lst.cap + 1 - c0 if lst.count > lst.cap else None  # entry (1-based) over
+        total_at = None
+        if lst.ref:
+            t0 = total
+            total += k
+            if total > max_total:
+                total_at = max_total + 1 - t0
+        if list_at is not None and (total_at is None or list_at <= total_at):
+            raise BoundsError(
+                f"list {_show(lst.path)} has {_count_entries(s, lst.start)} entries, "
+                f"over the cap of {lst.cap}"
+            )
+        if total_at is not None:
+            raise BoundsError(
+                f"lists hold {max_total + 1} or more entries in all, over the cap of "
+                f"{max_total} (reached at {_show(lst.path)})"
+            )
+
+    while True:
+        # -- a value at p (whitespace skipped); `path` is its path
+        c = s[p] if p < n else ""
+        if c == "{" or c == "[":
+            if len(stack) + 1 > maxd:
+                raise BoundsError(
+                    f"artifact is nested deeper than the cap of {maxd} (at {_show(path)})"
+                )
+            p = ws(s, p + 1).end()
+            if c == "[":
+                ref = caps.is_referenced(path)
+                lst = _List(
+                    path, caps.list_cap(path) if ref else caps.max_list_unreferenced, ref, p - 1
+                )
+                stack.append(lst)
+                if p < n and s[p] == "]":
+                    p += 1
+                    stack.pop()
+                else:
+                    fits = len(stack) < maxd
+                    p = _entries(s, p, lst, inner if fits else last, add, fits)
+                    path = lst.path + "[*]"
+                    continue
+            else:
+                stack.append(path)
+                if p < n and s[p] == "}":
+                    p += 1
+                    stack.pop()
+                else:
+                    runs = inner if len(stack) < maxd else last
+                    p, path = _key(s, p, path, runs, scanstring)
+                    if p < 0:
+                        return False
+                    continue
+        elif c == '"':
+            m = string(s, p)
+            if m is None:
+                return False
+            p = m.end()
+        else:
+            m = number(s, p)
+            if m is not None:
+                tok = m.group()
+            else:
+                tok = next((k for k in _CONSTANTS if s.startswith(k, p)), "")
+                if not tok:
+                    return False
+            if len(tok) > limit and tok not in _LITERALS:
+                raise BoundsError(
+                    f"a number has {len(tok)} characters, over the cap of {limit}: {tok[:20]}..."
+                )
+            p += len(tok)
+        # -- after a value: the end, a separator or a closing bracket
+        while True:
+            if not stack:
+                return ws(s, p).end() == n
+            p = ws(s, p).end()
+            c = s[p] if p < n else ""
+            top = stack[-1]
+            if type(top) is _List:
+                if c == ",":
+                    fits = len(stack) < maxd
+                    p = _entries(s, ws(s, p + 1).end(), top, inner if fits else last, add, fits)
+                    path = top.path + "[*]"
+                    break
+                if c != "]":
+                    return False
+            else:
+                if c == ",":
+                    runs = inner if len(stack) < maxd else last
+                    p, path = _key(s, ws(s, p + 1).end(), top, runs, scanstring)
+                    if p < 0:
+                        return False
+                    break
+                if c != "}":
+                    return False
+            p += 1
+            stack.pop()
+
+
+_CONSTANTS = ("true", "false", "null", "NaN", "Infinity", "-Infinity")
+_LITERALS = frozenset(("true", "false", "null"))
+
+
+def _entries(s: str, p: int, lst: _List, runs: _Runs, add: Any, rows_fit: bool) -> int:
+    """Pass over the flat entries at p (each followed by a comma) in the regex engine and
+    count them; count the entry that follows too (read by the caller). Rows of leaves are
+    containers one level down: taken whole only where that level is within the depth cap."""
+    while True:
+        m = runs.elems.match(s, p)
+        a, b = m.span()  # type: ignore[union-attr]
+        if b > a:
+            add(lst, _outside_strings(s[a:b]).count(","))
+        if rows_fit:
+            m = runs.rows.match(s, b)
+            a2, b2 = m.span()  # type: ignore[union-attr]
+            if b2 > a2:
+                add(lst, _outside_strings(s[a2:b2]).count("{"))
+                p = b2
+                continue
+        break
+    add(lst, 1)
+    return _WS_RX.match(s, b).end()
+
+
+def _key(s: str, p: int, parent: str, runs: _Runs, scanstring: Any) -> tuple[int, str]:
+    """Pass over an object's flat members at p, then read the next member's key: the
+    position of its value and the value's path (-1: not JSON)."""
+    p = runs.members.match(s, p).end()  # type: ignore[union-attr]
+    p = _WS_RX.match(s, p).end()
+    m = _STR_RX.match(s, p)
+    if m is None:
+        return -1, ""
+    a, b = m.span()
+    key = s[a + 1 : b - 1]
+    if "\\" in key:
+        key = scanstring(s, a + 1, True)[0]
+    p = _WS_RX.match(s, b).end()
+    if p >= len(s) or s[p] != ":":
+        return -1, ""
+    return _WS_RX.match(s, p + 1).end(), f"{parent}.{key}" if parent else key
 
 
 # -- per-artifact CPU budget --------------------------------------------------------------
