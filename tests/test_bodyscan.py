@@ -84,7 +84,8 @@ def test_items_are_spans_of_the_body() -> None:
         (b'{"items": [{"task": "x", "artifact": {}, "lean": 1}]}', 422, "lean"),
         (b'{"items": [], "junk": ' + b"9" * 5000 + b"}", 413, "outside an artifact"),
         (b'{"items": [' + b",".join([b"{}"] * 5) + b"]}", 413, "at most 4 items"),
-        (b'{"items": [], "x": [' + b"[]," * 100 + b"[]]}", 413, "bracket runs"),
+        (b'{"items": [], "x": [' + b"[[]]," * 100 + b"[]]}", 413, "bracket runs"),
+        (b'{"items": [], "x": [' + b"[1, {}]," * 100 + b"[]]}", 413, "bracket runs"),
         (b'{"items": [{"task": "\xff", "artifact": {}}]}', 400, "UTF-8"),
     ],
 )

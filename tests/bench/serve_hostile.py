@@ -7,14 +7,18 @@ a free port, warms it with one small verification, then posts the hostile body w
 thread polls /healthz (0.5 s timeout, every 0.1 s); 20 polls of the idle server just
 before say what the machine's load alone costs. Prints, per kind: the answer's status
 and a line of its message, the wall time of the request, the /healthz latencies seen
-during it (max, p50, failed polls), and the worker's peak RSS (VmHWM from /proc; the
-uvicorn process with one worker IS the worker) before and after the hostile request.
+during it (max, p50, failed polls), the peak RSS (VmHWM from /proc) of the server's own
+process (the event loop) before and after, and the judging process's peak RSS during the
+request (its own VmHWM, sent back in the x-tbmm-worker-peak-rss-kib header, and sampled
+from /proc while the request runs), with the machine's load average.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import socket
 import statistics
 import subprocess
@@ -118,6 +122,7 @@ def post_with_polls(url: str, body: bytes, poll_timeout: float = 0.5) -> dict:
                 timeout=900,
             )
             out["status"] = r.status_code
+            out["worker_peak_kib"] = int(r.headers.get("x-tbmm-worker-peak-rss-kib", 0))
             out["text"] = r.text
             out["message"] = r.text[:160]
         except httpx.HTTPError as exc:
@@ -129,11 +134,15 @@ def post_with_polls(url: str, body: bytes, poll_timeout: float = 0.5) -> dict:
     th.start()
     lat: list[float] = []
     failed = 0
+    sampled = 0.0  # the judging processes' VmHWM seen from /proc while the request runs
     time.sleep(0.05)
     while th.is_alive():
         t0 = time.monotonic()
+        pids: list[int] = []
         try:
-            ok = httpx.get(f"{url}/healthz", timeout=poll_timeout).status_code == 200
+            r = httpx.get(f"{url}/healthz", timeout=poll_timeout)
+            ok = r.status_code == 200
+            pids = r.json().get("workers", []) if ok else []
         except httpx.HTTPError:
             ok = False
         dt = time.monotonic() - t0
@@ -141,10 +150,14 @@ def post_with_polls(url: str, body: bytes, poll_timeout: float = 0.5) -> dict:
             lat.append(dt)
         else:
             failed += 1
+        for pid in pids:
+            with contextlib.suppress(OSError, RuntimeError):  # it ended meanwhile
+                sampled = max(sampled, vm_hwm_mib(pid))
         time.sleep(0.1)
     th.join()
     out["latencies"] = lat
     out["failed_polls"] = failed
+    out["worker_peak_mib"] = max(sampled, out.get("worker_peak_kib", 0) / 1024)
     return out
 
 
@@ -191,9 +204,11 @@ def main() -> None:
                     "healthz_p50_ms": round(statistics.median(lat) * 1000, 1),
                     "idle_healthz_max_ms": round(idle[-1] * 1000, 1),
                     "idle_healthz_p50_ms": round(statistics.median(idle) * 1000, 1),
-                    "peak_rss_mib_before": round(before, 1),
-                    "peak_rss_mib_after": round(after, 1),
+                    "server_peak_rss_mib_before": round(before, 1),
+                    "server_peak_rss_mib_after": round(after, 1),
+                    "worker_peak_rss_mib": round(res["worker_peak_mib"], 1),
                     "alive_after": alive,
+                    "loadavg": os.getloadavg()[0],
                 }
             ),
             flush=True,

@@ -42,11 +42,14 @@ _SCALAR = re.compile(
     rb"-?(?:0|[1-9][0-9]*+)(?:\.[0-9]++)?(?:[eE][+-]?[0-9]++)?|true|false|null|NaN|-?Infinity"
 )
 MAX_SCALAR = 4096  # bytes of a number or literal outside an artifact
-# inside a skipped container: a flat stretch (strings, numbers, separators: no bracket
-# outside a string), a lone quote (a string the window cut, or unterminated), or a run
-# of opening or of closing brackets. One step per bracket run and per stretch between.
+# inside a skipped container: a flat stretch (strings, numbers, separators, and lists or
+# objects with no bracket inside: no step for each of a million `[]`), a lone quote (a
+# string the window cut, or unterminated), or a run of opening or of closing brackets.
+# One step per bracket run and per stretch between (group 1: a stretch).
+_FLAT = rb'(?:"(?:[^"\\]++|\\.)*+"|[^"\[\]{}]++)'
 _STRUCT = re.compile(
-    rb'(?:"(?:[^"\\]++|\\.)*+"|[^"\[\]{}]++)++|"|[\[{]++|[\]}]++', re.DOTALL
+    rb"((?:" + _FLAT + rb"|\[" + _FLAT + rb"*+\]|\{" + _FLAT + rb"*+\})++)|\"|[\[{]++|[\]}]++",
+    re.DOTALL,
 )
 
 MAX_STEPS = 8_000_000  # regex steps per body: ~1 µs each, ~8 s at most
@@ -144,8 +147,10 @@ class Scanner:
                 raise self.fail("expected a value")
             self.pos = end
             return start, self.pos
-        depth, buf, search, step = 0, self.buf, _STRUCT.search, self._step
-        p, n = start, len(self.buf)
+        # the opening bracket itself first: a container with no bracket inside would
+        # otherwise pass for a flat stretch
+        depth, buf, search, step = 1, self.buf, _STRUCT.search, self._step
+        p, n = start + 1, len(self.buf)
         while True:
             w = min(p + _window(), n)
             m = search(buf, p, w)
@@ -158,13 +163,13 @@ class Scanner:
             step()
             s, e = m.span()
             first = buf[s]
-            if first == 0x22 and e - s == 1:  # a string cut by the window, or unterminated
+            if m.start(1) >= 0:  # a flat stretch (group 1)
+                pass
+            elif first == 0x22:  # a string cut by the window, or unterminated
                 e = _lenient_string_end(buf, s)
                 if e < 0:
                     self.pos = s
                     raise self.fail("unterminated string")
-            elif first not in (0x5B, 0x7B, 0x5D, 0x7D):  # a flat stretch
-                pass
             elif first in (0x5B, 0x7B):
                 depth += e - s
             elif e - s >= depth:

@@ -7,25 +7,28 @@ Endpoints:
 * `GET /v1/tasks`, `GET /healthz`, and the OpenAPI docs at `/docs`.
 
 With a token (`tbmm serve --token`, or $TBMM_SERVE_TOKEN), every /v1/ endpoint needs
-`Authorization: Bearer <token>`. Parsing and verification run in a worker thread, off the
-event loop, so /healthz answers while a large request is being judged.
+`Authorization: Bearer <token>`. The event loop only moves bytes: each body is streamed
+into a judging process (`tbmm.integrations.serve_worker`: one request at a time each, with
+its own memory and CPU limits), which scans, parses and verifies it; no thread of the
+server's process competes with the loop for the GIL, so /healthz answers while a hostile
+request is being judged.
 
 A body is read in chunks within a byte cap (413 as soon as it is passed, the rest unread)
 and is never parsed as a whole: `tbmm.integrations.bodyscan` finds each item's artifact by its byte
 span, and each artifact is read from exactly those bytes (an object's own text, or the
 decoded string) through the same caps (`tbmm.core.bounds`: bytes first, then digits, depth,
 lists) and pipeline as `tbmm verify`, one at a time: the same input, the same verdict and
-reason, and at most one artifact within its caps is a Python tree at any moment. Each
-request has a CPU budget (REQUEST_CPU_BUDGET_S, 503 past it) and a worker judges at most
-CONCURRENT_REQUESTS at once, which bounds its memory (see README: peak RSS). Workers are
-processes (`--workers`, default: one per core), each loading a task once.
+reason, and at most one artifact within its caps is a Python tree at any moment, built
+only after `tbmm.core.bounds.prescan` has checked every cap on its text. Each request has a
+CPU budget (REQUEST_CPU_BUDGET_S, 503 past it); there are `--workers` judging processes
+(default: one per core), each loading a task once, so at most that many requests are
+judged at once and the others wait unread.
 """
 
 from __future__ import annotations
 
-import asyncio
+import contextlib
 import hmac
-import json
 import os
 from typing import Any, Literal
 
@@ -36,20 +39,17 @@ from tbmm.integrations import bodyscan
 
 try:  # the `serve` extra; FastAPI resolves the endpoint annotations from this module
     from fastapi import FastAPI, Request
-    from fastapi.concurrency import run_in_threadpool
     from fastapi.responses import JSONResponse, Response
 except ImportError:  # pragma: no cover - depends on the install
-    FastAPI = Request = JSONResponse = Response = run_in_threadpool = None  # type: ignore[assignment,misc]
+    FastAPI = Request = JSONResponse = Response = None  # type: ignore[assignment,misc]
 
 MAX_BODY_BYTES = 64 * 1024 * 1024
 MAX_ITEMS = 4096
 # CPU seconds (the request thread's) for reading and judging one request; one artifact
 # has its own, smaller budget inside (tbmm.core.bounds.DEFAULT_BUDGET_S), and Lean its own.
 REQUEST_CPU_BUDGET_S = 600.0
-# Requests read and judged at once by one worker: the memory bound is this many bodies
-# and artifact trees. Others wait unread (their bytes stay in the socket: backpressure).
-CONCURRENT_REQUESTS = 2
 TOKEN_ENV = "TBMM_SERVE_TOKEN"  # when set (or `tbmm serve --token`), /v1/* needs it
+WORKERS_ENV = "TBMM_SERVE_WORKERS"  # judging processes (`tbmm serve --workers`)
 
 
 class VerifyItem(BaseModel):
@@ -99,13 +99,15 @@ def verify_items(
     items: list[bodyscan.Item],
     reward: str,
     budget_s: float = REQUEST_CPU_BUDGET_S,
+    lean_guard: Any = contextlib.nullcontext,
 ) -> dict[str, Any]:
     """Verdicts and rewards of the scanned items of `body`, in order (an unknown task is
     an unreadable verdict). One artifact at a time is read (within its task's caps) and
     judged; items asking for Lean are kernel-checked together, in ONE Lean run per
     request, and the others never wait for Lean. The request's CPU (this thread's, as for
     every budget of tbmm.core.bounds) is checked between items: past `budget_s` the request
-    ends with 503 and no verdicts, never a partial or a guessed one."""
+    ends with 503 and no verdicts, never a partial or a guessed one. `lean_guard()` is
+    entered around the Lean run (the judging process lifts its memory limit there)."""
     from tbmm.api import load_task, verify, verify_completion, verify_many
     from tbmm.rewards import FLOOR, reward_of
 
@@ -142,7 +144,10 @@ def verify_items(
         del payload
     for group, completions in ((lean_art, False), (lean_comp, True)):
         if group:
-            done = verify_many([(t, p) for _, t, p in group], lean=True, completions=completions)
+            with lean_guard():
+                done = verify_many(
+                    [(t, p) for _, t, p in group], lean=True, completions=completions
+                )
             for (k, _, _), v in zip(group, done, strict=True):
                 verdicts[k] = v
     rewards = [
@@ -168,30 +173,32 @@ def create_app() -> Any:
         description="Exact, gate-checked verdicts and rewards for TB-MathModel artifacts.",
     )
 
-    async def _read(request: Request) -> bytearray:
-        """The body, read in chunks into one buffer and refused (413) as soon as it passes
-        MAX_BODY_BYTES: the rest is never read."""
+    from tbmm.integrations.serve_worker import BodyTooLarge, Pool, WorkerGone
+
+    pool = Pool(int(os.environ.get(WORKERS_ENV) or 0) or (os.cpu_count() or 1))
+    app.state.pool = pool
+    app.router.on_startup.append(pool.start)  # uvicorn: started with the server
+    app.router.on_shutdown.append(pool.close)
+
+    async def _judge(request: Request, op: bytes) -> Response:
+        """Stream the body into a judging process and relay its answer: the loop moves
+        bytes and nothing else (413 as soon as the body passes MAX_BODY_BYTES, the rest
+        unread)."""
         declared = request.headers.get("content-length")
         if declared is not None and (not declared.isdigit() or int(declared) > MAX_BODY_BYTES):
             raise HttpError(413, f"the body exceeds {MAX_BODY_BYTES} bytes")
-        buf = bytearray()
-        async for chunk in request.stream():
-            if len(buf) + len(chunk) > MAX_BODY_BYTES:
-                raise HttpError(413, f"the body exceeds {MAX_BODY_BYTES} bytes")
-            buf += chunk
-        return buf
-
-    gate = asyncio.Semaphore(CONCURRENT_REQUESTS)
-
-    async def _judge(request: Request, work: Any) -> Any:
-        """Read the body and run `work(body)` in a thread, at most CONCURRENT_REQUESTS at
-        once in this worker; the event loop (and /healthz) never waits for either."""
-        async with gate:
-            raw = await _read(request)
-            try:
-                return await run_in_threadpool(work, raw)
-            except bodyscan.BodyError as exc:
-                raise HttpError(exc.status, exc.detail) from exc
+        try:
+            status, answer, peak_kib = await pool.run(op, request.stream(), MAX_BODY_BYTES)
+        except BodyTooLarge as exc:
+            raise HttpError(413, str(exc)) from exc
+        except WorkerGone as exc:
+            raise HttpError(503, f"{exc}; no verdict") from exc
+        return Response(
+            answer,
+            status_code=status,
+            media_type="application/json",
+            headers={"x-tbmm-worker-peak-rss-kib": str(peak_kib)},
+        )
 
     token = os.environ.get(TOKEN_ENV) or None
 
@@ -215,7 +222,7 @@ def create_app() -> Any:
 
     @app.get("/healthz")
     async def healthz() -> dict[str, Any]:  # on the loop itself: no thread to wait for
-        return {"ok": True, "version": tbmm.__version__, "pid": os.getpid()}
+        return {"ok": True, "version": tbmm.__version__, "pid": os.getpid(), "workers": pool.pids()}
 
     @app.get("/v1/tasks")
     def list_tasks() -> list[dict[str, Any]]:
@@ -237,41 +244,33 @@ def create_app() -> Any:
         },
     )
     async def verify_batch(request: Request) -> Response:
-        def work(raw: bytearray) -> bytes:  # scanning and verification off the event loop
-            items, reward = bodyscan.verify_body(raw, MAX_ITEMS)
-            out = verify_items(raw, items, reward)
-            return json.dumps(out, separators=(",", ":")).encode()
+        from tbmm.integrations.serve_worker import OP_VERIFY
 
-        return Response(await _judge(request, work), media_type="application/json")
+        return await _judge(request, OP_VERIFY)
 
     @app.post("/v1/openrlhf")
-    async def openrlhf(request: Request) -> dict[str, Any]:
-        from tbmm.rewards import openrlhf_reward
+    async def openrlhf(request: Request) -> Response:
+        from tbmm.integrations.serve_worker import OP_OPENRLHF
 
-        def work(raw: bytearray) -> dict[str, Any]:
-            payload = bodyscan.string_lists(raw, ("query", "prompts", "labels"), MAX_ITEMS)
-            try:
-                return openrlhf_reward(payload)
-            except (ValueError, KeyError) as exc:
-                raise HttpError(422, str(exc)) from exc
-
-        return await _judge(request, work)
+        return await _judge(request, OP_OPENRLHF)
 
     return app
 
 
 def run(host: str, port: int, workers: int) -> None:
-    """Serve with uvicorn (worker processes share nothing but the port)."""
+    """Serve with uvicorn: one process runs the event loop, `workers` judging processes
+    (started by it) the verification."""
     try:
         import uvicorn
     except ImportError as exc:  # pragma: no cover
         raise RuntimeError("tbmm serve needs the `serve` extra: pip install 'tbmm[serve]'") from exc
+    os.environ[WORKERS_ENV] = str(workers)
     uvicorn.run(
         "tbmm.integrations.serve:create_app",
         factory=True,
         host=host,
         port=port,
-        workers=workers,
+        workers=1,
         log_level="warning",
         access_log=False,
     )
