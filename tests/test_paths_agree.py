@@ -98,6 +98,7 @@ def _over_caps(task: Task) -> list[str]:
         anchor[:-1] + ', "pad": "' + "x" * (room - 10) + '"}',
         anchor[:-1] + ', "pad": [' + "1," * (task.caps.max_bytes // 2) + "1]}",
     ]
+    out += _at_caps(task, anchor) + _mixed(task, anchor)
     doc = json.loads(anchor)
     for path, cap in task.caps.per_path.items():  # a referenced list one over its cap
         if "[*]" in path:
@@ -111,6 +112,59 @@ def _over_caps(task: Task) -> list[str]:
             out.append(json.dumps(doc))
             node[keys[-1]] = lst
     return out
+
+
+def _with(anchor: str, key: str, value: str) -> str:
+    """The anchor with one more (unreferenced) key, written as raw JSON text."""
+    return anchor[:-1].rstrip() + f', "{key}": {value}}}'
+
+
+def _deep(depth: int) -> str:
+    """A value whose containers nest `depth` deep, alternating lists and objects."""
+    return (
+        "".join("[" if k % 2 else '{"d": ' for k in range(depth))
+        + "1"
+        + "".join("]" if k % 2 else "}" for k in reversed(range(depth)))
+    )
+
+
+def _at_caps(task: Task, anchor: str) -> list[str]:
+    """Each cap of the task at its limit and one past it: digits (plain, exponent,
+    negative), depth (the anchor's root counts), an unreferenced list, the bytes; at
+    the limit is accepted and verified in full (skipped for the heavy replays, whose
+    over-cap side is kept)."""
+    c = task.caps
+    out: list[str] = []
+    for n in (c.max_digits, c.max_digits + 1):
+        out.append(_with(anchor, "pad_n", "1." + "1" * (n - 2)))
+        out.append(_with(anchor, "pad_e", "-" + "2" * (n - 4) + "e-9"))
+    out.append(_with(anchor, "pad_d", _deep(c.max_depth)))  # one past (the root is 1)
+    out.append(_with(anchor, "pad_l", "[" + ",".join(["0"] * (c.max_list_unreferenced + 1)) + "]"))
+    room = c.max_bytes - len(_with(anchor, "pad", '""').encode())
+    out.append(_with(anchor, "pad", '"' + "y" * (room + 1) + '"'))  # one byte over
+    if task.slug not in HEAVY:  # at each limit: accepted, and a verdict on every path
+        out.append(_with(anchor, "pad_d", _deep(c.max_depth - 1)))
+        out.append(_with(anchor, "pad_l", "[" + ",".join(["0"] * c.max_list_unreferenced) + "]"))
+        out.append(_with(anchor, "pad", '"' + "y" * room + '"'))
+    return out
+
+
+def _mixed(task: Task, anchor: str) -> list[str]:
+    """Several caps passed in one artifact, and a cap next to a syntax error: the first in
+    the text decides the reason, on every path."""
+    c = task.caps
+    long = "7" * (c.max_digits + 1)
+    deep = _deep(c.max_depth)
+    many = "[" + ",".join(["0"] * (c.max_list_unreferenced + 1)) + "]"
+    return [
+        _with(anchor, "a", long)[:-1] + f', "b": {deep}}}',
+        _with(anchor, "a", deep)[:-1] + f', "b": {long}}}',
+        _with(anchor, "a", many)[:-1] + f', "b": {long}}}',
+        _with(anchor, "a", many)[:-1] + ', "b": [1,]}',  # the list first, then not JSON
+        _with(anchor, "a", "[1,]")[:-1] + f', "b": {many}}}',  # not JSON first
+        _with(anchor, "a", many)[:-1] + ', "a": 1}',  # replaced by a duplicate key: still sent
+        '{"pad": "' + "z" * c.max_bytes + '", "d": ' + deep + "}",  # the bytes before all
+    ]
 
 
 def corpus(suite: list[Task]) -> list[tuple[Task, str]]:
@@ -178,7 +232,12 @@ def test_cli_api_serve_and_harbor_give_the_same_verdicts(suite: list[Task], tmp_
     statuses = {c[0] for c in api}
     assert {"scored", "gate_failed", "unreadable"} <= statuses, statuses
     reasons = " ".join(c[-1] for c in api)
-    for cap in ("bytes, over the cap", "characters, over the cap", "nested deeper", "entries, over the cap"):
+    for cap in (
+        "bytes, over the cap",
+        "characters, over the cap",
+        "nested deeper",
+        "entries, over the cap",
+    ):
         assert cap in reasons, cap  # each cap of tbmm.core.bounds is hit by some input
 
     # the Python API given the parsed exact tree of every text that is a JSON object
