@@ -160,25 +160,33 @@ def verify_items(
     }
 
 
-def create_app() -> Any:
-    """The ASGI app (FastAPI)."""
+def create_app(pool: Any = None) -> Any:
+    """The ASGI app (FastAPI); `pool`: its judging processes (a serve_worker.Pool; default
+    `--workers` of them, with the default limits)."""
     if FastAPI is None:  # pragma: no cover - depends on the install
         raise RuntimeError("tbmm serve needs the `serve` extra: pip install 'tbmm[serve]'")
 
     import tbmm
+    from tbmm.integrations.serve_worker import BodyTooLarge, Pool, WorkerGone
+
+    if pool is None:
+        pool = Pool(int(os.environ.get(WORKERS_ENV) or 0) or (os.cpu_count() or 1))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Any) -> Any:
+        pool.start()  # the judging processes start with the server, and end with it
+        try:
+            yield
+        finally:
+            pool.close()
 
     app = FastAPI(
         title="TB-MathModel reward service",
         version=tbmm.__version__,
         description="Exact, gate-checked verdicts and rewards for TB-MathModel artifacts.",
+        lifespan=lifespan,
     )
-
-    from tbmm.integrations.serve_worker import BodyTooLarge, Pool, WorkerGone
-
-    pool = Pool(int(os.environ.get(WORKERS_ENV) or 0) or (os.cpu_count() or 1))
     app.state.pool = pool
-    app.router.on_startup.append(pool.start)  # uvicorn: started with the server
-    app.router.on_shutdown.append(pool.close)
 
     async def _judge(request: Request, op: bytes) -> Response:
         """Stream the body into a judging process and relay its answer: the loop moves
