@@ -301,8 +301,9 @@ class _Runs:
 
 @functools.lru_cache(maxsize=32)
 def _runs(limit: int, empties: bool) -> _Runs:
-    """`empties`: an empty list or object (a container with nothing to count) may be taken
-    as a leaf, which it is unless one more level passes the depth cap."""
+    """`empties`: one more level fits under the depth cap, so an empty list or object (a
+    container with nothing to count) is taken like a leaf, and an object's member may be
+    a whole object of leaves."""
     consts = ["true", "false", "null"]
     consts += [c for c in ("NaN", "Infinity", "-Infinity") if len(c) <= limit]
     num = f"(?=[-+.0-9eE]{{1,{max(limit, 1)}}}(?![-+.0-9eE])){_NUM}" if limit > 0 else "(?!)"
@@ -314,7 +315,12 @@ def _runs(limit: int, empties: bool) -> _Runs:
     return _Runs(
         elems=re.compile(f"(?:{ws}{val}{ws},)*+"),
         rows=re.compile(f"(?:{ws}{row}{ws},)*+"),
-        members=re.compile(f"(?:{ws}{_STR}{ws}:{ws}{val}{ws},)*+"),
+        # an object's members: no count to keep, so a value may be a whole object of leaves
+        members=re.compile(
+            f"(?:{ws}{_STR}{ws}:{ws}(?:{val}|{row}){ws},)*+"
+            if empties
+            else f"(?:{ws}{_STR}{ws}:{ws}{val}{ws},)*+"
+        ),
     )
 
 
