@@ -4,7 +4,8 @@
 
 For each kind of body (about `--mib` MiB each), starts a fresh `tbmm serve --workers 1` on
 a free port, warms it with one small verification, then posts the hostile body while a
-thread polls /healthz (0.5 s timeout, every 0.1 s); 20 polls of the idle server just
+thread polls /healthz (0.5 s timeout, every 0.1 s, over one kept-alive connection: a new
+client per poll measured mostly its own set-up on a loaded machine); 20 polls of the idle server just
 before say what the machine's load alone costs. Prints, per kind: the answer's status
 and a line of its message, the wall time of the request, the /healthz latencies seen
 during it (max, p50, failed polls), the peak RSS (VmHWM from /proc) of the server's own
@@ -132,6 +133,9 @@ def post_with_polls(url: str, body: bytes, poll_timeout: float = 0.5) -> dict:
 
     th = threading.Thread(target=post)
     th.start()
+    poller = httpx.Client(
+        timeout=poll_timeout
+    )  # kept alive: the server's latency, not the client's set-up
     lat: list[float] = []
     failed = 0
     sampled = 0.0  # the judging processes' VmHWM seen from /proc while the request runs
@@ -140,7 +144,7 @@ def post_with_polls(url: str, body: bytes, poll_timeout: float = 0.5) -> dict:
         t0 = time.monotonic()
         pids: list[int] = []
         try:
-            r = httpx.get(f"{url}/healthz", timeout=poll_timeout)
+            r = poller.get(f"{url}/healthz")
             ok = r.status_code == 200
             pids = r.json().get("workers", []) if ok else []
         except httpx.HTTPError:
@@ -155,6 +159,7 @@ def post_with_polls(url: str, body: bytes, poll_timeout: float = 0.5) -> dict:
                 sampled = max(sampled, vm_hwm_mib(pid))
         time.sleep(0.1)
     th.join()
+    poller.close()
     out["latencies"] = lat
     out["failed_polls"] = failed
     out["worker_peak_mib"] = max(sampled, out.get("worker_peak_kib", 0) / 1024)
@@ -177,11 +182,12 @@ def main() -> None:
             httpx.post(f"{url}/v1/verify", json=small, timeout=60).raise_for_status()
             before = vm_hwm_mib(pid)
             idle = []  # the same polls with nothing to judge: what the machine's load costs
-            for _ in range(20):
-                t0 = time.monotonic()
-                httpx.get(f"{url}/healthz", timeout=5).raise_for_status()
-                idle.append(time.monotonic() - t0)
-                time.sleep(0.1)
+            with httpx.Client(timeout=5) as poller:
+                for _ in range(20):
+                    t0 = time.monotonic()
+                    poller.get(f"{url}/healthz").raise_for_status()
+                    idle.append(time.monotonic() - t0)
+                    time.sleep(0.1)
             idle.sort()
             res = post_with_polls(url, body)
             after = vm_hwm_mib(pid)

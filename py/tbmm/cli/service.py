@@ -20,7 +20,10 @@ def serve(
     host: Annotated[str, typer.Option(help="Interface to bind.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.")] = 8000,
     workers: Annotated[
-        int, typer.Option(help="Worker processes (default: one per core).", min=0)
+        int,
+        typer.Option(
+            help="Judging processes: requests judged at once (default: one per core).", min=0
+        ),
     ] = 0,
     token: Annotated[
         str | None,
@@ -41,7 +44,7 @@ def serve(
         os.environ[TOKEN_ENV] = token  # the workers read it from their environment
 
     n = workers or (os.cpu_count() or 1)
-    err.print(f"tbmm serve on http://{host}:{port} ({n} worker(s)); docs at /docs")
+    err.print(f"tbmm serve on http://{host}:{port} ({n} judging process(es)); docs at /docs")
     try:
         run(host, port, n)
     except RuntimeError as exc:
