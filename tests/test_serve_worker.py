@@ -74,6 +74,7 @@ def _gone(pid: int) -> bool:
         return True
 
 
+@pytest.mark.slow
 def test_the_memory_limit_is_a_503_and_the_next_request_is_judged() -> None:
     from fastapi.testclient import TestClient
 
@@ -104,6 +105,7 @@ def test_the_cpu_limit_is_a_503_and_the_next_request_is_judged() -> None:
         assert r.status_code == 200 and r.json()["verdicts"][0]["status"] == "scored"
 
 
+@pytest.mark.slow
 def test_a_process_dying_mid_request_is_a_503_and_replaced() -> None:
     async def scenario() -> None:
         pool = Pool(1)
@@ -127,6 +129,7 @@ def test_a_process_dying_mid_request_is_a_503_and_replaced() -> None:
     asyncio.run(scenario())
 
 
+@pytest.mark.slow
 def test_a_body_past_the_cap_is_abandoned_and_the_process_kept() -> None:
     async def scenario() -> None:
         pool = Pool(1)
@@ -174,6 +177,7 @@ def _attacks() -> dict[str, str]:
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(_attacks()))
 def test_what_passes_the_prescan_gets_the_api_verdict_from_serve(name: str) -> None:
     from fastapi.testclient import TestClient
