@@ -430,6 +430,15 @@ class Store:
             ).fetchone()
         return float(r[0]) if r is not None and r[0] is not None else 0.0
 
+    def largest_cost(self, entry_id: str) -> float:
+        """The cost of the entry's costliest stored trial (0 without one): what the sweep's
+        budget expects a running trial to cost at least."""
+        with self._lock, _named(self.db_path):
+            r = self._conn.execute(
+                "SELECT MAX(cost_usd) FROM trials WHERE entry_id = ?", (entry_id,)
+            ).fetchone()
+        return float(r[0]) if r is not None and r[0] is not None else 0.0
+
     def set_stopped(self, entry_id: str, doc: dict[str, Any] | None) -> None:
         """Record (or clear, with None) why the entry's sweep stopped before its plan."""
         text = json.dumps(doc, sort_keys=True) if doc is not None else None
