@@ -312,6 +312,15 @@ def test_budget_state_round_trips(src: Path, tmp_path: Path) -> None:
     s1.close()
     s2.close()
     assert _leaderboard(dst) == _leaderboard(src)
+    from fastapi.testclient import TestClient
+
+    from tbmm.reports.viewer import create_app
+
+    page = TestClient(create_app(dst), base_url="http://127.0.0.1").get(
+        "/entry", params={"id": ENTRY_A}
+    )
+    assert page.status_code == 200
+    assert f"partial: {STOP['reason']}; 2 trial(s) not started" in page.text
     # importing it again changes nothing
     assert _import(f, dst).exit_code == 0
     s2 = Store(dst)
