@@ -145,7 +145,7 @@ def _concrete(check: GateCheck, roles: dict[str, list[str]], n: int) -> list[dic
     return subs[:n]
 
 
-_GROW = threading.Lock()
+_GROW = threading.RLock()
 
 
 def _entries(doc: dict[str, Any], prefix: str) -> int:
@@ -467,6 +467,8 @@ class _OneField:
     toks: tuple[str | int, ...]  # the whole path (no wildcard) or the list's prefix
     rest: tuple[str | int, ...] | None  # after the `[*]`: None without a wildcard
     ok: Callable[[int, int], bool]  # the form on x's integers
+    # per list entry: its concrete paths and its field's path (`_concrete`), grown on demand
+    subs: list[tuple[dict[str, list[str]], str]]
 
     def test(self, x: Fraction) -> bool:
         return self.ok(x.numerator, x.denominator)
@@ -480,7 +482,9 @@ class _OneField:
             node = _node(doc, self.toks)
             if type(node) is not Num:
                 return None
-            x = node.value
+            x = node._value
+            if x is None:
+                x = node.value
             (p,) = roles["field"]
             if ok(x.numerator, x.denominator):
                 return [Instance(check, None, roles, {p: x}, "pass")], False
@@ -490,26 +494,24 @@ class _OneField:
         entries = _node(doc, self.toks)
         if type(entries) is not list or not entries:
             return None
+        subs = self.subs
+        if len(subs) < len(entries):
+            with _GROW:
+                got = _concrete(check, roles, len(entries))
+                subs.extend((sub, sub["field"][0]) for sub in got[len(subs) :])
         rest = self.rest
-        xs = []
-        for e in entries:
-            node = e
-            for tok in rest:  # `_node`, inlined: the gate's innermost loop
-                if type(tok) is str:
-                    if (type(node) is dict or isinstance(node, dict)) and tok in node:
-                        node = node[tok]
-                        continue
-                elif (type(node) is list or isinstance(node, list)) and 0 <= tok < len(node):
-                    node = node[tok]
-                    continue
-                return None
-            if type(node) is not Num:
-                return None
-            xs.append(node.value)
+        key = rest[0] if len(rest) == 1 and type(rest[0]) is str else None
         out = []
         failed = False
-        for i, (sub, x) in enumerate(zip(_concrete(check, roles, len(xs)), xs, strict=True)):
-            (p,) = sub["field"]
+        for i, e in enumerate(entries):
+            # the common `list[*].key` directly, anything else through `_node`
+            node = e[key] if key is not None and type(e) is dict and key in e else _node(e, rest)
+            if type(node) is not Num:
+                return None
+            x = node._value
+            if x is None:
+                x = node.value
+            sub, p = subs[i]
             if ok(x.numerator, x.denominator):
                 out.append(Instance(check, i, sub, {p: x}, "pass"))
             else:
@@ -707,14 +709,14 @@ def _one_field(check: GateCheck) -> _OneField | _Fields | _Agree | _WildFields |
     try:
         test = _one_test(check, _plan(check))
         if not wild:
-            return _OneField(check, roles, check.form, _plan(check), tokens(p), None, test)
+            return _OneField(check, roles, check.form, _plan(check), tokens(p), None, test, [])
         head, tail = p.split("[*]", 1)
         toks, rest = tokens(head), tokens(tail)
     except (PathError, ValueError):
         return None
     if -1 in rest:
         return None  # a second wildcard: the general path says what is missing
-    return _OneField(check, roles, check.form, _plan(check), toks, rest, test)
+    return _OneField(check, roles, check.form, _plan(check), toks, rest, test, [])
 
 
 def _gate_plan(task: Task) -> list[tuple[GateCheck, _OneField | _Fields | _Agree | _WildFields | None]]:
