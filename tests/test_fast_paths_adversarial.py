@@ -355,3 +355,27 @@ def test_the_property_covers_the_cap_refusal() -> None:
     part of what the property compares): `1e401` parses to NonFinite on both parsers."""
     assert isinstance(exact.loads("1e401"), exact.NonFinite)
     assert isinstance(read_artifact('{"x": 1e401}')["x"], exact.NonFinite)
+
+
+@pytest.mark.parametrize("extra", [-1, 0, 1])
+def test_objects_nested_at_the_cap_without_lists(extra: int) -> None:
+    """Text without a '[' skips the tree walk (no list; depth <= its '{' count): objects
+    nested to the cap pass, one deeper is refused, braces or brackets inside strings change
+    nothing."""
+    cap = bounds.DEFAULT_CAPS.max_depth
+    levels = cap + extra
+    text = '{"a": ' * (levels - 1) + '{"s": "{{{{ ]]"}' + "}" * (levels - 1)
+    if extra > 0:
+        with pytest.raises(ArtifactError, match="nested deeper"):
+            read_artifact(text)
+        with pytest.raises(bounds.BoundsError):
+            bounds.check(text)
+    else:
+        assert read_artifact(text)["a"]
+        bounds.check(text)
+    with_bracket = text.replace('"s"', '"[s"')  # a '[' in a key: the walk runs, same outcome
+    if extra > 0:
+        with pytest.raises(ArtifactError, match="nested deeper"):
+            read_artifact(with_bracket)
+    else:
+        assert read_artifact(with_bracket)["a"]

@@ -139,7 +139,11 @@ def parse_exact(data: bytes | str, caps: Caps = DEFAULT_CAPS) -> Any:
             memo.clear()
         if collecting:
             gc.enable()
-    _walk(doc, caps)
+    # The walk checks depth and lists only. Text without a '[' holds no list, and objects
+    # nest no deeper than the '{' it holds: then nothing is left to check (most small
+    # artifacts; a '[' or '{' inside a string only sends the artifact through the walk).
+    if "[" in data or data.count("{") > caps.max_depth:
+        _walk(doc, caps)
     return doc
 
 

@@ -282,6 +282,15 @@ class ScorePlan:
     ) -> tuple[list[Any], Fraction | None, list[tuple[str, list[str], Fraction]]]:
         """(MetricScores, raw score or None without weight, [(paper id, fields, R(m, S_p))])
         exactly as `scoring.score_metric` / `raw_score` / `panel_scores` give them."""
+        out, raw, papers, _ = self.score_ints(doc, unverifiable)
+        return out, raw, papers
+
+    def score_ints(
+        self, doc: dict[str, Any] | None, unverifiable: dict[str, str] | None
+    ) -> tuple[
+        list[Any], Fraction | None, list[tuple[str, list[str], Fraction]], list[tuple[int, int]]
+    ]:
+        """`score`, and each paper's R(m, S_p) as an unreduced integer pair (n, d), d > 0."""
         out: list[Any] = []
         # per metric: the value as integers, or None when it scores 0 against any anchor
         xs: list[tuple[int, int] | None] = []
@@ -372,12 +381,15 @@ class ScorePlan:
         total = self.total
         raw = None if total == 0 else _fraction(sn, sd * total)
         papers = []
+        pairs: list[tuple[int, int]] = []
         done: list[Fraction | None] = [None] * len(self.sigs)
+        done_ints: list[tuple[int, int]] = [(0, 1)] * len(self.sigs)
         for paper_id, ids, reuse, k in self.papers:
             if reuse:
                 if raw is None:
                     continue
                 papers.append((paper_id, list(ids), raw))
+                pairs.append((sn, sd * total))
                 continue
             r = done[k]
             if r is None:
@@ -401,8 +413,10 @@ class ScorePlan:
                         else:
                             n, d = n * rd + w * rn * d, d * rd
                 r = done[k] = _fraction(n, d * ptotal)
+                done_ints[k] = (n, d * ptotal)
             papers.append((paper_id, list(ids), r))
-        return out, raw, papers
+            pairs.append(done_ints[k])
+        return out, raw, papers, pairs
 
     def extra_entry_notes(self, doc: dict[str, Any]) -> list[str]:
         """`scoring.extra_entry_notes` on the pre-split paths."""
@@ -512,6 +526,20 @@ def unit(q: Fraction) -> Fraction:
     return ONE if n >= d else q
 
 
+def panel_mean_ints(pairs: list[tuple[int, int]]) -> Fraction:
+    """`panel_mean` of the papers' unreduced integer pairs (n, d), d > 0: one reduction."""
+    if len(pairs) == 1:
+        n, d = pairs[0]
+        return ZERO if n <= 0 else ONE if n >= d else _frac(n, d)
+    sn, sd = 0, 1
+    for n, d in pairs:
+        if d == sd:
+            sn += n
+        else:
+            sn, sd = sn * d + n * sd, sd * d
+    return _clamped(sn, sd * len(pairs), ZERO)
+
+
 def panel_mean(scores: list[Fraction]) -> Fraction:
     """`scoring.panel_o_eval` of a non-empty panel: clamp(mean of R(m, S_p), 0, 1)."""
     if len(scores) == 1:
@@ -551,14 +579,14 @@ def task_score(
     else:
         status, scored = "scored", True
         notes = plan.extra_entry_notes(doc) if plan.lists else []
-    metrics, raw, papers = plan.score(doc, unverifiable)
+    metrics, raw, papers, pairs = plan.score_ints(doc, unverifiable)
     fl = floors(task)
     if raw is None:
         raw = ZERO
     panel = [PaperScore(pid, ids, r) for pid, ids, r in papers]
     if scored:
         o_anchor = fl.o_eval(raw)
-        o_eval = panel_mean([p[2] for p in papers]) if papers else o_anchor
+        o_eval = panel_mean_ints(pairs) if papers else o_anchor
         robust = fl.robust_bo(raw)
         skill = fl.skill(raw)
     else:
