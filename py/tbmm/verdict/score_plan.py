@@ -139,23 +139,6 @@ def _walk(node: Any, toks: tuple[str | int, ...]) -> tuple[Any, int]:
     return node, -1
 
 
-def value_ints(node: exact.Num) -> tuple[int, int]:
-    """A number's exact value as an integer pair (n, d), d > 0, not necessarily reduced: its
-    Fraction's when computed already, else read from its decimal text (no gcd)."""
-    val = node._value
-    if val is not None:
-        return val.numerator, val.denominator
-    text = node.text
-    if "e" in text or "E" in text:
-        val = node.value
-        return val.numerator, val.denominator
-    whole, dot, frac = text.partition(".")
-    if dot:
-        k = len(frac)
-        return int(whole + frac), _POW10[k] if k < 64 else 10**k
-    return int(text), 1
-
-
 class _MetricPlan:
     """One metric's constants: its path, domain, own anchor and the `MetricScore` fields."""
 
@@ -282,15 +265,20 @@ class ScorePlan:
     ) -> tuple[list[Any], Fraction | None, list[tuple[str, list[str], Fraction]]]:
         """(MetricScores, raw score or None without weight, [(paper id, fields, R(m, S_p))])
         exactly as `scoring.score_metric` / `raw_score` / `panel_scores` give them."""
-        out, raw, papers, _ = self.score_ints(doc, unverifiable)
+        out, raw, papers, _, _ = self.score_ints(doc, unverifiable)
         return out, raw, papers
 
     def score_ints(
         self, doc: dict[str, Any] | None, unverifiable: dict[str, str] | None
     ) -> tuple[
-        list[Any], Fraction | None, list[tuple[str, list[str], Fraction]], list[tuple[int, int]]
+        list[Any],
+        Fraction | None,
+        list[tuple[str, list[str], Fraction]],
+        list[tuple[int, int]],
+        tuple[int, int],
     ]:
-        """`score`, and each paper's R(m, S_p) as an unreduced integer pair (n, d), d > 0."""
+        """`score`, each paper's R(m, S_p) and the raw score as unreduced integer pairs
+        (n, d), d > 0 (the raw score's (0, 1) when there is no weight)."""
         out: list[Any] = []
         # per metric: the value as integers, or None when it scores 0 against any anchor
         xs: list[tuple[int, int] | None] = []
@@ -416,7 +404,7 @@ class ScorePlan:
                 done_ints[k] = (n, d * ptotal)
             papers.append((paper_id, list(ids), r))
             pairs.append(done_ints[k])
-        return out, raw, papers, pairs
+        return out, raw, papers, pairs, ((sn, sd * total) if total else (0, 1))
 
     def extra_entry_notes(self, doc: dict[str, Any]) -> list[str]:
         """`scoring.extra_entry_notes` on the pre-split paths."""
@@ -462,7 +450,10 @@ class _Gap:
         return cls(floor.numerator, floor.denominator, 1, 1, lo)
 
     def __call__(self, raw: Fraction) -> Fraction:
-        rn, rd = raw.numerator, raw.denominator
+        return self.ints(raw.numerator, raw.denominator)
+
+    def ints(self, rn: int, rd: int) -> Fraction:
+        """The same of raw = rn/rd (rd > 0, not necessarily reduced)."""
         # (rn/rd - fn/fd) / (gn/gd) = (rn·fd - fn·rd)·gd / (rd·fd·gn), gn > 0
         return _clamped((rn * self.fd - self.fn * rd) * self.gd, rd * self.fd * self.gn, self.lo)
 
@@ -488,6 +479,16 @@ class Floors:
         if o.numerator == o.denominator:
             return unit(raw)
         return _clamped(raw.numerator * o.denominator, raw.denominator * o.numerator, ZERO)
+
+    def o_eval_ints(self, raw: Fraction, rn: int, rd: int) -> Fraction:
+        """`o_eval` of raw = rn/rd (the same value, unreduced, rd > 0)."""
+        o = self.oracle
+        on, od = o.numerator, o.denominator
+        if on <= 0:
+            return ZERO
+        if on == od:
+            return ZERO if rn < 0 else ONE if rn >= rd else raw
+        return _clamped(rn * od, rd * on, ZERO)
 
 
 def floors(task: Task) -> Floors:
@@ -527,7 +528,8 @@ def unit(q: Fraction) -> Fraction:
 
 
 def panel_mean_ints(pairs: list[tuple[int, int]]) -> Fraction:
-    """`panel_mean` of the papers' unreduced integer pairs (n, d), d > 0: one reduction."""
+    """`scoring.panel_o_eval` of a non-empty panel, clamp(mean of R(m, S_p), 0, 1), from the
+    papers' unreduced integer pairs (n, d), d > 0: one reduction."""
     if len(pairs) == 1:
         n, d = pairs[0]
         return ZERO if n <= 0 else ONE if n >= d else _frac(n, d)
@@ -538,17 +540,6 @@ def panel_mean_ints(pairs: list[tuple[int, int]]) -> Fraction:
         else:
             sn, sd = sn * d + n * sd, sd * d
     return _clamped(sn, sd * len(pairs), ZERO)
-
-
-def panel_mean(scores: list[Fraction]) -> Fraction:
-    """`scoring.panel_o_eval` of a non-empty panel: clamp(mean of R(m, S_p), 0, 1)."""
-    if len(scores) == 1:
-        return unit(scores[0])
-    n, d = 0, 1
-    for s in scores:
-        sn, sd = s.numerator, s.denominator
-        n, d = (n + sn, d) if sd == d else (n * sd + sn * d, d * sd)
-    return _clamped(n, d * len(scores), ZERO)
 
 
 def plan_for(task: Task) -> ScorePlan:
@@ -579,16 +570,16 @@ def task_score(
     else:
         status, scored = "scored", True
         notes = plan.extra_entry_notes(doc) if plan.lists else []
-    metrics, raw, papers, pairs = plan.score_ints(doc, unverifiable)
+    metrics, raw, papers, pairs, (rn, rd) = plan.score_ints(doc, unverifiable)
     fl = floors(task)
     if raw is None:
         raw = ZERO
     panel = [PaperScore(pid, ids, r) for pid, ids, r in papers]
     if scored:
-        o_anchor = fl.o_eval(raw)
+        o_anchor = fl.o_eval_ints(raw, rn, rd)
         o_eval = panel_mean_ints(pairs) if papers else o_anchor
-        robust = fl.robust_bo(raw)
-        skill = fl.skill(raw)
+        robust = fl.robust_bo.ints(rn, rd)
+        skill = fl.skill.ints(rn, rd)
     else:
         o_anchor = o_eval = skill = ZERO
         robust = MINUS_ONE
