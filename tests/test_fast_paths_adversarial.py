@@ -264,15 +264,24 @@ def test_duplicate_keys_take_the_last_on_both_paths(task: Task) -> None:
 
 
 def test_a_repeated_literal_is_one_value_everywhere(task: Task) -> None:
-    """The memo hands the same Num to every position of one literal: scoring one position
-    (which caches its value) changes nothing for the gate reading another."""
-    text = with_literal(("q", "corr"), "0.30000000000000004").replace('"p": 0.2', '"p": 0.30000000000000004')
-    doc = read_artifact(text, task.caps)
+    """The memo (texts of `bounds.MEMO_FROM` characters on) hands the same Num to every
+    position of one literal: scoring one position (which caches its value) changes nothing
+    for the gate reading another; a short text gets its own Num per position; both trees
+    and verdicts are the same."""
+    text = with_literal(("q", "corr"), "0.30000000000000004").replace(
+        '"p": 0.2', '"p": 0.30000000000000004'
+    )
+    padded = text[:-1] + ', "pad": "' + "x" * bounds.MEMO_FROM + '"}'
+    doc = read_artifact(padded, task.caps)
     assert doc["q"]["corr"] is doc["rows"][0]["p"]
     assert doc["q"]["corr"].value == Fraction(30000000000000004, 10**17)  # not a binary float
+    short = read_artifact(text, task.caps)
+    assert short["q"]["corr"] is not short["rows"][0]["p"]
+    assert exact.dumps(short) == exact.dumps({k: v for k, v in doc.items() if k != "pad"})
+    assert_same(task, padded)
     assert_same(task, text)
     # a later parse does not reuse the earlier artifact's objects
-    again = read_artifact(text, task.caps)
+    again = read_artifact(padded, task.caps)
     assert again["q"]["corr"] is not doc["q"]["corr"]
 
 
@@ -333,9 +342,10 @@ leaf = st.one_of(
     st.dictionaries(st.sampled_from(FIELDS), leaf, max_size=len(FIELDS)),
     st.sets(st.sampled_from([("q", k) for k in BASE["q"]]), max_size=3),
     st.booleans(),
+    st.booleans(),
 )
 def test_property_fast_paths_equal_the_references(
-    task: Task, changes: dict[tuple, str], dropped: set[tuple], third_row: bool
+    task: Task, changes: dict[tuple, str], dropped: set[tuple], third_row: bool, padded: bool
 ) -> None:
     doc = json.loads(json.dumps(BASE))
     for path, lit in changes.items():
@@ -347,6 +357,8 @@ def test_property_fast_paths_equal_the_references(
         doc["q"].pop(k, None)
     if third_row:
         doc["rows"].append({"p": changes.get(("rows", 0, "p"), "0.25"), "d": "1"})
+    if padded:  # long enough for the parser's literal memo
+        doc["pad"] = json.dumps("x" * bounds.MEMO_FROM)
     assert_same(task, text_of(doc))
 
 

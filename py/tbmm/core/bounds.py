@@ -124,7 +124,7 @@ def parse_exact(data: bytes | str, caps: Caps = DEFAULT_CAPS) -> Any:
         data = data.decode("utf-8")
     if data.startswith("\ufeff"):  # a second BOM: json.loads's own refusal, word for word
         raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", data, 0)
-    decoder = _decoder(caps.max_digits)
+    decoder = _decoder(caps.max_digits, len(data) >= MEMO_FROM)
     # The parse allocates one object per number and container, and a JSON tree holds no
     # reference cycles: the cyclic collector's passes over the growing heap are pure cost
     # (a third of the parse of a 20,000-number field), so it pauses for the parse.
@@ -150,15 +150,20 @@ def parse_exact(data: bytes | str, caps: Caps = DEFAULT_CAPS) -> Any:
 _DECODERS = threading.local()
 
 
-def _decoder(limit: int) -> _Decoder:
+# Texts from this many characters on are parsed with the literal memo (`_make_decoder`);
+# below it a repeat is rare and the memo's lookup per number costs more than it saves.
+MEMO_FROM = 4096
+
+
+def _decoder(limit: int, memo: bool = True) -> _Decoder:
     """The exact decoder for a digit cap, built once per thread (`json.loads` with hooks
     builds a decoder and its C scanner on every call: most of a small artifact's parse)."""
     cache = getattr(_DECODERS, "by_limit", None)
     if cache is None:
         cache = _DECODERS.by_limit = {}
-    dec = cache.get(limit)
+    dec = cache.get((limit, memo))
     if dec is None:
-        dec = cache[limit] = _make_decoder(limit)
+        dec = cache[(limit, memo)] = _make_decoder(limit, memo)
     return dec
 
 
@@ -168,7 +173,7 @@ class _Decoder(json.JSONDecoder):
     memo: dict[str, Any]
 
 
-def _make_decoder(limit: int) -> _Decoder:
+def _make_decoder(limit: int, memo: bool = True) -> _Decoder:
     from tbmm.core import exact
 
     def too_long(text: str) -> BoundsError:
@@ -210,11 +215,27 @@ def _make_decoder(limit: int) -> _Decoder:
         n = ints[text] = Num(None, text, True) if plain else exact._int(text)
         return n
 
+    def num_once(text: str) -> Any:  # `num` without the memo
+        if len(text) > limit:
+            raise too_long(text)
+        if plain and "e" not in text and "E" not in text:
+            return Num(None, text, False)
+        return exact._num(text)
+
+    def integer_once(text: str) -> Any:  # `integer` without the memo
+        if len(text) > limit:
+            raise too_long(text)
+        return Num(None, text, True) if plain else exact._int(text)
+
     def constant(text: str) -> Any:
         if len(text) > limit:
             raise too_long(text)
         return exact.NonFinite(text)
 
+    if not memo:
+        dec = _Decoder(parse_float=num_once, parse_int=integer_once, parse_constant=constant)
+        dec.memo = {}
+        return dec
     dec = _Decoder(parse_float=num, parse_int=integer, parse_constant=constant)
     dec.memo = {"floats": floats, "ints": ints}
     return dec
