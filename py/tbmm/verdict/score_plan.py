@@ -373,11 +373,9 @@ class ScorePlan:
         done: list[Fraction | None] = [None] * len(self.sigs)
         done_ints: list[tuple[int, int]] = [(0, 1)] * len(self.sigs)
         for paper_id, ids, reuse, k in self.papers:
-            if reuse:
-                if raw is None:
-                    continue
-                papers.append((paper_id, list(ids), raw))
-                pairs.append((sn, sd * total))
+            if reuse:  # `panel_scores` reuses the raw score (0 without weight)
+                papers.append((paper_id, list(ids), ZERO if raw is None else raw))
+                pairs.append((sn, sd * total) if total else (0, 1))
                 continue
             r = done[k]
             if r is None:
