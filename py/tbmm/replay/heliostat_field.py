@@ -294,6 +294,7 @@ class _Static:
     zbot: np.ndarray
     e1: np.ndarray  # (N,3) unit vectors orthogonal to r (sun-cone offsets)
     e2: np.ndarray
+    rT: np.ndarray  # (3, N): r in component rows
 
 
 def _static(f: Field, site: Site) -> _Static:
@@ -319,21 +320,70 @@ def _static(f: Field, site: Site) -> _Static:
         zbot=f.z - 0.5 * f.h,
         e1=e1,
         e2=e2,
+        rT=np.ascontiguousarray(r.T),
     )
 
 
 def _orientation(s: np.ndarray, st: _Static) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Unit normal, width axis (horizontal) and height axis of every mirror for sun `s`."""
-    n = s[None, :] + st.r
-    n /= np.sqrt((n * n).sum(1))[:, None]
-    ew = np.stack([-n[:, 1], n[:, 0], np.zeros(n.shape[0])], axis=1)
-    nw = np.sqrt((ew * ew).sum(1))
+    """Unit normal, width axis (horizontal) and height axis of every mirror for sun `s`, as
+    (N, 3) arrays (the tests' view of `_orient`, same values)."""
+    o = _orient(s, st)
+    zero = np.zeros_like(o.nx)
+    return (
+        np.stack([o.nx, o.ny, o.nz], axis=1),
+        np.stack([o.ewx, o.ewy, zero], axis=1),
+        np.stack([o.ehx, o.ehy, o.ehz], axis=1),
+    )
+
+
+@dataclass
+class _Orient:
+    """One moment's mirror axes in component arrays: unit normal n, horizontal width axis
+    ew (its z component is 0), height axis eh = n x ew."""
+
+    nx: np.ndarray
+    ny: np.ndarray
+    nz: np.ndarray
+    ewx: np.ndarray
+    ewy: np.ndarray
+    ehx: np.ndarray
+    ehy: np.ndarray
+    ehz: np.ndarray
+
+
+def _orient(s: np.ndarray, st: _Static) -> _Orient:
+    """Tracking orientation (the normal bisects the sun and the mirror-to-collector
+    direction) in component arrays: numpy is several times faster on (N,) arrays than on
+    the (N, 3) rows it used before, whose inner loops have length 3. The arithmetic is the
+    (N, 3) one's: row sums of three squares add left to right, a cross product is
+    a1 b2 - a2 b1 per component (checked bit for bit by the tests)."""
+    sx, sy, sz = float(s[0]), float(s[1]), float(s[2])
+    nx = st.rT[0] + sx
+    ny = st.rT[1] + sy
+    nz = st.rT[2] + sz
+    nn = nx * nx
+    nn += ny * ny
+    nn += nz * nz
+    np.sqrt(nn, out=nn)
+    nx /= nn
+    ny /= nn
+    nz /= nn
+    nw = ny * ny
+    nw += nx * nx
+    np.sqrt(nw, out=nw)
+    ewx = -ny
+    ewy = nx.copy()
     flat = nw < 1e-12  # mirror lying flat: any horizontal width axis
-    ew[flat] = (1.0, 0.0, 0.0)
-    nw[flat] = 1.0
-    ew /= nw[:, None]
-    eh = np.cross(n, ew)
-    return n, ew, eh
+    if flat.any():
+        ewx[flat] = 1.0
+        ewy[flat] = 0.0
+        nw[flat] = 1.0
+    ewx /= nw
+    ewy /= nw
+    ehx = ny * 0.0 - nz * ewy
+    ehy = nz * ewx - nx * 0.0
+    ehz = nx * ewy - ny * ewx
+    return _Orient(nx, ny, nz, ewx, ewy, ehx, ehy, ehz)
 
 
 def _grid(k: int) -> tuple[np.ndarray, np.ndarray]:
@@ -495,16 +545,20 @@ class _Frame:
 
 
 def _frame(n: np.ndarray, ew: np.ndarray, eh: np.ndarray, f: Field) -> _Frame:
-    wv = ew * f.w[:, None]
-    hv = eh * f.h[:, None]
-    ej = ew * (2.0 / f.w)[:, None]
-    hj = eh * (2.0 / f.h)[:, None]
+    """`_frame_of` from (N, 3) axes (as `_orientation` returns them)."""
+    o = _Orient(n[:, 0], n[:, 1], n[:, 2], ew[:, 0], ew[:, 1], eh[:, 0], eh[:, 1], eh[:, 2])
+    return _frame_of(o, f)
+
+
+def _frame_of(o: _Orient, f: Field) -> _Frame:
+    """The scaled axes the occlusion kernel gathers per pair (products as (N, 3) * (N, 1))."""
+    w2, h2 = 2.0 / f.w, 2.0 / f.h
     return _Frame(
-        np.ascontiguousarray(n.T),
-        np.ascontiguousarray(wv[:, :2].T),
-        np.ascontiguousarray(hv.T),
-        np.ascontiguousarray(ej[:, :2].T),
-        np.ascontiguousarray(hj.T),
+        np.stack([o.nx, o.ny, o.nz]),
+        np.stack([o.ewx * f.w, o.ewy * f.w]),
+        np.stack([o.ehx * f.h, o.ehy * f.h, o.ehz * f.h]),
+        np.stack([o.ewx * w2, o.ewy * w2]),
+        np.stack([o.ehx * h2, o.ehy * h2, o.ehz * h2]),
     )
 
 
@@ -658,24 +712,31 @@ def _occlusion_pairs(
 def _interval_masks(u0, ua, ub, v0, va, vb, l0, la, lb, rows):  # noqa: ANN001, ANN202
     """Row masks of the grid points inside |u| <= 1, |v| <= 1 with lam > 0 (see
     `_occlusion_pairs`): (M, k) int64, or for grid <= 8 one uint64 word per pair (byte r:
-    row r's mask)."""
+    row r's mask).
+
+    Computed in (k, M) arrays, rows outer (numpy's inner loops then run over the pairs, not
+    over 8 rows). Per row and coordinate the two bounds (-1 - t) / c and (1 - t) / c are the
+    ones before, with t = c0 + cb * beta; which one is the lower follows from the sign of
+    1 / c alone (rounding is monotone), so no min/max of the pair is needed."""
     k = rows.shape[0]
     if u0.shape[0] == 0:
         return np.zeros(0, np.uint64) if k <= 8 else np.zeros((0, k), np.int64)
-    b = rows[None, :]
+    b = rows[:, None]
     lo = hi_ = None
     for c0, ca, cb in ((u0, ua, ub), (v0, va, vb)):
-        inv_a = 1.0 / np.where(np.abs(ca) < 1e-30, 1e-30, ca)[:, None]
-        t = c0[:, None] + cb[:, None] * b
-        e1 = np.subtract(-1.0, t)
-        e1 *= inv_a
-        e2 = np.subtract(1.0, t, out=t)
-        e2 *= inv_a
+        inv_a = 1.0 / np.where(np.abs(ca) < 1e-30, 1e-30, ca)
+        s_lo = np.where(inv_a > 0, -1.0, 1.0)
+        t = cb * b
+        t += c0
+        e_lo = np.subtract(s_lo, t)
+        e_lo *= inv_a
+        e_hi = np.subtract(-s_lo, t, out=t)
+        e_hi *= inv_a
         if lo is None:
-            lo, hi_ = np.minimum(e1, e2), np.maximum(e1, e2, out=e1)
+            lo, hi_ = e_lo, e_hi
         else:
-            np.maximum(lo, np.minimum(e1, e2), out=lo)
-            np.minimum(hi_, np.maximum(e1, e2, out=e1), out=hi_)
+            np.maximum(lo, e_lo, out=lo)
+            np.minimum(hi_, e_hi, out=hi_)
     # lam > 0 binds only where some point of the rectangle has lam <= 0: elsewhere its
     # bound on alpha lies beyond the rectangle's edge (past every column centre), so
     # leaving it out changes no bit
@@ -683,16 +744,16 @@ def _interval_masks(u0, ua, ub, v0, va, vb, l0, la, lb, rows):  # noqa: ANN001, 
     if live.shape[0]:
         l0, la, lb = l0[live], la[live], lb[live]
         pos = la >= 0
-        inv_a = 1.0 / np.where(np.abs(la) < 1e-30, 1e-30, la)[:, None]
-        e = lb[:, None] * b
-        e += l0[:, None]
+        inv_a = 1.0 / np.where(np.abs(la) < 1e-30, 1e-30, la)
+        e = lb * b
+        e += l0
         np.negative(e, out=e)
         e *= inv_a
-        lo[live] = np.maximum(lo[live], np.where(pos[:, None], e, -np.inf))
-        hi_[live] = np.minimum(hi_[live], np.where(pos[:, None], np.inf, e))
+        lo[:, live] = np.maximum(lo[:, live], np.where(pos, e, -np.inf))
+        hi_[:, live] = np.minimum(hi_[:, live], np.where(pos, np.inf, e))
     if k > 8:
-        return _row_masks(lo, hi_, k)
-    return _row_words(lo, hi_, k)
+        return _row_masks(lo.T, hi_.T, k)
+    return _row_words_t(lo, hi_, k)
 
 
 @functools.lru_cache(maxsize=8)
@@ -723,6 +784,30 @@ def _row_words(lo: np.ndarray, hi: np.ndarray, k: int) -> np.ndarray:
     out = np.zeros((m, 8), np.uint8)
     out[:, :k] = np.take(_span_table(k), idx)
     return out.view("<u8")[:, 0]
+
+
+def _row_words_t(lo: np.ndarray, hi: np.ndarray, k: int) -> np.ndarray:
+    """`_row_words` of (k, M) bounds (row r of `lo` is grid row r): one uint64 word per
+    column (pair). The column indices are small integers, converted through int32 (numpy
+    converts float64 to int32 with SIMD, to int64 element by element)."""
+    m = lo.shape[1]
+    c_lo = lo + 0.5
+    c_lo *= k
+    c_lo -= 0.5
+    np.ceil(c_lo, out=c_lo)
+    np.clip(c_lo, 0, k, out=c_lo)
+    c_hi = hi + 0.5
+    c_hi *= k
+    c_hi -= 0.5
+    np.floor(c_hi, out=c_hi)
+    np.clip(c_hi, -1, k - 1, out=c_hi)
+    c_lo *= k + 1
+    c_lo += c_hi
+    c_lo += 1
+    idx = c_lo.astype(np.int32)
+    out = np.zeros((8, m), np.uint8)
+    np.take(_span_table(k), idx, out=out[:k])
+    return np.ascontiguousarray(out.T).view("<u8")[:, 0]
 
 
 def _blocking_static(
@@ -780,8 +865,8 @@ def _tower_shade(
     f: Field,
     st: _Static,
     site: Site,
-    ew: np.ndarray,
-    eh: np.ndarray,
+    o: _Orient,
+    fr: _Frame,
     targets: np.ndarray,
     alpha: np.ndarray,
     beta: np.ndarray,
@@ -803,19 +888,20 @@ def _tower_shade(
     i = ti[cand]
     if i.shape[0] == 0:
         return i, np.zeros((0, alpha.shape[0]), bool)
+    # (ew * w) * alpha is the width vector times alpha; eh * (h * beta) as before
     px = (
         f.x[i, None]
         - f.tower_x
-        + ew[i, 0, None] * f.w[i, None] * alpha
-        + eh[i, 0, None] * (f.h[i, None] * beta)
+        + fr.wv[0][i, None] * alpha
+        + o.ehx[i, None] * (f.h[i, None] * beta)
     )
     py = (
         f.y[i, None]
         - f.tower_y
-        + ew[i, 1, None] * f.w[i, None] * alpha
-        + eh[i, 1, None] * (f.h[i, None] * beta)
+        + fr.wv[1][i, None] * alpha
+        + o.ehy[i, None] * (f.h[i, None] * beta)
     )
-    pz = f.z[i, None] + eh[i, 2, None] * f.h[i, None] * beta
+    pz = f.z[i, None] + fr.hv[2][i, None] * beta
     aa = gx * gx + gy * gy
     bb = px * gx + py * gy
     cc = px * px + py * py - rad * rad
@@ -1072,11 +1158,11 @@ def simulate(
                 deadline.check()
             s = mom.sun[t]
             alt = float(mom.altitude[t])
-            n, ew, eh = _orientation(s, st)
-            cos_i = n[ti] @ s
-            fr = _frame(n, ew, eh, f)
+            o = _orient(s, st)
+            fr = _frame_of(o, f)
+            cos_i = np.ascontiguousarray(fr.n.T[ti]) @ s  # BLAS, as before
             oi, omask = _mirror_occlusion(s, fr, cT, st, ti, cap, sizes, blk, rows)
-            wi, whit = _tower_shade(s, alt, f, st, site, ew, eh, ti, alpha, beta)
+            wi, whit = _tower_shade(s, alt, f, st, site, o, fr, ti, alpha, beta)
             if words:
                 lost = np.zeros(nt, np.uint64)
                 np.bitwise_or.at(lost, pos_of[oi], omask)
