@@ -441,6 +441,23 @@ def ray_sets(num: Numerics) -> list[RaySet]:
     return out
 
 
+@functools.lru_cache(maxsize=8)
+def _task_geometry(site: Site, num: Numerics) -> tuple[Moments, list[RaySet]]:
+    """The moments and ray sets of one task's parameters (Site and Numerics are frozen, so
+    this caches per task's replay.toml [params]); the arrays are made read-only so that no
+    caller can alter what the next replay reads."""
+    mom = moments(site)
+    sets = ray_sets(num)
+    for arr in (
+        mom.sun,
+        mom.dni,
+        mom.altitude,
+        *(x for rs in sets for x in (rs.basis, rs.bound, rs.cell)),
+    ):
+        arr.flags.writeable = False
+    return mom, sets
+
+
 def _classes(st: _Static) -> list[np.ndarray]:
     """Occluders grouped by size (half diagonal, factors of 1.5) and top height (2 m bins):
     each group's search windows use its own largest reach, so one large or tall mirror does
@@ -965,41 +982,68 @@ def _image_rows(img: tuple[np.ndarray, ...], fr: _Frame, ti: np.ndarray):  # noq
     at most about 2 cm at the collector's edges. Returns cu, cv; sin(e) and the allowed
     |v - sin(e) sqrt(R^2 - u^2)| (half the collector height times cos(e)) are static
     (`_image_static`). Dot products in einsum's summation order, as before the rewrite."""
+    return _image_matrix(_image_parts(img, fr, ti))
+
+
+def _image_parts(img: tuple[np.ndarray, ...], fr: _Frame, ti: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The non-zero entries of `_image_rows`' cu and cv as (M,) arrays: theta * d (cu[0] and
+    cv[1]), cu[2], cu[3], cu[4] (= cv[6]), cu[5] (= cv[7]), cv[2], cv[3]."""
     r, e1, e2, thd, th, _, _ = img
     wx, wy = np.take(fr.wv[0], ti), np.take(fr.wv[1], ti)
     hx, hy, hz = np.take(fr.hv[0], ti), np.take(fr.hv[1], ti), np.take(fr.hv[2], ti)
     wr = wx * r[0] + wy * r[1]
     hr = _dot3(hx, hy, hz, r[0], r[1], r[2])
-    m = ti.shape[0]
+    return (
+        thd,
+        wx * e1[0] + wy * e1[1],
+        hx * e1[0] + hy * e1[1],
+        -th * wr,
+        -th * hr,
+        wx * e2[0] + wy * e2[1],
+        _dot3(hx, hy, hz, e2[0], e2[1], e2[2]),
+    )
+
+
+def _image_matrix(
+    parts: tuple[np.ndarray, ...], sel: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """cu, cv (M, 8) of `_image_parts` (rows `sel` only, when given): the matrices the ray
+    sets' basis multiplies (BLAS)."""
+    thd, cu2, cu3, cu4, cu5, cv2, cv3 = parts if sel is None else (a[sel] for a in parts)
+    m = thd.shape[0]
     cu = np.zeros((m, 8))
     cv = np.zeros((m, 8))
     cu[:, 0] = thd
-    cu[:, 2] = wx * e1[0] + wy * e1[1]
-    cu[:, 3] = hx * e1[0] + hy * e1[1]
-    cu[:, 4] = -th * wr
-    cu[:, 5] = -th * hr
+    cu[:, 2] = cu2
+    cu[:, 3] = cu3
+    cu[:, 4] = cu4
+    cu[:, 5] = cu5
     cv[:, 1] = thd
-    cv[:, 2] = wx * e2[0] + wy * e2[1]
-    cv[:, 3] = _dot3(hx, hy, hz, e2[0], e2[1], e2[2])
-    cv[:, 6] = cu[:, 4]
-    cv[:, 7] = cu[:, 5]
+    cv[:, 2] = cv2
+    cv[:, 3] = cv3
+    cv[:, 6] = cu4
+    cv[:, 7] = cu5
     return cu, cv
 
 
 def _all_in(
-    cu: np.ndarray,
-    cv: np.ndarray,
+    parts: tuple[np.ndarray, ...],
     sin_e: np.ndarray,
     lim: np.ndarray,
     bound: np.ndarray,
     rad: float,
 ) -> np.ndarray:
     """True where every ray of a mirror provably enters the collector: |u| and |v| bounded
-    by |cu|, |cv| times the largest magnitudes of its ray set's basis rows (`bound`, per
-    mirror), and that box inside the entry band (the same test as per ray, so a shortcut
-    never changes a verdict)."""
-    ub = (np.abs(cu) * bound).sum(1)
-    vb = (np.abs(cv) * bound).sum(1)
+    by |cu|, |cv| times the largest magnitudes of its ray set's basis rows (`bound`), and
+    that box inside the entry band (the same test as per ray, so a shortcut never changes a
+    verdict). The bounds are the row sums of |cu| * bound over the 8 entries in numpy's
+    pairwise order ((0+1)+(2+3))+((4+5)+(6+7)), with the zero entries left out (adding 0
+    to a non-negative number changes no bit): the values of the (M, 8) computation before."""
+    thd, cu2, cu3, cu4, cu5, cv2, cv3 = parts
+    b0, b1, b2, b3, b4, b5, b6, b7 = (float(x) for x in bound)
+    a4, a5 = np.abs(cu4), np.abs(cu5)
+    ub = (np.abs(thd) * b0 + (np.abs(cu2) * b2 + np.abs(cu3) * b3)) + (a4 * b4 + a5 * b5)
+    vb = (np.abs(thd) * b1 + (np.abs(cv2) * b2 + np.abs(cv3) * b3)) + (a4 * b6 + a5 * b7)
     return (
         (ub <= rad)
         & (vb + rad * sin_e <= lim)
@@ -1040,9 +1084,10 @@ def _truncation_rays(
     rays) of every mirror, all True where all_in)."""
     rad = 0.5 * site.collector_diameter_m
     img = _image_static(st, site, ti)
-    cu, cv = _image_rows(img, fr, ti)
+    parts = _image_parts(img, fr, ti)
+    cu, cv = _image_matrix(parts)
     sin_e, lim = img[-2], img[-1]
-    all_in = _all_in(cu, cv, sin_e, lim, rs.bound[None, :], rad)
+    all_in = _all_in(parts, sin_e, lim, rs.bound, rad)
     nrays = rs.basis.shape[1]
     with np.errstate(invalid="ignore"):
         w = _ray_words(cu, cv, sin_e, lim, rs.basis, rad)
@@ -1121,7 +1166,7 @@ def simulate(
     site = site or Site()
     num = num or Numerics()
     k = num.grid
-    mom = moments(site)
+    mom, sets = _task_geometry(site, num)
     st = _static(f, site)
     ti = np.arange(f.n) if targets is None else np.asarray(targets, dtype=np.int64)
     nt = ti.shape[0]
@@ -1130,7 +1175,6 @@ def simulate(
     pos_of[ti] = np.arange(nt)
     alpha, beta = _grid(k)
     rows = _grid_rows(k)
-    sets = ray_sets(num)
     nsets = len(sets)
     rad = 0.5 * site.collector_diameter_m
     chunk = max(16, 16384 // num.rays)  # (chunk, rays) arrays of 128 kB stay in cache
@@ -1180,9 +1224,10 @@ def simulate(
                 sb = np.bitwise_count(keep).sum(1) / (k * k)
             sbt = sb.copy()  # sb * truncation
             rs = sets[t % nsets]  # one ray set per moment, for every mirror
-            cu, cv = _image_rows(img, fr, ti)
-            full_in = _all_in(cu, cv, sin_e, lim, rs.bound[None, :], rad)
+            parts = _image_parts(img, fr, ti)
+            full_in = _all_in(parts, sin_e, lim, rs.bound, rad)
             rest = np.flatnonzero(~full_in & (sb > 0))
+            cu, cv = _image_matrix(parts, rest)
             if tables is not None:
                 # packed path: the kept rays of every mirror as one 64-bit word (table lookups
                 # per grid row), the hits packed likewise; counts are popcounts
@@ -1191,7 +1236,7 @@ def simulate(
                 for rr in range(1, k):
                     kw |= tab[rr][keep[:, rr]]
                 nr = rest.shape[0]
-                cu_r, cv_r, se_r, lim_r = cu[rest], cv[rest], sin_e[rest], lim[rest]
+                cu_r, cv_r, se_r, lim_r = cu, cv, sin_e[rest], lim[rest]  # cu, cv: rest rows
                 rw = np.empty(nr, np.uint64)
                 for a in range(0, nr, chunk):
                     b = a + chunk + (1 if nr - (a + chunk) == 1 else 0)  # no one-row gemv
@@ -1208,7 +1253,9 @@ def simulate(
                 ray_row, ray_col = rs.cell // k, (rs.cell % k).astype(np.int64)
                 for a in range(0, rest.shape[0], chunk):
                     sel = rest[a : a + chunk]
-                    rays = _ray_hits(cu[sel], cv[sel], sin_e[sel], lim[sel], rs.basis, rad)
+                    rays = _ray_hits(
+                        cu[a : a + chunk], cv[a : a + chunk], sin_e[sel], lim[sel], rs.basis, rad
+                    )
                     kept = ((keep[sel][:, ray_row] >> ray_col) & 1).astype(bool)
                     nk = _count_rows(kept)
                     hit_kept = _count_rows(rays & kept)
