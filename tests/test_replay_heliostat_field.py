@@ -1130,11 +1130,12 @@ def test_component_kernels_equal_the_reference_arrays() -> None:
     site = H.Site()
     st, st_r = H._static(f, site), R._static(f, site)
     sets = H.ray_sets(H.Numerics())
-    for s in (*H.moments(site).sun[:10], -st.r[7], -st.r[8] + np.array([1e-13, 0.0, 0.0])):
-        s = s / np.linalg.norm(s) if s[2] > 0 else s
+    flat = st.r[7] * np.array([-1.0, -1.0, 1.0])  # s + r vertical: mirror 7 lies flat
+    nearly = st.r[8] * np.array([-1.0, -1.0, 1.0]) + np.array([1e-13, 0.0, 0.0])
+    for s in (*H.moments(site).sun[:10], flat, nearly / np.linalg.norm(nearly)):
         new, old = H._orientation(s, st), R._orientation(s, st_r)
         for a, b in zip(new, old, strict=True):
-            assert np.array_equal(a, b)
+            assert np.isfinite(a).all() and np.array_equal(a, b)
         n, ew, eh = old
         fr = H._frame(n, ew, eh, f)
         ti = np.arange(m)
@@ -1147,3 +1148,4 @@ def test_component_kernels_equal_the_reference_arrays() -> None:
         for rs in sets[:4]:
             ref = R._all_in(cu, cv, sin_e, lim, rs.bound[None, :], rad)
             assert np.array_equal(H._all_in(parts, sin_e, lim, rs.bound, rad), ref)
+    assert list(H._orientation(flat, st)[1][7]) == [1.0, 0.0, 0.0]  # the flat branch ran
