@@ -484,6 +484,15 @@ def _blocking_pairs(
     return np.concatenate(out_i), np.concatenate(out_j)
 
 
+def _median(x: np.ndarray) -> float:
+    """np.median of a non-empty array without NaNs, the same value (the mean of the two
+    middle elements is (a + b) / 2): np.median imports numpy.ma on its first call, about
+    70 ms of CPU in every one-shot `tbmm verify`."""
+    s = np.sort(x)
+    n = s.shape[0]
+    return float(s[n // 2]) if n % 2 else float((s[n // 2 - 1] + s[n // 2]) / 2)
+
+
 def _blocking_pairs_in(f: Field, st: _Static, targets: np.ndarray, cap: int, cls: np.ndarray):
     hd_max = float(st.hd[cls].max())
     rel = st.c[:, :2] - np.array([f.tower_x, f.tower_y])[None, :]
@@ -504,7 +513,7 @@ def _blocking_pairs_in(f: Field, st: _Static, targets: np.ndarray, cap: int, cls
     tc, rc = theta[cls], rho[cls]
     a = np.concatenate([tc, tc + 2 * math.pi, tc - 2 * math.pi])
     b = np.concatenate([rc, rc, rc])
-    bw = max(float(np.median(2 * win)), 1e-3)
+    bw = max(_median(2 * win), 1e-3)
     ii, jj = window_pairs(a, b, theta[ti] - win, theta[ti] + win, rho_lo, rho_hi, bw, cap)
     jj = cls[jj % cls.shape[0]]
     i = ti[ii]
@@ -1486,6 +1495,13 @@ def _exact_sq(parts: Sequence[Fraction]) -> Fraction:
     return sum((p * p for p in parts), Fraction(0))
 
 
+def _unique_ints(a: np.ndarray) -> np.ndarray:
+    """np.unique of an integer array (sorted, each value once) without np.unique, which
+    imports numpy.ma on its first call (about 70 ms of CPU in a one-shot `tbmm verify`)."""
+    a = np.sort(a.astype(np.int64, copy=False))
+    return a[np.r_[True, a[1:] != a[:-1]]] if a.shape[0] else a
+
+
 def _count_beyond(
     d2: np.ndarray, lim2: float, exact_d2: Any, exact_lim2: Fraction, outside: bool
 ) -> np.ndarray:
@@ -1498,7 +1514,7 @@ def _count_beyond(
         for i in near
         if (exact_d2(int(i)) > exact_lim2 if outside else exact_d2(int(i)) < exact_lim2)
     ]
-    return np.union1d(np.flatnonzero(sure), np.array(extra, dtype=np.int64))
+    return _unique_ints(np.concatenate([np.flatnonzero(sure), np.array(extra, dtype=np.int64)]))
 
 
 def constraints(d: Design, rules: Rules) -> tuple[dict[str, Any], dict[str, str]]:
@@ -1586,7 +1602,7 @@ def constraints(d: Design, rules: Rules) -> tuple[dict[str, Any], dict[str, str]
     bad = int(sure.sum())
     if amb.shape[0]:
         # near-ties decided exactly, in integers at one decimal scale
-        who = np.unique(np.concatenate([ii[amb], jj[amb]]))
+        who = _unique_ints(np.concatenate([ii[amb], jj[amb]]))
         cols: list[exact.Num | Fraction] = [xs[i] for i in who] + [ys[i] for i in who]
         cols += [ws[i] for i in who] if ws is not None else [w_common]  # type: ignore[list-item]
         cols.append(extra)
