@@ -735,6 +735,9 @@ def _occlusion_pairs(
     )
 
 
+_INTERVAL_CHUNK = 1024
+
+
 def _interval_masks(u0, ua, ub, v0, va, vb, l0, la, lb, rows):  # noqa: ANN001, ANN202
     """Row masks of the grid points inside |u| <= 1, |v| <= 1 with lam > 0 (see
     `_occlusion_pairs`): (M, k) int64, or for grid <= 8 one uint64 word per pair (byte r:
@@ -745,8 +748,15 @@ def _interval_masks(u0, ua, ub, v0, va, vb, l0, la, lb, rows):  # noqa: ANN001, 
     ones before, with t = c0 + cb * beta; which one is the lower follows from the sign of
     1 / c alone (rounding is monotone), so no min/max of the pair is needed."""
     k = rows.shape[0]
-    if u0.shape[0] == 0:
+    m = u0.shape[0]
+    if m == 0:
         return np.zeros(0, np.uint64) if k <= 8 else np.zeros((0, k), np.int64)
+    step = _INTERVAL_CHUNK
+    if m > step + step // 2:  # (k, chunk) arrays that stay in the core's cache
+        co = (u0, ua, ub, v0, va, vb, l0, la, lb)
+        return np.concatenate(
+            [_interval_masks(*(c[a : a + step] for c in co), rows) for a in range(0, m, step)]
+        )
     b = rows[:, None]
     lo = hi_ = None
     for c0, ca, cb in ((u0, ua, ub), (v0, va, vb)):
