@@ -732,12 +732,13 @@ def test_shading_and_blocking_match_brute_force_ray_casting(task: Task) -> None:
     targets = rng.choice(f.n, 25, replace=False)
     cT = np.ascontiguousarray(st.c.T)
     blk = H._blocking_static(f, st, site, cT, everyone, 10**9, H._classes(st))
-    sizes = H._size_classes(st)
+    low = float(mom.sun[:, 2].min())
+    shade = H._shade_list(cT, st, everyone, 10**9, H._size_classes(st), low)
     for t in (0, 12, 27, 59):
         s = mom.sun[t]
         n, ew, eh = H._orientation(s, st)
         fr = H._frame(n, ew, eh, f)
-        oi, om = H._mirror_occlusion(s, fr, cT, st, everyone, 10**9, sizes, blk, rows)
+        oi, om = H._mirror_occlusion(s, fr, cT, st, shade, blk, rows)
         words = np.zeros(f.n, np.uint64)
         np.bitwise_or.at(words, oi, om)
         lost = _lost_points(words, k)
@@ -769,6 +770,7 @@ def test_the_sphere_cull_keeps_every_pair_that_loses_a_point(task: Task) -> None
     rows = H._grid_rows(8)
     everyone = np.arange(f.n)
     cT = np.ascontiguousarray(st.c.T)
+    low = float(mom.sun[:, 2].min())
     bi, bj = H._blocking_pairs(f, st, site, everyone, 10**9, H._classes(st))
     d0 = tuple(cT[a][bi] - cT[a][bj] for a in range(3))
     r = tuple(st.r[bi, a] for a in range(3))
@@ -783,8 +785,8 @@ def test_the_sphere_cull_keeps_every_pair_that_loses_a_point(task: Task) -> None
             bi[far], bj[far], tuple(a[far] for a in d0), tuple(a[far] for a in r), None, fr, rows
         )
         assert not om.any(), t
-        si, sj = H._shading_candidates(s, cT, st, everyone, 10**9, H._size_classes(st))
-        sd0 = tuple(cT[a][si] - cT[a][sj] for a in range(3))
+        sl = H._shade_list(cT, st, everyone, 10**9, H._size_classes(st), low)
+        si, sj, sd0 = sl.i, sl.j, sl.d0  # the whole list, not only the moment's prefix
         sx, sy, sz = map(float, s)
         keep = H._sphere_cull(-sd0[0], -sd0[1], -sd0[2], sx, sy, sz, st.hd[si] + st.hd[sj])
         gone = ~keep
@@ -932,22 +934,32 @@ def test_row_intervals_equal_per_point_evaluation() -> None:
     assert (_lost_points(words, k) == inside).all()
 
 
-def test_cell_pairs_find_the_window_pairs() -> None:
-    """The cell-grid neighbour search returns exactly the pairs of the sort-based window
-    search (same square windows), on a random cloud with points on cell edges."""
-    rng = np.random.default_rng(11)
-    a = np.round(rng.uniform(-300, 300, 3000), 1)
-    b = np.round(rng.uniform(-300, 300, 3000), 1)
-    half = rng.uniform(2.0, 8.0, 3000)
-    found = H.cell_pairs(a, b, half, float(half.max()), 10**9)
-    assert found is not None
-    ref = H.window_pairs(a, b, a - half, a + half, b - half, b + half, 8.0, 10**9)
-    key = sorted(zip(*map(np.ndarray.tolist, found), strict=True))
-    assert key == sorted(zip(*map(np.ndarray.tolist, ref), strict=True)) and len(key) > 3000
-    with pytest.raises(H.TooDense):
-        H.cell_pairs(a, b, half, float(half.max()), 100)
-    far = np.array([0.0, 1e6])  # a sparse box: left to the window search
-    assert H.cell_pairs(far, far, np.ones(2), 1.0, 10**9) is None
+def test_the_shade_list_holds_every_pair_the_sphere_test_keeps() -> None:
+    """The shading candidates found once per field, cut per moment to the prefix its sun's
+    altitude needs, hold every pair of mirrors that passes the bounding-sphere test at that
+    moment (all pairs tested, on random fields with mixed sizes and heights, some denser
+    than the rules allow)."""
+    site = H.Site()
+    mom = H.moments(site)
+    low = float(mom.sun[:, 2].min())
+    rng = np.random.default_rng(17)
+    for m, spread in ((400, 120.0), (300, 60.0)):
+        x, y = rng.uniform(-spread, spread, m), rng.uniform(-spread, spread, m) + 200
+        w = rng.uniform(2, 8, m)
+        f = H.Field(0.0, 0.0, x, y, rng.uniform(2, 6, m), w, 2 + rng.uniform(0, 1, m) * (w - 2))
+        st = H._static(f, site)
+        cT = np.ascontiguousarray(st.c.T)
+        everyone = np.arange(m)
+        sl = H._shade_list(cT, st, everyone, 10**9, H._size_classes(st), low)
+        ii, jj = np.meshgrid(everyone, everyone, indexing="ij")
+        ii, jj = ii[ii != jj], jj[ii != jj]
+        d0 = tuple(cT[a][ii] - cT[a][jj] for a in range(3))
+        for s in mom.sun:
+            keep = H._sphere_cull(-d0[0], -d0[1], -d0[2], *map(float, s), st.hd[ii] + st.hd[jj])
+            want = set(zip(ii[keep].tolist(), jj[keep].tolist(), strict=True))
+            si, sj, _ = H._shading_pairs_at(sl, s)
+            assert set(zip(si.tolist(), sj.tolist(), strict=True)) == want
+            assert want  # pairs do interact
 
 
 # --- vectorisation edge cases against the frozen reference ---------------------------------
