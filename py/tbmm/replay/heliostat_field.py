@@ -613,6 +613,8 @@ def _shade_list(
 ) -> _ShadeList:
     """See `_ShadeList`; candidates from a window search in the horizontal plane (per
     occluder size class, so one large mirror does not widen every window)."""
+    if not sin_low > 0:  # the task's hours put the sun at or below the horizon
+        raise ValueError(f"every moment needs the sun above the horizon (lowest sin {sin_low})")
     zc = cT[2]
     dz_max = float(zc.max() - zc.min()) if zc.shape[0] else 0.0
     out_i, out_j = [], []
