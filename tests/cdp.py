@@ -92,6 +92,10 @@ class Chromium:
         )
         self.send("Page.navigate", wait_event="Page.loadEventFired", url=url)
 
+    def navigate(self, url: str) -> None:
+        """Load another `url` in the page `open` attached to (same viewport)."""
+        self.send("Page.navigate", wait_event="Page.loadEventFired", url=url)
+
     def evaluate(self, expression: str) -> Any:
         r = self.send(
             "Runtime.evaluate", expression=expression, awaitPromise=True, returnByValue=True

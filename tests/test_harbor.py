@@ -335,7 +335,10 @@ def _check(logs: Path, expected: dict[str, Any]) -> None:
     assert verdict["o_eval_exact"] == expected["o_eval_exact"]
     assert verdict["robust_bo_eval_exact"] == expected["robust_bo_eval_exact"]
     assert (verdict["gate"], verdict["lean"]) == (expected["gate"], expected["lean"])
-    assert reward["reward"] == reward["o_eval"] == expected["o_eval"]
+    # the default reward is skill over the naive floor, as for the RL adapters and serve
+    skill = expected["skill"] if expected["status"] == "scored" else 0.0
+    assert reward["reward"] == reward["skill"] == skill
+    assert reward["o_eval"] == expected["o_eval"]
     # the reward is the verdict's O-Eval rounded to 6 decimals (tbmm.verdict.scoring.ROUND): within
     # half a unit of the exact value (a multi-paper panel gives O-Eval such as 0.396009...)
     exact_o = Fraction(expected["o_eval_exact"])
@@ -344,7 +347,7 @@ def _check(logs: Path, expected: dict[str, Any]) -> None:
     assert reward["feasible"] == int(expected["exit_code"] == 0)
     assert reward["gate_fail"] == int(expected["gate"] == "fail")
     assert reward["lean_ok"] == int(expected["lean"] == "ok")
-    assert float((logs / "reward.txt").read_text()) == expected["o_eval"]
+    assert float((logs / "reward.txt").read_text()) == skill
     assert set(reward) == set(hr.REWARD_KEYS)
     assert all(isinstance(v, int | float) for v in reward.values())
 

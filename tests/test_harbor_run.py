@@ -122,7 +122,8 @@ def test_harbor_run_oracle_scored_by_tbmm_and_ingested(dataset: Path, tmp_path: 
     ours = verify_artifact(task, art.read_bytes(), lean=True)
     assert (verdict["status"], verdict["o_eval_exact"]) == (ours.status, ours.o_eval_exact)
     assert (ours.status, ours.o_eval_exact) == ("scored", "1")
-    assert reward["reward"] == ours.o_eval and reward["lean_ok"] == int(ours.lean == "ok")
+    assert reward["reward"] == ours.skill and reward["o_eval"] == ours.o_eval
+    assert reward["lean_ok"] == int(ours.lean == "ok")
     con = sqlite3.connect(db)
     rows = con.execute("SELECT agent, seed, o_eval_exact, backend, verdict FROM trials").fetchall()
     assert [(a, s, o, b, json.loads(v)["status"]) for a, s, o, b, v in rows] == [
@@ -176,7 +177,8 @@ def test_harbor_run_forged_rewards_and_a_broken_environment(dataset: Path, tmp_p
     assert ours.o_eval_exact == "0"  # the forged files claim 1
     # the forgery landed where the agent's logs go, and Harbor took tbmm's reward instead
     assert json.loads((trial.parent / "agent" / "reward.json").read_text())["reward"] == 1
-    assert result["verifier_result"]["rewards"]["reward"] == ours.o_eval
+    assert result["verifier_result"]["rewards"]["reward"] == ours.skill
+    assert result["verifier_result"]["rewards"]["o_eval"] == ours.o_eval
     verdict = json.loads((trial.parent / "verifier" / "verdict.json").read_text())["report"]
     assert (verdict["status"], verdict["o_eval_exact"]) == (ours.status, ours.o_eval_exact)
     con = sqlite3.connect(db)

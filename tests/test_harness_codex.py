@@ -248,6 +248,8 @@ def test_claude_code_cli_writes_the_artifact_in_the_sandbox(tmp_path: Path) -> N
         assert "authorization" not in hdrs
         assert req["model"] == "fake-model", req["model"]  # never another (small) model
         assert req.get("stream") is True
+        # the CLI's metadata.user_id (device id, account, session) was dropped by the proxy
+        assert "metadata" not in req and "device_id" not in json.dumps(req), req.get("metadata")
         if not req.get("tools"):  # a side request of the CLI's own (none seen in 2.1.332)
             side.append(req)
             return 200, messages_reply([text_block("Mean load")], (40, 3))

@@ -638,6 +638,125 @@ def test_cli_runs_a_local_provider_with_limit_and_budget(
         assert not _board(db, tasks).entries[0].partial
 
 
+def test_the_budget_counts_the_trials_running() -> None:
+    """`_Budget.exhausted` (asked before each trial starts) adds, for each trial running, the
+    larger of its live cost and the per-trial estimate (--max-trial-cost, or the costliest
+    trial stored so far) to what the entry spent; a finished trial's cost moves to spent
+    once, and a trial that runs past its estimate is counted at its live cost."""
+    import tempfile
+
+    from harness.agents.usage import ResponseUsage, UsageTotals
+    from harness.runs.runner import _Budget
+    from tests.conftest import trial_record
+
+    with tempfile.TemporaryDirectory() as d:
+        store = Store(Path(d) / "r.sqlite")
+        store.ensure_entry("e", "llm", "m", {})
+        blobs = store.scratch_dir()
+        store.commit(trial_record(entry_id="e", cost_usd=0.25), blobs)  # type: ignore[arg-type]
+        price = Pricing(input=1.0, output=1.0)
+
+        def live(usd: float) -> UsageTotals:
+            t = UsageTotals(pricing=price)
+            if usd:
+                t.add(ResponseUsage(input_tokens=round(usd * 1e6)))
+            return t
+
+        capped = _Budget(store, "e", 1.0, trial_cap=0.2)
+        assert (capped.spent, capped.largest, capped.per_trial) == (0.25, 0.25, 0.25)
+        a, b = capped.start(live(0)), capped.start(live(0))
+        assert capped.running_estimate() == 0.5 and not capped.exhausted()  # 0.75 < 1
+        c = capped.start(live(0))
+        assert capped.exhausted() and capped.spent_at_stop == 0.25  # 0.25 + 3 x 0.25
+        assert capped.running_at_stop == 0.75
+        capped.finish(a, 0.1)
+        capped.finish(b, None)  # an unknown cost adds nothing (as the store records it)
+        assert capped.spent == pytest.approx(0.35) and capped.largest == 0.25
+        assert not capped.exhausted()  # 0.35 + 0.25
+        big = live(0.7)  # a running trial past every estimate counts at its live cost
+        capped.start(big)
+        assert capped.running_estimate() == pytest.approx(0.95) and capped.exhausted()
+        capped.finish(c, 0.05)
+        # no per-trial cap, nothing stored: the first trials are estimated at 0
+        store.ensure_entry("fresh", "llm", "m", {})
+        fresh = _Budget(store, "fresh", 0.01)
+        for _ in range(5):
+            fresh.start(live(0))
+        assert fresh.per_trial == 0 and not fresh.exhausted()
+        # no budget: never exhausted
+        assert not _Budget(store, "e", None).exhausted()
+        store.close()
+
+
+@needs_sandbox
+def test_concurrent_trials_do_not_overshoot_the_budget(
+    tmp_path: Path, backend: SandboxBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """--concurrency 3, six trials planned, each costing c = 0.0011 USD, budget 0.0025.
+    The three first trials start together (the server answers none before all three asked);
+    the first is answered and finishes, the other two are held until the sweep has decided
+    what to start next. Spent c plus two running trials estimated at c each reaches the
+    budget: nothing more starts, so the entry spends 3c. Checking the spend alone (the
+    previous rule) started a fourth trial there (c < 0.0025), and a fifth when the next
+    record came alone (4 and 5 requests in two runs)."""
+    import threading
+
+    import harness.runs.runner as runner_mod
+
+    task = make_fake_task(tmp_path / "tasks")
+    c = 0.0011
+    together = threading.Barrier(3, timeout=300)  # liveness only: a hung trial fails the test
+    decided = threading.Event()
+
+    def answer(first: bool) -> Any:
+        def handler(req: dict[str, Any], hdrs: dict[str, str]) -> tuple[int, dict[str, Any]]:
+            together.wait()
+            if not first:
+                decided.wait(300)
+            return 200, text_reply("nothing to do", (1000, 100))
+
+        return handler
+
+    calls = 0
+    real_wait = runner_mod.wait
+
+    def wait_and_tell(*args: Any, **kw: Any) -> Any:
+        """The sweep's main thread waits again: it has taken the first record and decided."""
+        nonlocal calls
+        calls += 1
+        if calls >= 2:
+            decided.set()
+        return real_wait(*args, **kw)
+
+    monkeypatch.setattr(runner_mod, "wait", wait_and_tell)
+    monkeypatch.setenv("TBMM_KEY_CHAT", "sk-test")
+    db = tmp_path / "r.sqlite"
+    script = [answer(True), answer(False), answer(False)]
+    script += [text_reply("nothing to do", (1000, 100)) for _ in range(3)]
+    with ScriptedChatServer(script) as server:
+        route = resolve(
+            "local/fake-model", base_url=server.base_url, api="chat", api_key_env="TBMM_KEY_CHAT"
+        )
+        summary = run_sweep(
+            LLMAgent(route=route, max_retries=0), route.label, [task], 6, backend, 3, db,
+            False, verifier=stand_in_verify, progress=False, check=False,
+            pricing=Pricing(input=1.0, output=1.0), budget_usd=0.0025,
+        )  # fmt: skip
+    assert server.errors == [] and len(server.requests) == 3
+    assert (summary.done, summary.not_started, summary.errored) == (3, 3, 0)
+    assert summary.stopped is not None
+    assert (
+        "spent 0.0011 USD with 0.0022 USD estimated for the trials still running, reaching "
+        "--max-cost 0.0025 USD; 3 of 6 planned trial(s) not started" in summary.stopped
+    ), summary.stopped
+    store = Store(db)
+    spent = store.spent(summary.entry_id)
+    stop = store.stopped()[summary.entry_id]
+    store.close()
+    assert spent == pytest.approx(3 * c) and spent < 0.0025 + c
+    assert len(stop["not_started"]) == 3
+
+
 def _board(db: Path, tasks: list[Any]) -> L.Leaderboard:
     store = Store(db)
     try:

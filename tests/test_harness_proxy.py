@@ -327,6 +327,46 @@ def test_only_allowed_headers_and_query_reach_the_upstream(style: str, upstream:
     assert sent_path == path + ("?beta=true" if provider == "anthropic" else "")
 
 
+IDENTITY = {
+    "chat": {"user": "alice@example.org", "safety_identifier": "sha-of-alice"},
+    "responses": {"user": "alice@example.org", "safety_identifier": "sha-of-alice"},
+    # what claude-code 2.1.332 sends: a device id, the OAuth account, the session
+    "messages": {
+        "metadata": {
+            "user_id": json.dumps(
+                {"device_id": "1e18" * 16, "account_uuid": "acct-1", "session_id": "s-1"}
+            )
+        }
+    },
+}
+KEPT = {
+    "chat": {"prompt_cache_key": "session-1", "metadata": {"tag": "x"}, "seed": 3},
+    "responses": {"prompt_cache_key": "session-1", "store": False},
+    "messages": {"temperature": 0.5, "stop_sequences": ["END"]},
+}
+
+
+@pytest.mark.parametrize("style", sorted(STYLES))
+def test_end_user_identifiers_never_reach_the_upstream(style: str, upstream: Any) -> None:
+    """The fields that name an end user (claude-code's metadata.user_id with its device id
+    and account, OpenAI's user and safety_identifier) are dropped, whatever their value;
+    everything else of the body goes upstream as sent."""
+    provider, path, make = STYLES[style]
+    bodies = [
+        {**make("m"), **IDENTITY[style], **KEPT[style]},
+        {**make("m"), **{k: "not an object" for k in IDENTITY[style]}},  # malformed: still out
+        {**make("m"), **KEPT[style]},
+    ]
+    with ModelProxy(upstream_for(upstream, provider), model="m") as px:
+        got = [status(send(px, request("POST", path, json.dumps(b).encode()))) for b in bodies]
+    assert got == [200, 200, 200]
+    first, second, third = upstream.requests
+    assert first == {**make("m"), **KEPT[style]} == third
+    assert second == make("m")
+    for raw in upstream.requests:
+        assert "alice" not in json.dumps(raw) and "device_id" not in json.dumps(raw)
+
+
 PRICING = Pricing(input=1e6, output=1e6)  # 1 USD per token: 2 USD per scripted response
 
 

@@ -12,10 +12,11 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from harness.runs.export import LOCAL_COLUMNS, TRIAL_COLUMNS, _canonical
+from harness.runs.export import LOCAL_COLUMNS, SCHEMA_VERSION, TRIAL_COLUMNS, _canonical
 from harness.runs.store import SCHEMA, Store, trial_files
 from tbmm.cli.root import app
-from tests.runs_store import ENTRY_A, FIGURE, PD_SLUG, build_store
+from tests.conftest import DRAGON_SLUG
+from tests.runs_store import ENTRY_A, ENTRY_B, FIGURE, PD_SLUG, build_store
 
 runner = CliRunner()
 
@@ -148,7 +149,23 @@ def _untouched(db: Path) -> None:
 @pytest.mark.parametrize(
     "edit, message",
     [
-        (lambda d: d.update(schema_version=2), "schema_version 2; this tbmm reads"),
+        (lambda d: d.update(schema_version=3), "schema_version 3; this tbmm reads"),
+        (lambda d: d.update(schema_version=True), "schema_version True; this tbmm reads"),
+        (
+            lambda d: d["entry"].update(
+                stopped={"reason": "x", "not_started": [["../x", 0]], "budget_usd": 1.0}
+            ),
+            "unsafe task slug",
+        ),  # fmt: skip
+        (
+            lambda d: d["entry"].update(stopped={"reason": "x", "not_started": ["t"]}),
+            "does not follow the export schema",
+        ),
+        (lambda d: d["entry"].pop("stopped"), "does not follow the export schema"),
+        (
+            lambda d: d.update(schema_version=1) or d["entry"].pop("spent_usd"),
+            "schema_version 1 has no entry.stopped",
+        ),
         (lambda d: d.update(format="other"), "not a tbmm runs export"),
         (lambda d: d["trials"][0].update(task="../../escape"), "unsafe task slug"),
         (
@@ -219,6 +236,152 @@ def test_a_conflicting_trial_aborts_the_whole_import(src: Path, tmp_path: Path) 
     assert [str(d) for d in dirs] == [f"llm@model-x_0badf00d/{PD_SLUG}/1"]
 
 
+# ------------------------------------------------------------- the entry's budget state
+
+STOP = {
+    "reason": "budget: the entry had spent 0.2000 USD, reaching --max-cost 0.2 USD; "
+    "2 of 6 planned trial(s) not started",
+    "not_started": [[DRAGON_SLUG, 2], [PD_SLUG, 2]],
+    "budget_usd": 0.2,
+}
+
+
+def _stop_entry_a(db: Path, spent: float = 0.2) -> None:
+    """Entry A as a --max-cost budget leaves it: the spend recorded (above the stored
+    trials' 0.125: a replaced error trial was paid for too) and the stop record."""
+    s = Store(db)
+    s.set_stopped(ENTRY_A, STOP)
+    s.close()
+    con = sqlite3.connect(db)
+    with con:
+        con.execute("UPDATE entries SET spent_usd = ? WHERE entry_id = ?", (spent, ENTRY_A))
+    con.close()
+
+
+def _cli(*args: str) -> str:
+    r = runner.invoke(app, list(args))
+    assert r.exit_code == 0, r.output
+    return r.stdout
+
+
+def _partial_everywhere(db: Path) -> None:
+    """Entry A is partial with its reason in `runs show` (text, JSON) and the leaderboard
+    (JSON, CSV, Markdown); entry B is complete."""
+    shown = json.loads(_cli("runs", "show", ENTRY_A, "--db", str(db), "--json"))
+    assert shown["partial"] is True and shown["stopped"]["reason"] == STOP["reason"]
+    assert shown["stopped"]["not_started"] == STOP["not_started"]
+    assert shown["spent_usd"] == pytest.approx(0.2)
+    text = " ".join(_cli("runs", "show", ENTRY_A, "--db", str(db)).split())
+    assert f"partial: {STOP['reason']}; 2 trial(s) still not run" in text
+    assert "replaced error trials included: $0.2000" in text
+    board = json.loads(_cli("leaderboard", "--db", str(db), "--format", "json"))
+    rows = {e["entry"]: e for e in board["entries"]}
+    assert rows[ENTRY_A]["partial"] and rows[ENTRY_A]["stopped"] == STOP["reason"]
+    assert rows[ENTRY_B]["stopped"] is None
+    assert any(n.startswith(f"{ENTRY_A} is partial: {STOP['reason']}") for n in board["notes"])
+    import csv
+    import io
+
+    recs = {r["entry"]: r for r in csv.DictReader(io.StringIO(_cli(
+        "leaderboard", "--db", str(db), "--format", "csv")))}  # fmt: skip
+    assert recs[ENTRY_A]["partial"] == "yes" and recs[ENTRY_A]["stopped"] == STOP["reason"]
+    assert recs[ENTRY_B]["stopped"] == ""
+    md = _cli("leaderboard", "--db", str(db), "--format", "md")
+    assert "(partial)" in md and f"{ENTRY_A} is partial: {STOP['reason']}" in md
+
+
+def test_budget_state_round_trips(src: Path, tmp_path: Path) -> None:
+    """An entry a --max-cost budget stopped: its spend and stop record travel with it, so
+    the imported entry is partial with the reason everywhere the source shows it."""
+    _stop_entry_a(src)
+    _partial_everywhere(src)
+    f = _export(src, ENTRY_A, tmp_path / "a.json.gz")
+    doc = _doc(f)
+    assert doc["schema_version"] == SCHEMA_VERSION
+    assert doc["entry"]["spent_usd"] == 0.2 and doc["entry"]["stopped"] == STOP
+    assert _doc(_export(src, ENTRY_B, tmp_path / "b.json"))["entry"]["stopped"] is None
+    dst = tmp_path / "dst.sqlite"
+    r = _import(f, dst)
+    assert r.exit_code == 0, r.output
+    assert f"partial: {STOP['reason']}; 2 trial(s) still not run" in r.text
+    assert _import(tmp_path / "b.json", dst).exit_code == 0
+    _partial_everywhere(dst)
+    s1, s2 = Store(src), Store(dst)
+    assert s1.entries() == s2.entries() and s2.spent(ENTRY_A) == pytest.approx(0.2)
+    assert s2.stopped() == {ENTRY_A: STOP}
+    s1.close()
+    s2.close()
+    assert _leaderboard(dst) == _leaderboard(src)
+    from fastapi.testclient import TestClient
+
+    from tbmm.reports.viewer import create_app
+
+    page = TestClient(create_app(dst), base_url="http://127.0.0.1").get(
+        "/entry", params={"id": ENTRY_A}
+    )
+    assert page.status_code == 200
+    assert f"partial: {STOP['reason']}; 2 trial(s) not started" in page.text
+    # importing it again changes nothing
+    assert _import(f, dst).exit_code == 0
+    s2 = Store(dst)
+    assert s2.spent(ENTRY_A) == pytest.approx(0.2) and s2.stopped() == {ENTRY_A: STOP}
+    s2.close()
+
+
+def test_a_version_1_file_imports_without_budget_state(src: Path, tmp_path: Path) -> None:
+    """A file written before the budget state was exported: it still imports, the entry's
+    spend is its trials' costs and it is not stopped, and the import says so."""
+    _stop_entry_a(src)
+    doc = _doc(_export(src, ENTRY_A, tmp_path / "a.json.gz"))
+    doc["schema_version"] = 1
+    for key in ("spent_usd", "stopped"):
+        del doc["entry"][key]
+    dst = tmp_path / "dst.sqlite"
+    r = _import(_write(doc, tmp_path / "v1.json"), dst)
+    assert r.exit_code == 0, r.output
+    assert "schema_version 1, which carries no budget state" in r.text
+    assert "partial:" not in r.text
+    s = Store(dst)
+    assert s.stopped() == {} and s.spent(ENTRY_A) == pytest.approx(0.125)
+    (meta,) = s.entries()
+    assert meta["stopped"] is None
+    s.close()
+    shown = json.loads(_cli("runs", "show", ENTRY_A, "--db", str(dst), "--json"))
+    assert shown["stopped"] is None and shown["errors"] == 1  # partial by its error only
+
+
+def test_budget_states_join_on_import(src: Path, tmp_path: Path) -> None:
+    """Importing into a store that holds the entry already: a trial the stop record says
+    was not started clears that pair once it is stored; the spend never goes down and
+    never below the stored trials' costs."""
+    _stop_entry_a(src)
+    doc = _doc(_export(src, ENTRY_A, tmp_path / "a.json.gz"))
+    dst = tmp_path / "dst.sqlite"
+    assert _import(_write(doc, tmp_path / "a.json"), dst).exit_code == 0
+    # a second file of the same entry: seed 2 of production-decision, run elsewhere
+    extra = json.loads(json.dumps(doc))
+    (t,) = [t for t in extra["trials"] if (t["task"], t["seed"]) == (PD_SLUG, 0)]
+    extra["trials"] = [{**t, "seed": 2, "started_at": 1.8e9}]
+    extra["entry"].update(spent_usd=0.05, stopped=None)
+    r = _import(_write(extra, tmp_path / "extra.json"), dst)
+    assert r.exit_code == 0, r.output
+    assert "1 trial(s) still not run" in r.text
+    s = Store(dst)
+    assert s.stopped()[ENTRY_A]["not_started"] == [[DRAGON_SLUG, 2]]
+    assert s.stopped()[ENTRY_A]["reason"] == STOP["reason"]
+    assert s.spent(ENTRY_A) == pytest.approx(0.2)  # max(0.2, 0.05, 0.1375 stored)
+    s.close()
+    # the spend recorded elsewhere is larger: it wins; the last pair stored: not partial
+    (d,) = [t for t in doc["trials"] if (t["task"], t["seed"]) == (DRAGON_SLUG, 0)]
+    extra["trials"] = [{**d, "seed": 2, "started_at": 1.8e9, "cost_usd": 0.5}]
+    extra["entry"].update(spent_usd=0.3)
+    r = _import(_write(extra, tmp_path / "extra2.json"), dst)
+    assert r.exit_code == 0 and "partial:" not in r.text, r.output
+    s = Store(dst)
+    assert s.stopped() == {} and s.spent(ENTRY_A) == pytest.approx(0.6375)  # stored costs
+    s.close()
+
+
 def test_export_covers_every_trial_column() -> None:
     """A column added to the store must be added to the export schema (or declared local)."""
     con = sqlite3.connect(":memory:")
@@ -231,7 +394,9 @@ def test_schema_is_printable_and_versioned(tmp_path: Path) -> None:
     r = runner.invoke(app, ["runs", "export", "--schema"])
     assert r.exit_code == 0
     schema = json.loads(r.stdout)
-    assert schema["properties"]["schema_version"]["const"] == 1
+    assert schema["properties"]["schema_version"]["const"] == SCHEMA_VERSION
+    entry = schema["$defs"]["EntryExport"]
+    assert {"spent_usd", "stopped"} <= set(entry["required"])
     assert (
         "TrialExport" in schema["$defs"]
         and "verdict" in schema["$defs"]["TrialExport"]["properties"]

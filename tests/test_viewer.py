@@ -3,6 +3,7 @@ Chromium screenshot of the served viewer checked for content."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -10,8 +11,10 @@ import socket
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -229,13 +232,18 @@ def _content(png: Path) -> tuple[int, float]:
     return distinct, non_white
 
 
-@pytest.mark.slow
-def test_chromium_screenshots_show_populated_pages(db: Path, tmp_path: Path) -> None:
+def _chromium() -> str:
     chromium = shutil.which("chromium") or (
         "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else None
     )
     if chromium is None:
         absent("chromium is not installed (Debian package `chromium`)")
+    return chromium
+
+
+@contextlib.contextmanager
+def _serving(db: Path) -> Iterator[str]:
+    """The viewer over `db` on a free local port, for a real browser; yields its base URL."""
     import uvicorn
 
     from tbmm.reports.viewer import create_app
@@ -252,22 +260,94 @@ def test_chromium_screenshots_show_populated_pages(db: Path, tmp_path: Path) -> 
                 break
             time.sleep(0.1)
         assert server.started, "the viewer did not start"
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        th.join(timeout=60)
+
+
+@pytest.mark.slow
+def test_chromium_screenshots_show_populated_pages(db: Path, tmp_path: Path) -> None:
+    chromium = _chromium()
+    with _serving(db) as base:
         tid = _trials(db)[(ENTRY_A, PD_SLUG, 0)]
         shots = {}
         for name, path in (("entries", "/"), ("trial", f"/trial/{tid}")):
             out = tmp_path / f"{name}.png"
-            _shot(chromium, f"http://127.0.0.1:{port}{path}", out, tmp_path / f"profile-{name}")
+            _shot(chromium, f"{base}{path}", out, tmp_path / f"profile-{name}")
             shots[name] = _content(out)
         blank = tmp_path / "blank.png"
         _shot(chromium, "about:blank", blank, tmp_path / "profile-blank")
         assert _content(blank)[0] <= 2  # the check can fail: a blank page has one colour
-    finally:
-        server.should_exit = True
-        th.join(timeout=60)
     for name, (distinct, non_white) in shots.items():
         print(f"{name}: {distinct} distinct colours, {non_white:.1%} non-white")
         assert distinct >= 50, name  # text antialiasing, badges, the header bar
         assert non_white >= 0.03, name
+
+
+def _dejavu_only(tmp: Path) -> dict[str, str]:
+    """An environment whose fontconfig sees matplotlib's DejaVu fonts only: text widths
+    as on any machine (tests/test_report.py's `bare_fonts` does the same)."""
+    import os
+
+    import matplotlib
+
+    ttf = Path(matplotlib.get_data_path()) / "fonts" / "ttf"
+    conf = tmp / "fonts.conf"
+    conf.write_text(
+        '<?xml version="1.0"?><!DOCTYPE fontconfig SYSTEM "urn:fontconfig:fonts.dtd">'
+        f"<fontconfig><dir>{ttf}</dir><cachedir>{tmp / 'fc-cache'}</cachedir>"
+        '<include ignore_missing="yes">/etc/fonts/conf.d</include></fontconfig>'
+    )
+    return {**os.environ, "FONTCONFIG_FILE": str(conf)}
+
+
+@pytest.mark.slow
+def test_viewer_pages_fit_1400_px_and_a_phone(db: Path, tmp_path: Path) -> None:
+    """Every page of the viewer (entries, each entry, each trial with its details open)
+    at 1400 px and at 390 px (a phone, mobile viewport emulation): no horizontal page
+    scroll, nothing outside the viewport but inside a table's own scroll box (`.tw`),
+    every table in such a box; at 1400 px no table needs its box (the metrics table, the
+    widest, needs 1245 px of the 1300 the page gives it). Fonts: matplotlib's DejaVu and
+    the viewer's own CJK font only, as on any machine. Control: the same probe catches a
+    page wider than the viewport."""
+    from tests.cdp import Chromium
+    from tests.test_report import PROBE
+
+    chromium = _chromium()
+    ids = _trials(db)
+    pages = ["/", *(f"/entry?id={quote(e)}" for e in (ENTRY_A, ENTRY_B))]
+    pages += [f"/trial/{i}" for i in ids.values()]
+    wide = tmp_path / "wide.html"
+    wide.write_text(
+        '<!DOCTYPE html><meta name="viewport" content="width=device-width">'
+        '<div style="width:1800px">x</div>'
+    )
+    probe = PROBE.replace(
+        "return {scroll:",
+        "const loose = [...document.querySelectorAll('table')].filter(t => !t.closest('.tw'));"
+        "\n    return {loose: loose.length, tables: document.querySelectorAll('table').length, scroll:",
+    )
+    with _serving(db) as base:
+        for width in (1400, 390):
+            c = Chromium(chromium, tmp_path / f"cdp-{width}", env=_dejavu_only(tmp_path))
+            try:
+                c.open("about:blank", width, 900)
+                for page in pages:
+                    c.navigate(base + page)
+                    m = c.evaluate(probe)
+                    print(width, page, {k: m[k] for k in ("scroll", "tables", "boxes",
+                          "boxes_scrolling", "n_outside")})  # fmt: skip
+                    assert m["inner"] == width and m["client"] == width, (page, m)
+                    assert m["scroll"] <= width and m["n_outside"] == 0, (page, m)
+                    assert m["loose"] == 0, (page, m)
+                    if width == 1400:
+                        assert m["boxes_scrolling"] == 0, (page, m)
+                c.navigate(wide.resolve().as_uri())
+                ctl = c.evaluate(probe)
+                assert ctl["scroll"] > width and ctl["n_outside"] > 0, ctl
+            finally:
+                c.close()
 
 
 @pytest.mark.slow

@@ -25,7 +25,9 @@ without reaching the provider; the body is re-serialised from what was checked, 
 provider parses exactly that; a tool the provider would run itself (web search, MCP, code
 execution) or a service tier billed apart (`unpinned_feature`) is refused likewise; only
 the headers in `FORWARD_HEADERS` (and query parameters in `QUERY_PARAMS`) pass, the auth
-header being the harness's own key. Per-trial caps (`harness.agents.usage.TrialCaps`) on
+header being the harness's own key; fields that name an end user to the provider
+(`IDENTITY_FIELDS`: claude-code's `metadata.user_id`, OpenAI's `user` and
+`safety_identifier`) are dropped from the body (`drop_identity`). Per-trial caps (`harness.agents.usage.TrialCaps`) on
 requests, tokens and cost end the trial of an agent that asks for more than its budget
 (`on_stop`), recorded as its own failure (`stopped`).
 """
@@ -95,6 +97,22 @@ SERVICE_TIERS: dict[str, frozenset[str | None]] = {
     "chat": frozenset({None, "auto", "default"}),
     "responses": frozenset({None, "auto", "default"}),
     "anthropic": frozenset({None, "auto", "standard_only"}),
+}
+# Request body fields that name the end user to the provider, per API style: dropped before
+# the request goes upstream. The key's owner is the one user the provider bills; these are
+# the agent's to fill with anything. claude-code puts a JSON text in Anthropic's
+# `metadata.user_id` holding a device id (its config's, fresh per trial in our sandbox but
+# stable on any HOME that persists: it identifies the machine), the OAuth account's uuid
+# (empty with an API key; the account itself where claude-code is logged in) and its
+# session id. A stable id would also let the provider link a benchmark's trials to each
+# other. Anthropic's `metadata` holds nothing but `user_id` (the API refuses other keys),
+# so the whole object goes; OpenAI's `user` and `safety_identifier` likewise. Kept:
+# `prompt_cache_key` (cache routing: without it the cache hits, and so the recorded cost,
+# would change; codex sets its own session id, no more identifying than the session).
+IDENTITY_FIELDS: dict[str, tuple[str, ...]] = {
+    "chat": ("user", "safety_identifier"),
+    "responses": ("user", "safety_identifier"),
+    "anthropic": ("metadata",),
 }
 # Query parameters passed on (claude-code asks /v1/messages?beta=true); others are dropped.
 QUERY_PARAMS: dict[str, frozenset[str]] = {
@@ -352,6 +370,16 @@ def unpinned_feature(api: str | None, doc: dict[str, Any]) -> str | None:
     return _tools_refusal(api, doc.get("tools", []), 0)
 
 
+def drop_identity(api: str | None, doc: dict[str, Any]) -> list[str]:
+    """Remove the `IDENTITY_FIELDS` of `api` from the request object, in place, whatever
+    their value (a malformed one too: the provider would still read it before refusing it);
+    returns the names removed."""
+    names = [k for k in IDENTITY_FIELDS.get(api or "", ()) if k in doc]
+    for k in names:
+        del doc[k]
+    return names
+
+
 def _tools_refusal(api: str, tools: Any, depth: int) -> str | None:
     if not isinstance(tools, list) or depth > 4:
         return "'tools' must be a list of tool objects"
@@ -607,9 +635,12 @@ class ModelProxy:
         pinned = pin_body(body, self.model)
         kind = "model_pin"
         if not isinstance(pinned, str):
-            why_feature = unpinned_feature(api_of(self.upstream.target(handler.path)), pinned[1])
+            api = api_of(self.upstream.target(handler.path))
+            why_feature = unpinned_feature(api, pinned[1])
             if why_feature is not None:
                 pinned, kind = why_feature, "feature_pin"
+            elif drop_identity(api, pinned[1]):  # what goes upstream is the object without
+                pinned = json.dumps(pinned[1], ensure_ascii=True).encode(), pinned[1]
         if isinstance(pinned, str):
             with self._admit_lock:
                 self.refusals.append(pinned)

@@ -374,9 +374,13 @@ def run_command(
     max_cost: float | None = typer.Option(
         None,
         "--max-cost",
-        help="the entry's budget in USD (needs prices): no trial starts once the entry's "
-        "recorded cost (earlier sweeps included) reaches it; the trials left are recorded "
-        "and the entry is partial until a --resume runs them",
+        help="the entry's budget in USD (needs prices): a trial starts only while the "
+        "entry's recorded cost (earlier sweeps included) plus an estimate for each running "
+        "trial (its cost so far, at least --max-trial-cost or the entry's costliest stored "
+        "trial) is below it; the trials left are recorded and the entry is partial until a "
+        "--resume runs them. The spend can pass the budget by the last trial started plus "
+        "what running trials cost beyond their estimates: with --max-trial-cost C, by less "
+        "than C plus that cap's own overshoot (responses in flight when a trial reaches it)",
     ),
     limit: int | None = typer.Option(
         None,

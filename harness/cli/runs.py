@@ -438,9 +438,11 @@ def runs_import(
     file: Annotated[Path, typer.Argument(help="A file written by `tbmm runs export`.")],
     db: DbOpt = Path("runs/tbmm.sqlite"),
 ) -> None:
-    """Read an export into a store (created if absent), in one transaction. Refuses a file of
-    another schema version, with a digest or hash mismatch, or holding a trial that differs
-    from one already stored; trials already stored identically are skipped (exit 0)."""
+    """Read an export into a store (created if absent), in one transaction, with the entry's
+    budget state (spend, --max-cost stop: an entry its budget stopped stays partial; a
+    schema-version-1 file has none). Refuses a file of another schema version, with a
+    digest or hash mismatch, or holding a trial that differs from one already stored;
+    trials already stored identically are skipped (exit 0)."""
     from harness.runs.export import ExportError, import_export, read_export
 
     try:
@@ -455,6 +457,7 @@ def runs_import(
         raise typer.Exit(2) from exc
     try:
         new, present = import_export(exp, store)
+        stop = store.stopped().get(exp.entry.entry_id)
     except (ExportError, StoreError, OSError) as exc:
         err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)
         raise typer.Exit(2) from exc
@@ -465,6 +468,21 @@ def runs_import(
         highlight=False,
         soft_wrap=True,
     )
+    if exp.read_version < 2:
+        out.print(
+            f"note: {file} has schema_version {exp.read_version}, which carries no budget "
+            "state: the entry's spend is taken as the sum of its trials' costs and no "
+            "--max-cost stop is recorded (export it again with this tbmm to carry both)",
+            highlight=False,
+            soft_wrap=True,
+        )
+    if stop is not None:
+        out.print(
+            f"[red]partial:[/red] {escape(str(stop.get('reason')))}; "
+            f"{len(stop.get('not_started') or [])} trial(s) still not run",
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 @agents_app.command("list")

@@ -442,7 +442,11 @@ def _record(
             detail += f"; {exc.get('exception_type')}: {str(exc.get('exception_message'))[:300]}"
         rewards = (tr.result.get("verifier_result") or {}).get("rewards")
         ours = fields.get("o_eval")
-        theirs = rewards.get("reward") if isinstance(rewards, dict) else None
+        # Harbor's `reward` is whichever reward the export selected; `o_eval` is always there
+        # (an export before `--reward` existed had only `reward`, then O-Eval)
+        theirs = (
+            rewards.get("o_eval", rewards.get("reward")) if isinstance(rewards, dict) else None
+        )
         if theirs is not None and ours is not None and float(theirs) != float(ours):
             summary.reward_mismatches.append(
                 f"{tr.dir.name}: Harbor's reward {theirs}, tbmm's verdict {ours} (stored)"

@@ -1,13 +1,17 @@
 """One self-describing file per entry: `tbmm runs export` / `tbmm runs import`.
 
 The file is JSON (gzip when its name ends in `.gz`) following the `RunsExport` pydantic
-model, whose JSON Schema `tbmm runs export --schema` prints. It holds the entry row and,
+model, whose JSON Schema `tbmm runs export --schema` prints. It holds the entry row (with
+its budget state since schema version 2: what it spent, `spent_usd`, and the record of a
+`--max-cost` budget that stopped it before its plan, `stopped`, which keeps it partial) and,
 per trial, every column of the `trials` table (the stored verdict as its exact JSON text,
 the artifact as text or base64) and every file of the trial's blob folder (trajectory,
 raw events, stdout, verdict, ...), each with its sha256. A digest over the whole document
 (sha256 of its canonical JSON without the digest) catches an edited or truncated file.
 
-Import refuses a file of another `schema_version`, a digest or file-hash mismatch, an
+Import reads schema versions 1 and 2: a version-1 file carries no budget state, so its
+entry imports with none (spend = the sum of its trials' costs, not stopped) and the import
+says so. It refuses any other `schema_version`, a digest or file-hash mismatch, an
 unsafe name (a task slug or file name that would leave the blob folder), and a trial that
 differs from one already stored under the same (entry, task, seed); a trial already stored
 identically is skipped, so re-importing is a no-op. Everything is checked before the store
@@ -25,11 +29,12 @@ import shutil
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
 from harness.runs.store import Store
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+READS = (1, SCHEMA_VERSION)  # version 1: the same document without the entry's budget state
 FORMAT = "tbmm-runs-export"
 MAX_FILE_BYTES = 1024**3  # decompressed; a bigger file (or gzip bomb) is refused unread
 _SLUG = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,199}$")
@@ -76,8 +81,19 @@ class Blob(BaseModel):
         return raw
 
 
+class StopExport(BaseModel):
+    """Why the entry's `--max-cost` budget stopped its sweep, and the (task, seed) pairs it
+    kept from starting: the entry is partial until they are stored."""
+
+    model_config = ConfigDict(extra="forbid")
+    reason: str
+    not_started: list[tuple[str, int]]
+    budget_usd: float | None
+
+
 class EntryExport(BaseModel):
-    """The `entries` row; `settings` is the stored JSON text, kept as is."""
+    """The `entries` row; `settings` is the stored JSON text, kept as is. `spent_usd` and
+    `stopped` are its budget state (None: never recorded / not stopped)."""
 
     model_config = ConfigDict(extra="forbid")
     entry_id: str
@@ -86,6 +102,13 @@ class EntryExport(BaseModel):
     settings: str
     created_at: float
     name: str | None
+    spent_usd: float | None = Field(
+        description="USD every trial ever committed cost (replaced error trials included); "
+        "null: not recorded, the sum of the trials' costs"
+    )
+    stopped: StopExport | None = Field(
+        description="the --max-cost stop record (null: not stopped); keeps the entry partial"
+    )
 
 
 class TrialExport(BaseModel):
@@ -137,7 +160,7 @@ class RunsExport(BaseModel):
 
     model_config = ConfigDict(extra="forbid", title="tbmm runs export")
     format: Literal["tbmm-runs-export"] = FORMAT
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[2] = SCHEMA_VERSION
     tbmm_version: str
     entry: EntryExport
     trials: list[TrialExport]
@@ -146,6 +169,12 @@ class RunsExport(BaseModel):
         description="sha256 of the canonical JSON (sorted keys, no spaces, UTF-8) of this "
         "document without `digest`",
     )
+    _read_version: int = PrivateAttr(default=SCHEMA_VERSION)  # the file's, when read
+
+    @property
+    def read_version(self) -> int:
+        """The schema version of the file this was read from (older: upgraded on read)."""
+        return self._read_version
 
 
 # columns that are not exported: local to one store
@@ -178,6 +207,13 @@ def build_export(store: Store, entry_id: str) -> RunsExport:
     meta = store.entry_row(entry_id)
     if meta is None:
         raise ExportError(f"no entry {entry_id!r} in {store.db_path}")
+    stop = meta["stopped"]
+    if stop is not None:  # the stored record's known keys (older records lack budget_usd)
+        meta["stopped"] = StopExport(
+            reason=str(stop.get("reason") or "budget reached before every trial started"),
+            not_started=[tuple(x) for x in stop.get("not_started") or []],
+            budget_usd=stop.get("budget_usd"),
+        )
     trials = []
     for t in store.trials(entry_id):
         row = {k: t.get(k) for k in TRIAL_COLUMNS}
@@ -227,10 +263,11 @@ def read_export(path: Path) -> RunsExport:
         raise ExportError(f"{path}: not JSON ({exc})") from exc
     if not isinstance(doc, dict) or doc.get("format") != FORMAT:
         raise ExportError(f"{path}: not a tbmm runs export (no format {FORMAT!r})")
-    if doc.get("schema_version") != SCHEMA_VERSION:
+    version = doc.get("schema_version")
+    if isinstance(version, bool) or version not in READS:
         raise ExportError(
-            f"{path}: schema_version {doc.get('schema_version')!r}; this tbmm reads "
-            f"schema_version {SCHEMA_VERSION} (export it again with a matching tbmm)"
+            f"{path}: schema_version {version!r}; this tbmm reads schema_version "
+            f"{' or '.join(map(str, READS))} (export it again with a matching tbmm)"
         )
     want = hashlib.sha256(_canonical(doc)).hexdigest()
     if doc.get("digest") != want:
@@ -238,10 +275,22 @@ def read_export(path: Path) -> RunsExport:
             f"{path}: digest mismatch (recorded {str(doc.get('digest'))[:16]}..., content "
             f"{want[:16]}...): the file was altered or truncated"
         )
+    if version == 1:  # the entry had no budget state then: none is carried in
+        entry = doc.get("entry")
+        if isinstance(entry, dict):
+            for key in ("spent_usd", "stopped"):
+                if key in entry:
+                    raise ExportError(f"{path}: schema_version 1 has no entry.{key}")
+                entry[key] = None
+        doc["schema_version"] = SCHEMA_VERSION
     try:
         exp = RunsExport.model_validate(doc)
     except ValidationError as exc:
         raise ExportError(f"{path}: does not follow the export schema: {exc}") from exc
+    exp._read_version = version
+    if exp.entry.stopped is not None:
+        for task, _ in exp.entry.stopped.not_started:
+            _safe_name(task, "task slug")
     keys = set()
     for t in exp.trials:
         where = f"{t.task} / seed {t.seed}"

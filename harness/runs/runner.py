@@ -243,9 +243,12 @@ def run_trial(
     timeout: float | None = None,
     artifact_max_bytes: int = DEFAULT_ARTIFACT_MAX_BYTES,
     pricing: Pricing | None = None,
+    totals: UsageTotals | None = None,
 ) -> TrialRecord:
     """One trial, end to end; returns the committed record. Never raises for agent faults;
-    an infrastructure failure gives a committed record with status `error`."""
+    an infrastructure failure gives a committed record with status `error`. `totals` (made
+    here when not given) counts the trial's model use as it goes: the sweep's budget reads
+    the running trials' cost from it."""
     started = time.time()
     t0 = time.monotonic()
     scratch = store.scratch_dir()
@@ -272,7 +275,7 @@ def run_trial(
         stdout_path=stdout_p,
         stderr_path=stderr_p,
         artifact_max_bytes=artifact_max_bytes,
-        totals=UsageTotals(pricing=pricing),
+        totals=totals if totals is not None else UsageTotals(pricing=pricing),
     )
     traj.add("trial", entry=entry.entry_id, task=task.slug, seed=seed, backend=backend.describe())
     setup_s = time.monotonic() - t0
@@ -563,7 +566,8 @@ def run_sweep(
 
     `limit` starts at most that many of the trials to run (the rest stay missing, run by a
     later `--resume`). `budget_usd` is the entry's budget: no trial starts once what the
-    entry has spent (`Store.spent`, earlier sweeps included) reaches it; the trials left
+    entry has spent (`Store.spent`, earlier sweeps included) plus an estimate for the trials
+    still running reaches it (`_Budget`); the trials left
     are recorded on the entry (`Store.set_stopped`), which is partial until they are stored.
     Neither is part of the entry's identity: they say how much of it runs now, not how.
     """
@@ -624,10 +628,14 @@ def run_sweep(
             if budget_usd is not None:
                 console.print(
                     f"budget: {store.spent(entry.entry_id):.4f} of {budget_usd:g} USD spent by "
-                    "this entry so far; no trial starts once it is reached",
+                    "this entry so far; no trial starts once that plus an estimate for the "
+                    "trials running reaches it",
                     highlight=False,
                 )
-            budget = _Budget(store, entry.entry_id, budget_usd)
+            caps = getattr(agent, "caps", None)
+            budget = _Budget(
+                store, entry.entry_id, budget_usd, trial_cap=getattr(caps, "cost_usd", None)
+            )
             records = _execute(
                 todo,
                 budget=budget,
@@ -663,21 +671,63 @@ def run_sweep(
 
 @dataclass
 class _Budget:
-    """The entry's budget (`--max-cost`) as the sweep spends it: `exhausted` is asked before
-    each trial starts; the trials it kept from starting are collected."""
+    """The entry's budget (`--max-cost`) as the sweep spends it. `exhausted` is asked before
+    each trial starts: it is reached when the entry's recorded spend plus an estimate for
+    every trial still running meets the budget. A running trial's estimate is the larger of
+    its cost so far (its live `UsageTotals`) and `per_trial`: the per-trial cap
+    (`--max-trial-cost`) or, above it, the costliest trial of the entry stored so far. So
+    with --concurrency K the sweep does not start K trials near the end of the budget
+    when only one fits (the overshoot it would otherwise allow: up to K trials' cost).
+
+    Only the sweep's main thread calls it: a trial counts as running until the main
+    thread has taken its record (`finish`), and its cost then moves to `spent`, so a
+    trial committed meanwhile is never counted twice. The trials it kept from starting
+    are collected."""
 
     store: Store
     entry_id: str
     usd: float | None
+    trial_cap: float | None = None  # the per-trial cost cap (--max-trial-cost), if any
     not_started: list[tuple[str, int]] = field(default_factory=list)
     spent_at_stop: float | None = None
+    running_at_stop: float = 0.0  # the running trials' estimate when it stopped
+    spent: float = 0.0
+    largest: float = 0.0
+    _running: dict[int, UsageTotals] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.usd is not None:
+            self.spent = self.store.spent(self.entry_id)
+            self.largest = self.store.largest_cost(self.entry_id)
+
+    @property
+    def per_trial(self) -> float:
+        """What a running trial is expected to cost at least."""
+        return max(self.trial_cap or 0.0, self.largest)
+
+    def start(self, totals: UsageTotals) -> int:
+        """A trial starts with these live totals; returns its token for `finish`."""
+        token = id(totals)
+        self._running[token] = totals
+        return token
+
+    def finish(self, token: int, cost: float | None) -> None:
+        """Its record reached the main thread: its cost (as committed) is spent."""
+        self._running.pop(token, None)
+        if cost is not None:
+            self.spent += cost
+            self.largest = max(self.largest, cost)
+
+    def running_estimate(self) -> float:
+        each = self.per_trial
+        return sum(max(t.known_cost_usd, each) for t in self._running.values())
 
     def exhausted(self) -> bool:
         if self.usd is None:
             return False
-        spent = self.store.spent(self.entry_id)
-        if spent >= self.usd:
-            self.spent_at_stop = spent
+        running = self.running_estimate()
+        if self.spent + running >= self.usd:
+            self.spent_at_stop, self.running_at_stop = self.spent, running
             return True
         return False
 
@@ -693,10 +743,15 @@ def _record_stop(store: Store, entry_id: str, budget: _Budget, planned: int) -> 
     pending = {(str(t), int(s)) for t, s in pending if (str(t), int(s)) not in done}
     reason = None
     if budget.not_started:
+        running = (
+            f" with {budget.running_at_stop:.4f} USD estimated for the trials still running"
+            if budget.running_at_stop
+            else ""
+        )
         reason = (
-            f"budget: the entry had spent {budget.spent_at_stop:.4f} USD, reaching --max-cost "
-            f"{budget.usd:g} USD; {len(budget.not_started)} of {planned} planned trial(s) "
-            "not started"
+            f"budget: the entry had spent {budget.spent_at_stop:.4f} USD{running}, reaching "
+            f"--max-cost {budget.usd:g} USD; {len(budget.not_started)} of {planned} planned "
+            "trial(s) not started"
         )
     if not pending:
         store.set_stopped(entry_id, None)
@@ -759,7 +814,7 @@ def _execute(
     with Progress(*columns, console=console, disable=mode != "bar", transient=False) as prog:
         bar = prog.add_task(entry.entry_id, total=total, running=0, failed=0, errored=0)
 
-        def one(task: TaskLike, seed: int) -> TrialRecord:
+        def one(task: TaskLike, seed: int, totals: UsageTotals) -> TrialRecord:
             nonlocal running
             with lock:
                 running += 1
@@ -776,6 +831,7 @@ def _execute(
                     timeout=timeout,
                     artifact_max_bytes=artifact_max_bytes,
                     pricing=pricing,
+                    totals=totals,
                 )
             finally:
                 with lock:
@@ -784,15 +840,23 @@ def _execute(
 
         pool = ThreadPoolExecutor(max_workers=concurrency)
         pending: set[Future[TrialRecord]] = set()
+        tokens: dict[Future[TrialRecord], int] = {}
         queue = list(todo)
         try:
             while queue or pending:
                 while queue and len(pending) < concurrency:
                     if budget is not None and budget.exhausted():
                         budget.not_started.extend((t.slug, s) for t, s in queue)
+                        ahead = (
+                            f" (+{budget.running_at_stop:.4f} USD estimated for the "
+                            f"{len(pending)} running)"
+                            if pending
+                            else ""
+                        )
                         console.print(
                             f"[yellow]budget reached:[/yellow] the entry has spent "
-                            f"{budget.spent_at_stop:.4f} USD of --max-cost {budget.usd:g}; "
+                            f"{budget.spent_at_stop:.4f} USD{ahead} of --max-cost "
+                            f"{budget.usd:g}; "
                             f"{len(queue)} trial(s) not started (the entry is partial until "
                             "a `--resume` with a larger budget runs them)",
                             highlight=False,
@@ -801,12 +865,18 @@ def _execute(
                         prog.update(bar, total=len(records) + len(pending))
                         break
                     t, s = queue.pop(0)
-                    pending.add(pool.submit(one, t, s))
+                    totals = UsageTotals(pricing=pricing)
+                    fut = pool.submit(one, t, s, totals)
+                    if budget is not None:
+                        tokens[fut] = budget.start(totals)
+                    pending.add(fut)
                 if not pending:
                     break
                 finished, pending = wait(pending, return_when=FIRST_COMPLETED)
                 for fut in finished:
                     rec = fut.result()
+                    if budget is not None:
+                        budget.finish(tokens.pop(fut), rec.cost_usd)
                     records.append(rec)
                     failed += trial_failed(rec)
                     errored += trial_errored(rec)

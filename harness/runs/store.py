@@ -264,15 +264,20 @@ class Store:
             return out
 
     def entry_row(self, entry_id: str) -> dict[str, Any] | None:
-        """The `entries` row as stored (settings as its JSON text), or None."""
+        """The `entries` row as stored (settings as its JSON text, `spent_usd` None when
+        never recorded), with its stop record parsed as `stopped()` gives it; or None."""
         with self._lock, _named(self.db_path):
             r = self._conn.execute(
-                "SELECT entry_id, agent, model, settings, created_at, name FROM entries"
-                " WHERE entry_id = ?",
+                "SELECT entry_id, agent, model, settings, created_at, name, spent_usd FROM"
+                " entries WHERE entry_id = ?",
                 (entry_id,),
             ).fetchone()
-        keys = ("entry_id", "agent", "model", "settings", "created_at", "name")
-        return dict(zip(keys, r, strict=True)) if r is not None else None
+        if r is None:
+            return None
+        keys = ("entry_id", "agent", "model", "settings", "created_at", "name", "spent_usd")
+        row = dict(zip(keys, r, strict=True))
+        row["stopped"] = self.stopped().get(entry_id)
+        return row
 
     def import_trials(
         self, entry: dict[str, Any], staged: list[tuple[dict[str, Any], Path]]
@@ -281,8 +286,9 @@ class Store:
         staged blob folder) in ONE transaction: all or nothing. A trial already stored
         with the same start time, status, artifact and verdict is skipped (re-import is a
         no-op); any other trial under the same (entry, task, seed), or an entry id with
-        other agent/model/settings, aborts the whole import with a StoreError.
-        Returns (inserted, already present)."""
+        other agent/model/settings, aborts the whole import with a StoreError. The entry's
+        budget state (`spent_usd`, `stopped`), when given, joins the target's
+        (`_merge_budget`) in the same transaction. Returns (inserted, already present)."""
         eid = entry["entry_id"]
         moved: list[Path] = []
         inserted = present = 0
@@ -339,11 +345,61 @@ class Store:
                         src.rename(dest)
                         moved.append(dest)
                         inserted += 1
+                    self._merge_budget(eid, entry.get("spent_usd"), entry.get("stopped"))
             except BaseException:
                 for d in moved:
                     shutil.rmtree(d, ignore_errors=True)
                 raise
         return inserted, present
+
+    def _merge_budget(self, eid: str, spent: float | None, stopped: dict[str, Any] | None) -> None:
+        """An imported entry's budget state joined with the target's (inside the import's
+        transaction, lock held). The spend recorded never decreases and never falls below
+        the cost of the trials now stored (the larger figure: the same spend imported twice
+        is not counted twice); a file without one (schema version 1) leaves the target's as
+        it was (NULL: the sum of the stored trials). The trials still not run are both
+        records' pairs that no stored trial fills, with the imported reason first."""
+        cur_spent, cur_stop = self._conn.execute(
+            "SELECT spent_usd, stopped FROM entries WHERE entry_id = ?", (eid,)
+        ).fetchone()
+        total = self._conn.execute(
+            "SELECT COALESCE(SUM(cost_usd), 0) FROM trials WHERE entry_id = ?", (eid,)
+        ).fetchone()[0]
+        figures = [x for x in (cur_spent, spent) if x is not None]
+        if figures:
+            self._conn.execute(
+                "UPDATE entries SET spent_usd = ? WHERE entry_id = ?",
+                (max(*figures, float(total)), eid),
+            )
+        old = _stop_doc(cur_stop) if cur_stop else None
+        if stopped is None and old is None:
+            return
+        stored = {
+            (str(t), int(s))
+            for t, s in self._conn.execute(
+                "SELECT task, seed FROM trials WHERE entry_id = ?", (eid,)
+            )
+        }
+        pending: set[tuple[str, int]] = set()
+        for doc in (old, stopped):
+            for pair in (doc or {}).get("not_started") or []:
+                if isinstance(pair, list | tuple) and len(pair) == 2:
+                    with contextlib.suppress(TypeError, ValueError):
+                        pending.add((str(pair[0]), int(pair[1])))
+        pending -= stored
+        text = None
+        if pending:
+            first = stopped if stopped is not None else old
+            assert first is not None
+            text = json.dumps(
+                {
+                    "reason": first.get("reason") or "budget reached before every trial started",
+                    "not_started": sorted([t, s] for t, s in pending),
+                    "budget_usd": first.get("budget_usd"),
+                },
+                sort_keys=True,
+            )
+        self._conn.execute("UPDATE entries SET stopped = ? WHERE entry_id = ?", (text, eid))
 
     def set_trajectory(self, trial_id: int, name: str | None) -> None:
         """Record a trial's ATIF file name (after `tbmm runs convert-trajectories`)."""
@@ -374,6 +430,15 @@ class Store:
             ).fetchone()
         return float(r[0]) if r is not None and r[0] is not None else 0.0
 
+    def largest_cost(self, entry_id: str) -> float:
+        """The cost of the entry's costliest stored trial (0 without one): what the sweep's
+        budget expects a running trial to cost at least."""
+        with self._lock, _named(self.db_path):
+            r = self._conn.execute(
+                "SELECT MAX(cost_usd) FROM trials WHERE entry_id = ?", (entry_id,)
+            ).fetchone()
+        return float(r[0]) if r is not None and r[0] is not None else 0.0
+
     def set_stopped(self, entry_id: str, doc: dict[str, Any] | None) -> None:
         """Record (or clear, with None) why the entry's sweep stopped before its plan."""
         text = json.dumps(doc, sort_keys=True) if doc is not None else None
@@ -389,14 +454,7 @@ class Store:
             cur = self._conn.execute(
                 "SELECT entry_id, stopped FROM entries WHERE stopped IS NOT NULL"
             )
-            out = {}
-            for eid, text in cur.fetchall():
-                try:
-                    doc = json.loads(text)
-                except ValueError:
-                    doc = {"reason": str(text)[:500], "not_started": []}
-                out[eid] = doc if isinstance(doc, dict) else {"reason": str(doc), "not_started": []}
-            return out
+            return {eid: _stop_doc(text) for eid, text in cur.fetchall()}
 
     def names(self) -> dict[str, str]:
         """entry id -> display name, for the entries that have one."""
@@ -536,6 +594,15 @@ class Store:
     def clean_tmp(self) -> None:
         """Remove scratch dirs of trials that never committed (a previous killed run)."""
         shutil.rmtree(self.runs_dir / "_tmp", ignore_errors=True)
+
+
+def _stop_doc(text: str) -> dict[str, Any]:
+    """A stored stop record as a dict (a malformed one keeps its text as the reason)."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return {"reason": str(text)[:500], "not_started": []}
+    return doc if isinstance(doc, dict) else {"reason": str(doc), "not_started": []}
 
 
 def trial_files(runs_dir: Path, rec: dict[str, Any]) -> dict[str, Path]:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
@@ -497,10 +498,14 @@ def verify_completion(task: Any, completion: str, *, lean: bool = False) -> Verd
 
 
 def verify_many(
-    items: list[tuple[Any, Any]], *, lean: bool = False, completions: bool = False
+    items: list[tuple[Any, Any]],
+    *,
+    lean: bool = False,
+    completions: bool | Sequence[bool] = False,
 ) -> list[Verdict]:
     """`verify` (or `verify_completion` with `completions=True`) of many (task, artifact)
-    pairs, in order. With `lean=True` the Lean kernel checks all of them in ONE run (one
+    pairs, in order; `completions` may also say it per item (a mixed batch still takes one
+    Lean run). With `lean=True` the Lean kernel checks all of them in ONE run (one
     theorem per artifact, each result apart), which is what makes kernel checking
     affordable for a batch of rollouts; without a Lean runtime every verdict is the Python
     one with `lean="unavailable"`, as in `verify`."""
@@ -509,9 +514,12 @@ def verify_many(
 
     out: list[Verdict | None] = [None] * len(items)
     todo: list[tuple[int, Any, bytes | None]] = []
-    for k, (task, artifact) in enumerate(items):
+    per_item = [completions] * len(items) if isinstance(completions, bool) else list(completions)
+    if len(per_item) != len(items):
+        raise ValueError(f"completions: {len(per_item)} flags for {len(items)} items")
+    for k, ((task, artifact), completion) in enumerate(zip(items, per_item, strict=True)):
         t = _task(task)
-        if completions:
+        if completion:
             too_long = isinstance(artifact, str) and len(artifact) > completion_cap(t)
             ex = extract_artifact("" if too_long else artifact)
             if not ex.found:  # verify_completion says why (over the cap, or no answer)

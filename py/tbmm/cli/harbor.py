@@ -73,6 +73,15 @@ def export_harbor_cmd(
     force: Annotated[
         bool, typer.Option("--force", help="Replace a previous export in OUT.")
     ] = False,
+    reward: Annotated[
+        str,
+        typer.Option(
+            "--reward",
+            help="What each trial's `reward` (reward.txt, Harbor's mean) holds: skill (skill "
+            "over the task's naive floor, the reward of the RL adapters and tbmm serve), "
+            "o_eval (the paper's O-Eval) or robust_bo. reward.json has all three either way.",
+        ),
+    ] = "skill",
     allow_incomplete: Annotated[
         bool,
         typer.Option(
@@ -109,6 +118,7 @@ def export_harbor_cmd(
             agent_image=agent_image,
             force=force,
             progress=lambda m: err.print(f"  {m}", highlight=False),
+            reward=reward,
         )
     except (ExportError, KeyError, ValueError, OSError) as exc:
         raise _fail(str(exc).strip("'")) from exc

@@ -118,9 +118,9 @@ def read_capped(path: Path, caps: Caps = DEFAULT_CAPS) -> bytes:
 
 
 def parse_exact(data: bytes | str, caps: Caps = DEFAULT_CAPS) -> Any:
-    """Parse an artifact exactly (`tbmm.core.exact` numbers) within the caps, in ONE pass of the
-    JSON scanner: bytes first, each number's length as it is seen, then depth and lists on
-    the tree. Raises BoundsError over a cap, ValueError/UnicodeDecodeError if not JSON."""
+    """Parse an artifact exactly (`tbmm.core.exact` numbers) within the caps: bytes first,
+    then every other cap on the text (`prescan`, building nothing), then ONE pass of the
+    JSON scanner. Raises BoundsError over a cap, ValueError/UnicodeDecodeError if not JSON."""
     check_size(len(data), caps)
     data = strip_bom(data)
     if isinstance(data, bytes):
@@ -128,7 +128,7 @@ def parse_exact(data: bytes | str, caps: Caps = DEFAULT_CAPS) -> Any:
     if data.startswith("\ufeff"):  # a second BOM: json.loads's own refusal, word for word
         raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", data, 0)
     whole = prescan(data, caps)  # every cap, before any tree exists
-    decoder = _decoder(caps.max_digits)
+    decoder = _decoder(caps.max_digits, len(data) >= MEMO_FROM)
     # The parse allocates one object per number and container, and a JSON tree holds no
     # reference cycles: the cyclic collector's passes over the growing heap are pure cost
     # (a third of the parse of a 20,000-number field), so it pauses for the parse.
@@ -139,6 +139,8 @@ def parse_exact(data: bytes | str, caps: Caps = DEFAULT_CAPS) -> Any:
     except RecursionError as exc:
         raise BoundsError(f"artifact is nested deeper than the cap of {caps.max_depth}") from exc
     finally:
+        for memo in decoder.memo.values():
+            memo.clear()
         if collecting:
             gc.enable()
     if not whole:  # the scan called it not JSON yet json read it: check the tree as well
@@ -149,19 +151,30 @@ def parse_exact(data: bytes | str, caps: Caps = DEFAULT_CAPS) -> Any:
 _DECODERS = threading.local()
 
 
-def _decoder(limit: int) -> json.JSONDecoder:
+# Texts from this many characters on are parsed with the literal memo (`_make_decoder`);
+# below it a repeat is rare and the memo's lookup per number costs more than it saves.
+MEMO_FROM = 4096
+
+
+def _decoder(limit: int, memo: bool = True) -> _Decoder:
     """The exact decoder for a digit cap, built once per thread (`json.loads` with hooks
     builds a decoder and its C scanner on every call: most of a small artifact's parse)."""
     cache = getattr(_DECODERS, "by_limit", None)
     if cache is None:
         cache = _DECODERS.by_limit = {}
-    dec = cache.get(limit)
+    dec = cache.get((limit, memo))
     if dec is None:
-        dec = cache[limit] = _make_decoder(limit)
+        dec = cache[(limit, memo)] = _make_decoder(limit, memo)
     return dec
 
 
-def _make_decoder(limit: int) -> json.JSONDecoder:
+class _Decoder(json.JSONDecoder):
+    """The exact decoder of one digit cap, with the memo of the parse under way."""
+
+    memo: dict[str, Any]
+
+
+def _make_decoder(limit: int, memo: bool = True) -> _Decoder:
     from tbmm.core import exact
 
     def too_long(text: str) -> BoundsError:
@@ -171,17 +184,46 @@ def _make_decoder(limit: int) -> json.JSONDecoder:
 
     # One hook call per number is most of the parse's cost: the common literal (no exponent,
     # within both the cap and exact.MAX_EXPONENT) becomes a lazy Num here directly; the rest
-    # goes through exact's own validation.
+    # goes through exact's own validation. A literal seen before in the same artifact gets
+    # the same Num back (artifacts repeat numbers: 1,717 distinct literals among the 24,077
+    # of the heliostat anchor): a Num is an immutable value (its text; its exact value is
+    # computed once, on first use), so sharing one between positions changes nothing but the
+    # cost. The memo holds one parse's literals (parse_exact empties it after each parse).
     Num, plain = exact.Num, limit <= exact.MAX_EXPONENT
+    floats: dict[str, Any] = {}
+    ints: dict[str, Any] = {}
+    seen_float, seen_int = floats.get, ints.get
 
     def num(text: str) -> Any:
+        n = seen_float(text)
+        if n is not None:
+            return n
         if len(text) > limit:
             raise too_long(text)
         if plain and "e" not in text and "E" not in text:
-            return Num(None, text, False)  # the scanner's float without exponent has a '.'
-        return exact._num(text)
+            n = Num(None, text, False)  # the scanner's float without exponent has a '.'
+        else:
+            n = exact._num(text)
+        floats[text] = n
+        return n
 
     def integer(text: str) -> Any:
+        n = seen_int(text)
+        if n is not None:
+            return n
+        if len(text) > limit:
+            raise too_long(text)
+        n = ints[text] = Num(None, text, True) if plain else exact._int(text)
+        return n
+
+    def num_once(text: str) -> Any:  # `num` without the memo
+        if len(text) > limit:
+            raise too_long(text)
+        if plain and "e" not in text and "E" not in text:
+            return Num(None, text, False)
+        return exact._num(text)
+
+    def integer_once(text: str) -> Any:  # `integer` without the memo
         if len(text) > limit:
             raise too_long(text)
         return Num(None, text, True) if plain else exact._int(text)
@@ -191,7 +233,13 @@ def _make_decoder(limit: int) -> json.JSONDecoder:
             raise too_long(text)
         return exact.NonFinite(text)
 
-    return json.JSONDecoder(parse_float=num, parse_int=integer, parse_constant=constant)
+    if not memo:
+        dec = _Decoder(parse_float=num_once, parse_int=integer_once, parse_constant=constant)
+        dec.memo = {}
+        return dec
+    dec = _Decoder(parse_float=num, parse_int=integer, parse_constant=constant)
+    dec.memo = {"floats": floats, "ints": ints}
+    return dec
 
 
 def check(data: bytes | str, caps: Caps = DEFAULT_CAPS) -> None:

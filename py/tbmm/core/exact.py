@@ -13,12 +13,46 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
+from math import gcd
 from typing import Any
 
 # A JSON-number-ish literal: optional sign, digits, optional fraction, optional exponent.
 _DECIMAL_RE = re.compile(r"^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$")
 # Exponents beyond this are refused: 1e999999999 would otherwise allocate a huge integer.
 MAX_EXPONENT = 400
+
+
+_new = object.__new__
+
+
+def fraction(n: int, d: int) -> Fraction:
+    """Fraction(n, d) for integers with d > 0: the same normalised value (one gcd).
+
+    `Fraction(n, d)` spends about half its time on type dispatch that integer arguments
+    never need; this builds the same object from the reduced pair directly. An interpreter
+    whose Fraction is laid out differently gets `Fraction(n, d)` itself (checked once at
+    import below, and by tests/test_score_plan.py)."""
+    g = gcd(n, d)
+    if g != 1:
+        n //= g
+        d //= g
+    f = _new(Fraction)
+    f._numerator = n  # type: ignore[attr-defined]
+    f._denominator = d  # type: ignore[attr-defined]
+    return f
+
+
+def _layout_ok() -> bool:
+    """Whether `fraction` builds real Fractions here (CPython 3.11/3.12: two slots)."""
+    try:
+        q = fraction(-10, 4)
+        return q == Fraction(-5, 2) and hash(q) == hash(Fraction(-5, 2)) and q * 2 == -5
+    except (AttributeError, TypeError):
+        return False
+
+
+if not _layout_ok():  # pragma: no cover - depends on the interpreter
+    fraction = Fraction  # type: ignore[assignment]  # noqa: F811
 
 
 class ExactError(ValueError):
@@ -92,8 +126,8 @@ def _validated_value(text: str) -> Fraction:
     if "e" not in text and "E" not in text:
         whole, dot, frac = text.partition(".")
         if not dot:
-            return Fraction(int(text))
-        return Fraction(int(whole + frac), 10 ** len(frac))
+            return fraction(int(text), 1)
+        return fraction(int(whole + frac), 10 ** len(frac))
     low = text.lower()
     mant, _, exp_text = low.partition("e")
     whole, _, frac = mant.partition(".")
@@ -103,8 +137,8 @@ def _validated_value(text: str) -> Fraction:
     if neg:
         digits = -digits
     if exp >= 0:
-        return Fraction(digits * 10**exp)
-    return Fraction(digits, 10**-exp)
+        return fraction(digits * 10**exp, 1)
+    return fraction(digits, 10**-exp)
 
 
 def _int(text: str) -> Num | NonFinite:

@@ -113,8 +113,8 @@ def verify_items(
 
     start = bounds.cpu_now()
     verdicts: list[Any] = [None] * len(items)
-    lean_art: list[tuple[int, Any, Any]] = []
-    lean_comp: list[tuple[int, Any, Any]] = []
+    # items asking for Lean, artifacts and completions alike: (index, task, payload, completion)
+    lean_items: list[tuple[int, Any, Any, bool]] = []
     for k, it in enumerate(items):
         spent = bounds.cpu_now() - start
         if spent > budget_s:
@@ -136,20 +136,21 @@ def verify_items(
             assert it.artifact is not None
             payload = _artifact_bytes(body, it.artifact)
         if it.lean:
-            (lean_comp if it.completion is not None else lean_art).append((k, task, payload))
+            lean_items.append((k, task, payload, it.completion is not None))
         elif it.completion is not None:
             verdicts[k] = verify_completion(task, payload)
         else:
             verdicts[k] = verify(task, payload)
         del payload
-    for group, completions in ((lean_art, False), (lean_comp, True)):
-        if group:
-            with lean_guard():
-                done = verify_many(
-                    [(t, p) for _, t, p in group], lean=True, completions=completions
-                )
-            for (k, _, _), v in zip(group, done, strict=True):
-                verdicts[k] = v
+    if lean_items:  # all of them in ONE Lean run
+        with lean_guard():
+            done = verify_many(
+                [(t, p) for _, t, p, _ in lean_items],
+                lean=True,
+                completions=[c for *_, c in lean_items],
+            )
+        for (k, _, _, _), v in zip(lean_items, done, strict=True):
+            verdicts[k] = v
     rewards = [
         FLOOR[reward] if isinstance(v, dict) else reward_of(v, reward)  # type: ignore[arg-type]
         for v in verdicts

@@ -292,7 +292,8 @@ def to_markdown(lb: Leaderboard) -> str:
 
 
 def to_csv(lb: Leaderboard) -> str:
-    """One row per entry (rank order); unknown values are "n/a"; percent columns 2 decimals."""
+    """One row per entry (rank order); unknown values are "n/a"; percent columns 2 decimals;
+    `stopped` is why a --max-cost budget left the entry partial (empty: it did not)."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
     suites = list(lb.suites)
@@ -321,6 +322,7 @@ def to_csv(lb: Leaderboard) -> str:
             "spent_usd",
             "tokens_in",
             "tokens_out",
+            "stopped",
         ]
         + [f"{s.lower()}_o_eval_pct" for s in suites]
         + [f"task:{t}" for t in lb.tasks]
@@ -353,6 +355,7 @@ def to_csv(lb: Leaderboard) -> str:
                 "n/a" if x.spent is None else fraction_to_text(x.spent),
                 x.tokens.get("tokens_in", 0),
                 x.tokens.get("tokens_out", 0),
+                x.stopped or "",
             ]
             + [_pct(x.suites[s].mean if s in x.suites else None) for s in suites]
             + [_pct(x.per_task[t].mean) for t in lb.tasks]

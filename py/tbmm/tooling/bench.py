@@ -5,7 +5,8 @@ and perturbed copies: a metric's value nudged, an over-claim, an empty object), 
 seconds of this process (so other load on the machine does not count):
 
 * json.loads: the same bytes parsed by the standard library (the in-run reference that
-  turns the figures into ratios, which are stable across machines and loads);
+  turns the figures into ratios, which are stable across machines and loads; the three
+  measurements take turns in slices of 0.05 s, so a change of load reaches them alike);
 * scoring: artifacts parsed exactly within their caps and scored (all task-level scores);
 * gate: parsed artifacts gated (every check instance evaluated);
 * replays: each replayed task's own benchmark (`bench_replay_<module>`), artifacts/s.
@@ -95,22 +96,45 @@ def _doubled(text: str) -> str:
     return exact.dumps(walk(doc), indent=None)
 
 
-def _rate(
-    name: str, items: list[Any], fn: Callable[[Any], Any], seconds: float, group: str = "mixed"
-) -> BenchResult:
-    for it in items[: min(len(items), 64)]:
-        fn(it)  # warm the tasks' caches
-    n, t0 = 0, time.process_time()
-    while n == 0 or time.process_time() - t0 < seconds:  # at least one round
-        for it in items:
-            fn(it)
-        n += len(items)
-    return BenchResult(name, group, n, time.process_time() - t0)
+SLICE = 0.05  # CPU seconds of one measurement before the next one takes its turn
+
+
+def _rates(
+    named: list[tuple[str, list[Any], Callable[[Any], Any]]], seconds: float, group: str
+) -> list[BenchResult]:
+    """Each (name, items, fn) run over its items for `seconds` of CPU in all, the measurements
+    taking turns in slices of about `SLICE` seconds, so that a change in the machine's load
+    during the run reaches every measurement alike (their ratios are what `tbmm bench`
+    reports); at least one pass over the items each."""
+    for _, items, fn in named:
+        for it in items[: min(len(items), 64)]:
+            fn(it)  # warm the tasks' caches
+    counts = [0] * len(named)
+    spent = [0.0] * len(named)
+    while True:
+        for k, (_, items, fn) in enumerate(named):
+            if counts[k] and spent[k] >= seconds:
+                continue
+            t0 = time.process_time()
+            while True:  # one slice: whole passes over the items
+                for it in items:
+                    fn(it)
+                counts[k] += len(items)
+                if time.process_time() - t0 >= min(SLICE, seconds):
+                    break
+            spent[k] += time.process_time() - t0
+        if all(c and s >= seconds for c, s in zip(counts, spent, strict=True)):
+            break
+    return [
+        BenchResult(name, group, c, s)
+        for (name, _, _), c, s in zip(named, counts, spent, strict=True)
+    ]
 
 
 def bench_mixed(tasks: list[Task], seconds: float = 2.0, group: str = "mixed") -> list[BenchResult]:
-    """json.loads, scoring and gate over the mixed corpus (artifacts per CPU-second); the
-    rows carry `group` as their task so that several corpora can be reported side by side."""
+    """json.loads, scoring and gate over the mixed corpus (artifacts per CPU-second, the
+    three taking turns: `_rates`); the rows carry `group` as their task so that several
+    corpora can be reported side by side."""
     items = corpus(tasks)
 
     def parse_and_score(it: tuple[Task, bytes, Any]) -> None:
@@ -126,11 +150,15 @@ def bench_mixed(tasks: list[Task], seconds: float = 2.0, group: str = "mixed") -
         if replayed is not None and doc:
             doc["replayed"] = replayed
         docs.append((t, doc))
-    return [
-        _rate("json.loads", items, lambda it: json.loads(it[1]), seconds, group),
-        _rate("scoring", items, parse_and_score, seconds, group),
-        _rate("gate", docs, lambda td: run_gate(td[0], td[1]), seconds, group),
-    ]
+    return _rates(
+        [
+            ("json.loads", items, lambda it: json.loads(it[1])),
+            ("scoring", items, parse_and_score),
+            ("gate", docs, lambda td: run_gate(td[0], td[1])),
+        ],
+        seconds,
+        group,
+    )
 
 
 def bench_replays(tasks: list[Task], seconds: float = 1.0) -> list[BenchResult]:

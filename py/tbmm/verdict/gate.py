@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import functools
 import re
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING, Any
@@ -134,9 +136,16 @@ def _concrete(check: GateCheck, roles: dict[str, list[str]], n: int) -> list[dic
         hit = (check, [])
         _CONCRETE[id(check)] = hit
     subs = hit[1]
-    for i in range(len(subs), n):
-        subs.append({r: [_WILD.sub(f"[{i}]", p, count=1) for p in ps] for r, ps in roles.items()})
+    if len(subs) < n:
+        with _GROW:  # two threads growing the list at once would interleave their entries
+            for i in range(len(subs), n):
+                subs.append(
+                    {r: [_WILD.sub(f"[{i}]", p, count=1) for p in ps] for r, ps in roles.items()}
+                )
     return subs[:n]
+
+
+_GROW = threading.RLock()
 
 
 def _entries(doc: dict[str, Any], prefix: str) -> int:
@@ -406,6 +415,46 @@ def _node(doc: Any, toks: tuple[str | int, ...]) -> Any:
     return node
 
 
+def _ints(q: Fraction | None) -> tuple[int, int] | None:
+    return None if q is None else (q.numerator, q.denominator)
+
+
+def _one_test(check: GateCheck, plan: _Plan) -> Callable[[int, int], bool]:
+    """The form of a one-field check as a test of x = xn/xd (xd > 0) on integers, its
+    constants read once: `forms.interval` / `forms.threshold` / `forms.count`."""
+    form = check.form
+    if form is Form.interval:
+        lo, hi = _ints(plan.lo), _ints(plan.hi)
+        if lo is not None and hi is not None:
+            (ln, ld), (hn, hd) = lo, hi
+            return lambda xn, xd: ln * xd <= xn * ld and xn * hd <= hn * xd
+        if lo is not None:
+            ln, ld = lo
+            return lambda xn, xd: ln * xd <= xn * ld
+        if hi is not None:
+            hn, hd = hi
+            return lambda xn, xd: xn * hd <= hn * xd
+        return lambda xn, xd: True
+    if form is Form.threshold:
+        assert plan.bound is not None
+        cn, cd = plan.bound.numerator, plan.bound.denominator
+        op = check.op
+        if op == ">=":
+            return lambda xn, xd: xn * cd >= cn * xd
+        if op == "<=":
+            return lambda xn, xd: xn * cd <= cn * xd
+        if op == ">":
+            return lambda xn, xd: xn * cd > cn * xd
+        if op == "<":
+            return lambda xn, xd: xn * cd < cn * xd
+        raise ValueError(f"unknown comparison {op!r}")
+    hi = _ints(plan.hi)
+    if hi is None:
+        return lambda xn, xd: xd == 1 and xn >= 0
+    hn, hd = hi
+    return lambda xn, xd: xd == 1 and xn >= 0 and xn * hd <= hn
+
+
 @dataclass(frozen=True, slots=True)
 class _OneField:
     """A check on one field against constants (interval, threshold, count), compiled: its
@@ -417,37 +466,260 @@ class _OneField:
     plan: _Plan
     toks: tuple[str | int, ...]  # the whole path (no wildcard) or the list's prefix
     rest: tuple[str | int, ...] | None  # after the `[*]`: None without a wildcard
+    ok: Callable[[int, int], bool]  # the form on x's integers
+    # per list entry: its concrete paths and its field's path (`_concrete`), grown on demand
+    subs: list[tuple[dict[str, list[str]], str]]
 
     def test(self, x: Fraction) -> bool:
-        k, form = self.plan, self.form
-        if form is Form.interval:
-            return forms.interval(x, k.lo, k.hi)
-        if form is Form.threshold:
-            return forms.threshold(x, self.check.op, k.bound)  # type: ignore[arg-type]
-        return forms.count(x, k.hi)
+        return self.ok(x.numerator, x.denominator)
+
+    def run(self, doc: dict[str, Any]) -> tuple[list[Instance], bool] | None:
+        """`instances` + `evaluate` of this check while every field it reads holds a number
+        (and whether one failed); None otherwise (the general path then produces the same
+        instances with their reasons)."""
+        check, roles, ok = self.check, self.roles, self.ok
+        if self.rest is None:
+            node = _node(doc, self.toks)
+            if type(node) is not Num:
+                return None
+            x = node._value
+            if x is None:
+                x = node.value
+            (p,) = roles["field"]
+            if ok(x.numerator, x.denominator):
+                return [Instance(check, None, roles, {p: x}, "pass")], False
+            inst = Instance(check, None, roles, {p: x}, "fail")
+            inst.message = _failure_message(inst, {"field": [x]}, self.plan)
+            return [inst], True
+        entries = _node(doc, self.toks)
+        if type(entries) is not list or not entries:
+            return None
+        subs = self.subs
+        if len(subs) < len(entries):
+            with _GROW:
+                got = _concrete(check, roles, len(entries))
+                subs.extend((sub, sub["field"][0]) for sub in got[len(subs) :])
+        rest = self.rest
+        key = rest[0] if len(rest) == 1 and type(rest[0]) is str else None
+        out = []
+        failed = False
+        for i, e in enumerate(entries):
+            # the common `list[*].key` directly, anything else through `_node`
+            node = e[key] if key is not None and type(e) is dict and key in e else _node(e, rest)
+            if type(node) is not Num:
+                return None
+            x = node._value
+            if x is None:
+                x = node.value
+            sub, p = subs[i]
+            if ok(x.numerator, x.denominator):
+                out.append(Instance(check, i, sub, {p: x}, "pass"))
+            else:
+                inst = Instance(check, i, sub, {p: x}, "fail")
+                inst.message = _failure_message(inst, {"field": [x]}, self.plan)
+                out.append(inst)
+                failed = True
+        return out, failed
 
 
-def _one_field(check: GateCheck) -> _OneField | None:
-    """The compiled form of a one-field check, or None (the general path evaluates it)."""
+@dataclass(frozen=True, slots=True)
+class _Fields:
+    """A check without a wildcard on any form (agree, order, product, sum_to, ...), compiled:
+    each path split into tokens once, in the order `evaluate` reads them."""
+
+    check: GateCheck
+    roles: dict[str, list[str]]
+    flat: tuple[tuple[str, str, tuple[str | int, ...]], ...]  # (role, path, tokens)
+    plan: _Plan
+
+    def run(self, doc: dict[str, Any]) -> tuple[list[Instance], bool] | None:
+        """`instances` + `evaluate` while every field holds a number; None otherwise."""
+        inst = _fields_instance(self.check, None, self.roles, self.flat, self.plan, doc)
+        return None if inst is None else ([inst], inst.status == "fail")
+
+
+def _fields_instance(
+    check: GateCheck,
+    index: int | None,
+    roles: dict[str, list[str]],
+    flat: tuple[tuple[str, str, tuple[str | int, ...]], ...],
+    k: _Plan,
+    doc: dict[str, Any],
+) -> Instance | None:
+    """One evaluated instance of a multi-field check over concrete paths (`flat`: role,
+    path, tokens, in `evaluate`'s order), or None when a field does not hold a number."""
+    values: dict[str, Fraction] = {}
+    vals: dict[str, list[Fraction]] = {}
+    for role, p, toks in flat:
+        node = _node(doc, toks)
+        if type(node) is not Num:
+            return None
+        x = node.value
+        values[p] = x
+        got = vals.get(role)
+        if got is None:
+            vals[role] = [x]
+        else:
+            got.append(x)
+    form = check.form
+    if form is Form.agree:
+        ok = forms.agree(vals["field"][0], values[roles["against"][0]], k.tol, k.rel_tol)  # type: ignore[arg-type]
+    elif form is Form.order:
+        # `forms.order` on integers: sum(lhs) <= (or <) sum(rhs) + slack
+        an, ad = _isum(vals["lhs"])
+        bn, bd = _isum(vals["rhs"])
+        sl = k.slack
+        if sl:
+            sn, sd = sl.numerator, sl.denominator
+            bn, bd = bn * sd + sn * bd, bd * sd
+        ok = an * bd < bn * ad if check.op == "<" else an * bd <= bn * ad
+    elif form is Form.sum_to:
+        ok = forms.sum_to(vals["fields"], k.total, k.tol)  # type: ignore[arg-type]
+    elif form is Form.product:
+        bound = k.bound if k.bound is not None else forms.prod(vals["bound_factors"])
+        ok = forms.product(vals["factors"], k.coef, check.op, bound)  # type: ignore[arg-type]
+    else:
+        return None  # the one-field forms are `_OneField`'s
+    inst = Instance(check, index, roles, values, "pass" if ok else "fail")
+    if not ok:
+        inst.message = _failure_message(inst, vals, k)
+    return inst
+
+
+@dataclass(frozen=True, slots=True)
+class _WildFields:
+    """A multi-field check with `[*]` (not `sum_to`), compiled: one `_fields_instance` per
+    entry of the list its first wildcard path runs over, the concrete paths of entry i
+    (`_concrete`) split into tokens once and kept."""
+
+    check: GateCheck
+    roles: dict[str, list[str]]
+    prefix: tuple[str | int, ...]  # the list's path (before the first `[*]`)
+    plan: _Plan
+    flats: list[tuple[tuple[str, str, tuple[str | int, ...]], ...]]  # per entry, grown on demand
+
+    def run(self, doc: dict[str, Any]) -> tuple[list[Instance], bool] | None:
+        from tbmm.core.paths import tokens
+
+        entries = _node(doc, self.prefix)
+        if type(entries) is not list or not entries:
+            return None
+        n = len(entries)
+        subs = _concrete(self.check, self.roles, n)
+        flats = self.flats
+        if len(flats) < n:
+            with _GROW:  # see `_concrete`
+                for i in range(len(flats), n):
+                    flat = tuple((r, p, tokens(p)) for r, ps in subs[i].items() for p in ps)
+                    if any(t == -1 for _, _, toks in flat for t in toks):
+                        return None  # a second wildcard: the general path's
+                    flats.append(flat)
+        out = []
+        failed = False
+        check, k = self.check, self.plan
+        for i in range(n):
+            inst = _fields_instance(check, i, subs[i], flats[i], k, doc)
+            if inst is None:
+                return None
+            failed = failed or inst.status == "fail"
+            out.append(inst)
+        return out, failed
+
+
+def _isum(xs: list[Fraction]) -> tuple[int, int]:
+    """sum(xs) as an unreduced integer pair (n, d), d > 0."""
+    n, d = 0, 1
+    for x in xs:
+        xn, xd = x.numerator, x.denominator
+        if xd == d:
+            n += xn
+        else:
+            n, d = n * xd + xn * d, d * xd
+    return n, d
+
+
+@dataclass(frozen=True, slots=True)
+class _Agree:
+    """An `agree` check without a wildcard, compiled: |x - y| <= tol + rel_tol·|y| on the
+    integers of the claim x and the replayed y (`forms.agree`), its constants read once."""
+
+    check: GateCheck
+    roles: dict[str, list[str]]
+    p: str
+    q: str
+    pt: tuple[str | int, ...]
+    qt: tuple[str | int, ...]
+    plan: _Plan
+    f: int  # tol = e/f, rel_tol = g/h: the constants of `forms.agree`'s inequality
+    e_h: int  # e·h
+    g_f: int  # g·f
+    f_h: int  # f·h
+
+    def run(self, doc: dict[str, Any]) -> tuple[list[Instance], bool] | None:
+        xn = _node(doc, self.pt)
+        yn = _node(doc, self.qt)
+        if type(xn) is not Num or type(yn) is not Num:
+            return None
+        x, y = xn.value, yn.value
+        a, b = x.numerator, x.denominator
+        c, d = y.numerator, y.denominator
+        ok = abs(a * d - c * b) * self.f_h <= (self.e_h * d + self.g_f * abs(c)) * b
+        values = {self.p: x}
+        values[self.q] = y
+        inst = Instance(self.check, None, self.roles, values, "pass" if ok else "fail")
+        if ok:
+            return [inst], False
+        inst.message = _failure_message(inst, {"field": [x], "against": [y]}, self.plan)
+        return [inst], True
+
+
+def _one_field(check: GateCheck) -> _OneField | _Fields | _Agree | _WildFields | None:
+    """The compiled form of a check, or None (the general path evaluates it)."""
     from tbmm.core.paths import tokens
 
     roles, wild = _roles(check)
     if check.form not in _ONE_FIELD or list(roles) != ["field"] or len(roles["field"]) != 1:
-        return None
+        if wild:
+            if check.form is Form.sum_to or check.form in _ONE_FIELD:
+                return None  # `[*]` is "every entry" in sum_to: the general path's
+            first = next(p for ps in roles.values() for p in ps if "[*]" in p)
+            try:
+                prefix = tokens(first.split("[*]")[0])
+            except PathError:
+                return None
+            if -1 in prefix:
+                return None
+            return _WildFields(check, roles, prefix, _plan(check), [])
+        try:
+            flat = tuple((r, p, tokens(p)) for r, ps in roles.items() for p in ps)
+        except PathError:
+            return None
+        if any(t == -1 for _, _, toks in flat for t in toks):
+            return None
+        k = _plan(check)
+        if check.form is Form.agree and list(roles) == ["field", "against"] and len(flat) == 2:
+            if k.tol is None:
+                return None  # the general path says what is wrong with it
+            (_, p, pt), (_, q, qt) = flat
+            e, f = k.tol.numerator, k.tol.denominator
+            g, h = k.rel_tol.numerator, k.rel_tol.denominator
+            return _Agree(check, roles, p, q, pt, qt, k, f, e * h, g * f, f * h)
+        return _Fields(check, roles, flat, k)
     (p,) = roles["field"]
     try:
+        test = _one_test(check, _plan(check))
         if not wild:
-            return _OneField(check, roles, check.form, _plan(check), tokens(p), None)
+            return _OneField(check, roles, check.form, _plan(check), tokens(p), None, test, [])
         head, tail = p.split("[*]", 1)
         toks, rest = tokens(head), tokens(tail)
-    except PathError:
+    except (PathError, ValueError):
         return None
     if -1 in rest:
         return None  # a second wildcard: the general path says what is missing
-    return _OneField(check, roles, check.form, _plan(check), toks, rest)
+    return _OneField(check, roles, check.form, _plan(check), toks, rest, test, [])
 
 
-def _gate_plan(task: Task) -> list[tuple[GateCheck, _OneField | None]]:
+def _gate_plan(task: Task) -> list[tuple[GateCheck, _OneField | _Fields | _Agree | _WildFields | None]]:
     """The task's checks with their compiled forms, built once per gate spec."""
     checks = task.gate.check
     hit = task._cache.get("gate_plan")
@@ -457,45 +729,17 @@ def _gate_plan(task: Task) -> list[tuple[GateCheck, _OneField | None]]:
     return hit[1]
 
 
-# Single-field checks against constants run compiled (`_fast`); `instances` + `evaluate` are the
-# general path and its specification (tests hold them equal). The tests that make Python lie
-# to the Lean kernel switch FAST_CHECKS off to inject their lies into the general path.
+# Checks whose fields all hold numbers run compiled (`_OneField.run`, `_Fields.run`);
+# `instances` + `evaluate` are the general path and its specification (tests hold them
+# equal). The tests that make Python lie to the Lean kernel switch FAST_CHECKS off to
+# inject their lies into the general path.
 FAST_CHECKS = True
 
 
-def _fast(one: _OneField, doc: dict[str, Any]) -> list[Instance] | None:
-    """`instances` + `evaluate` of a compiled one-field check while every field it reads
-    holds a number; None otherwise (the general path then produces the same instances
-    with their reasons)."""
-    check, roles, test = one.check, one.roles, one.test
-    if one.rest is None:
-        node = _node(doc, one.toks)
-        if type(node) is not Num:
-            return None
-        x = node.value
-        (p,) = roles["field"]
-        inst = Instance(check, None, roles, {p: x}, "pass")
-        if not test(x):
-            inst.status = "fail"
-            inst.message = _failure_message(inst, {"field": [x]}, one.plan)
-        return [inst]
-    entries = _node(doc, one.toks)
-    if type(entries) is not list or not entries:
-        return None
-    rest = one.rest
-    nodes = [_node(e, rest) for e in entries]
-    if any(type(n) is not Num for n in nodes):
-        return None
-    out = []
-    for i, (sub, node) in enumerate(zip(_concrete(check, roles, len(nodes)), nodes, strict=True)):
-        x = node.value
-        (p,) = sub["field"]
-        inst = Instance(check, i, sub, {p: x}, "pass")
-        if not test(x):
-            inst.status = "fail"
-            inst.message = _failure_message(inst, {"field": [x]}, one.plan)
-        out.append(inst)
-    return out
+def _fast(one: _OneField | _Fields | _Agree | _WildFields, doc: dict[str, Any]) -> list[Instance] | None:
+    """The compiled check's instances, or None (the general path's turn)."""
+    got = one.run(doc)
+    return None if got is None else got[0]
 
 
 def run_gate(
@@ -512,21 +756,37 @@ def run_gate(
             task.slug, "warn", [], ["empty or missing artifact: nothing to check"], replay
         )
     insts: list[Instance] = list(_short_lists(task, doc))
+    failed = bool(insts)  # a too-short list is a failed instance
+    warnings: list[str] = []
     unverifiable: dict[str, str] = {}
+    fast_on = FAST_CHECKS
     for check, one in _gate_plan(task):
-        fast = _fast(one, doc) if one is not None and FAST_CHECKS else None
-        for inst in fast if fast is not None else instances(check, doc):
+        got = one.run(doc) if one is not None and fast_on else None
+        if got is not None:
+            batch, bad = got
+            insts.extend(batch)
+            if bad:
+                failed = True
+                if replay_details:
+                    for inst in batch:
+                        if inst.status == "fail":
+                            _explain(inst, replay_details)
+            continue
+        for inst in instances(check, doc):
             if inst.status == "pending":
                 evaluate(inst, doc)
             insts.append(inst)
-            if inst.status == "missing":
+            status = inst.status
+            if status == "missing":
                 reason = f"unverifiable: {check.id} needs {inst.message}"
                 for mid in protected_metrics(task, check):
                     unverifiable.setdefault(mid, reason)
-            elif inst.status == "fail" and replay_details:
-                _explain(inst, replay_details)
-    warnings = [f"{i.name}: {i.message}" for i in insts if i.status == "missing"]
-    if any(i.status in ("fail", "bad") for i in insts):
+                warnings.append(f"{inst.name}: {inst.message}")
+            elif status == "fail" or status == "bad":
+                failed = True
+                if status == "fail" and replay_details:
+                    _explain(inst, replay_details)
+    if failed:
         verdict = "fail"
     elif warnings:
         verdict = "warn"

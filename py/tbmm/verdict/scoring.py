@@ -376,7 +376,7 @@ def panel_o_eval(
     return rules.clamp(mean, rules.ZERO, rules.ONE)
 
 
-# The compiled path (tbmm.verdict.score_plan) is what runs. The reference path composes the
+# The compiled path (tbmm.verdict.score_plan.task_score) is what runs. The reference path composes the
 # specification functions (`score_metric`, `raw_score`, `panel_scores`, `panel_o_eval` and the
 # `rules` formulas); tests/test_score_plan.py holds the two equal, and the tests that make Python
 # lie to the Lean kernel switch COMPILED off to inject their lies into those functions.
@@ -393,43 +393,30 @@ def score_task(
     """All task-level scores for one resolved artifact (`doc` None = missing artifact).
 
     `unverifiable` (from the gate report) maps metric ids to the reason they score 0."""
+    if COMPILED:
+        return _compiled(task, doc, gate_failed, unverifiable)
     unverifiable = unverifiable or {}
-    notes: list[str] = []
     if doc is None:
         status = "missing_artifact"
     elif gate_failed:
         status = "gate_failed"
     else:
         status = "scored"
-        notes = extra_entry_notes(task, doc)
     scored = status == "scored"
     o_anchor = o_eval = skill = rules.ZERO
     robust = -rules.ONE
-    if COMPILED:
-        from tbmm.verdict.score_plan import floors, panel_mean, plan_for
+    from tbmm.verdict.floor import floor_f
 
-        metrics, raw_or_none, papers = plan_for(task).score(doc, unverifiable)
-        fl = floors(task)
-        o_raw, f, f_t = fl.oracle, fl.baseline, fl.floor
-        raw = raw_or_none or rules.ZERO
-        panel = [PaperScore(pid, ids, r) for pid, ids, r in papers]
-        if scored:
-            o_anchor = fl.o_eval(raw)
-            o_eval = panel_mean([p.score for p in panel]) if panel else o_anchor
-            robust = fl.robust_bo(raw)
-            skill = fl.skill(raw)
-    else:
-        from tbmm.verdict.floor import floor_f
-
-        metrics = [score_metric(m, doc, unverifiable=unverifiable.get(m.id, "")) for m in task.metrics]
-        o_raw, f, f_t = oracle_raw(task), baseline_raw(task), floor_f(task)
-        raw = raw_score(metrics) or rules.ZERO
-        panel = panel_scores(task, doc, {m.id: m for m in metrics}, raw, unverifiable)
-        if scored:
-            o_anchor = rules.o_eval(raw, o_raw)
-            o_eval = panel_o_eval(task, doc, o_anchor, panel)
-            robust = rules.robust_bo(raw, o_raw, f)
-            skill = rules.skill(raw, o_raw, f_t)
+    notes = extra_entry_notes(task, doc) if scored else []  # type: ignore[arg-type]
+    metrics = [score_metric(m, doc, unverifiable=unverifiable.get(m.id, "")) for m in task.metrics]
+    o_raw, f, f_t = oracle_raw(task), baseline_raw(task), floor_f(task)
+    raw = raw_score(metrics) or rules.ZERO
+    panel = panel_scores(task, doc, {m.id: m for m in metrics}, raw, unverifiable)
+    if scored:
+        o_anchor = rules.o_eval(raw, o_raw)
+        o_eval = panel_o_eval(task, doc, o_anchor, panel)
+        robust = rules.robust_bo(raw, o_raw, f)
+        skill = rules.skill(raw, o_raw, f_t)
     if not scored:
         notes.append(
             "missing artifact: O-Eval 0, Robust BO-Eval -1"
@@ -444,3 +431,14 @@ def score_task(
         task.slug, status, metrics, raw, o_raw, o_anchor, o_eval, panel, f, robust,
         task.panel.literature_split, notes, f_t, skill,
     )  # fmt: skip
+
+
+def _compiled(
+    task: Task, doc: dict[str, Any] | None, gate_failed: bool, unverifiable: dict[str, str] | None
+) -> TaskScore:
+    """`tbmm.verdict.score_plan.task_score`, imported on first use (it imports this module)."""
+    global _compiled
+    from tbmm.verdict.score_plan import task_score
+
+    _compiled = task_score  # type: ignore[assignment]
+    return task_score(task, doc, gate_failed, unverifiable)

@@ -414,7 +414,7 @@ def dataset_toml(digests: dict[str, str], wh: Wheelhouse, verifier_base: str) ->
     return "\n".join(lines)
 
 
-def readme(tasks: list[str], verifier_base: str) -> str:
+def readme(tasks: list[str], verifier_base: str, reward: str = "skill") -> str:
     return f"""# TB-MathModel as a Harbor dataset (tbmm {__version__})
 
 Written by `tbmm export harbor`; {len(tasks)} tasks. Each task's agent environment
@@ -427,13 +427,24 @@ installed offline from `tests/wheelhouse/`, every file pinned by sha256).
     tbmm ingest harbor jobs/<job>                  # into tbmm's results store; then
     tbmm leaderboard                               # or tbmm report --html report.html
 
-`reward` = O-Eval; `reward.json` also has robust_bo and 0/1 verdict flags; the exact
+`reward` = {reward}; `reward.json` also has skill, o_eval, robust_bo and 0/1 verdict flags; the exact
 verdict is `verifier/verdict.json` of each trial. A trial whose verification gave no verdict
 has no reward (a verifier error in Harbor, an error in tbmm), never a 0.
 """
 
 
 # ---------------------------------------------------------------------------- export
+
+
+def _select_reward(test_sh: Path, reward: str) -> str:
+    """The task's test.sh with `--reward REWARD` on its one `exec` line of the verifier."""
+    lines = test_sh.read_text(encoding="utf-8").splitlines(keepends=True)
+    execs = [i for i, ln in enumerate(lines) if ln.startswith("exec ") and ".harbor.reward " in ln]
+    if len(execs) != 1:
+        raise ExportError(f"{test_sh}: expected one verifier exec line, found {len(execs)}")
+    i = execs[0]
+    lines[i] = lines[i].rstrip("\n") + f" --reward {reward}\n"
+    return "".join(lines)
 
 
 def _link_or_copy(src: Path, dst: Path) -> None:
@@ -452,9 +463,15 @@ def export_harbor(
     agent_image: str | None = None,
     force: bool = False,
     progress: Callable[[str], None] | None = None,
+    reward: str = "skill",
 ) -> ExportResult:
-    """Write the Harbor dataset for `tasks` into `out` (see the module docstring)."""
+    """Write the Harbor dataset for `tasks` into `out` (see the module docstring); `reward`
+    is what each trial's `reward` holds (tbmm.integrations.harbor.reward.REWARDS)."""
+    from tbmm.integrations.harbor.reward import DEFAULT_REWARD, REWARDS
     from tbmm.suite.resources import checkout_root
+
+    if reward not in REWARDS:
+        raise ExportError(f"unknown reward {reward!r}: use {', '.join(REWARDS)}")
 
     say = progress or (lambda _m: None)
     if not tasks:
@@ -503,6 +520,10 @@ def export_harbor(
             tests = d / "tests"
             (tests / "wheelhouse").mkdir(parents=True)
             shutil.copyfile(t.dir / "tests" / "test.sh", tests / "test.sh")
+            if reward != DEFAULT_REWARD:
+                (tests / "test.sh").write_text(
+                    _select_reward(t.dir / "tests" / "test.sh", reward), encoding="utf-8"
+                )
             for sh in (d / "solution" / "solve.sh", tests / "test.sh"):
                 sh.chmod(0o755)
             (tests / "Dockerfile").write_text(
@@ -523,5 +544,5 @@ def export_harbor(
         size = sum(p.stat().st_size for p in (first or wh.path).iterdir() if p.is_file())
         wheel_name, wheel_sha = wh.wheel.name, wh.wheel_sha256
         (out / "dataset.toml").write_text(dataset_toml(digests, wh, verifier_base))
-        (out / "README.md").write_text(readme(list(digests), verifier_base))
+        (out / "README.md").write_text(readme(list(digests), verifier_base, reward))
     return ExportResult(out, list(digests), digests, wheel_name, wheel_sha, size)

@@ -11,10 +11,13 @@ check) and writes into `/logs/verifier`:
 
 * `verdict.json` — the full report (`tbmm.verify.VerifyReport`), exact values as text;
 * `reward.json` — Harbor reads only flat finite numbers, so verdicts are numbers too:
-  `reward` and `o_eval` (O-Eval), `robust_bo`, and 0/1 flags (`feasible`, `scored`,
-  `readable`, `gate_pass`, `gate_warn`, `gate_fail`, `lean_ok`, `replay_failed`). Every
-  task writes every key, so Harbor's per-key means are rates over all trials;
-* `reward.txt` — O-Eval alone (Harbor uses it only when `reward.json` is absent).
+  `reward` (the reward `--reward` selects: by default `skill`, skill over the task's naive
+  floor, the reward of tbmm's RL adapters and `tbmm serve`; or `o_eval`, the paper's
+  O-Eval; or `robust_bo`), then `skill`, `o_eval`, `robust_bo` whatever was selected, and
+  0/1 flags (`feasible`, `scored`, `readable`, `gate_pass`, `gate_warn`, `gate_fail`,
+  `lean_ok`, `replay_failed`). Every task writes every key, so Harbor's per-key means are
+  rates over all trials;
+* `reward.txt` — `reward` alone (Harbor uses it only when `reward.json` is absent).
 
 A verification that gives no verdict (budget exceeded, Lean disagreeing with Python, no
 Lean runtime, a crash) writes `verdict.json` with the cause and NO reward file, so Harbor
@@ -40,8 +43,12 @@ from tbmm.integrations.harbor import layout
 VERDICT_STATUSES = frozenset(
     {"scored", "gate_failed", "missing_artifact", "unreadable", "over_caps"}
 )
+# The rewards `--reward` can put in `reward` (tbmm.rewards.Reward; a test keeps them equal).
+REWARDS = ("skill", "o_eval", "robust_bo")
+DEFAULT_REWARD = "skill"
 REWARD_KEYS = (
     "reward",
+    "skill",
     "o_eval",
     "robust_bo",
     "feasible",
@@ -77,18 +84,26 @@ def read_agent_artifact(path: Path, max_bytes: int) -> bytes | None:
         os.close(fd)
 
 
-def rewards(report: dict[str, Any], replayed_task: bool) -> dict[str, float | int] | None:
-    """Harbor's reward.json for a verify report; None when the report is not a verdict."""
+def rewards(
+    report: dict[str, Any], replayed_task: bool, reward: str = DEFAULT_REWARD
+) -> dict[str, float | int] | None:
+    """Harbor's reward.json for a verify report, `reward` naming the headline; None when
+    the report is not a verdict."""
+    if reward not in REWARDS:
+        raise ValueError(f"unknown reward {reward!r}: use {', '.join(REWARDS)}")
     status = report.get("status")
     if status not in VERDICT_STATUSES:
         return None
-    o_eval = float(report["o_eval"])
+    values = {
+        "skill": float(report["skill"]) if status == "scored" else 0.0,
+        "o_eval": float(report["o_eval"]),
+        "robust_bo": float(report["robust_bo_eval"]),
+    }
     gate = report.get("gate")
     replay = report.get("replay") or {}
     return {
-        "reward": o_eval,
-        "o_eval": o_eval,
-        "robust_bo": float(report["robust_bo_eval"]),
+        "reward": values[reward],
+        **values,
         "feasible": int(report.get("exit_code") == 0),
         "scored": int(status == "scored"),
         "readable": int(bool(report.get("readable"))),
@@ -127,7 +142,7 @@ def verify_for_harbor(slug: str, artifact: Path, tasks_root: Path | None = None)
     }
 
 
-def write_outputs(result: dict[str, Any], out: Path) -> int:
+def write_outputs(result: dict[str, Any], out: Path, reward: str = DEFAULT_REWARD) -> int:
     """Write verdict.json and, for a verdict, reward.json and reward.txt; the exit code."""
     out.mkdir(parents=True, exist_ok=True)
     for name in (layout.REWARD_JSON, layout.REWARD_TXT):
@@ -135,7 +150,7 @@ def write_outputs(result: dict[str, Any], out: Path) -> int:
     report = result["report"]
     doc = {"tbmm_verdict": 1, "error": result["error"], "report": report}
     (out / layout.VERDICT_JSON).write_text(json.dumps(doc, indent=1, ensure_ascii=False))
-    r = rewards(report, result["replayed"]) if report is not None else None
+    r = rewards(report, result["replayed"], reward) if report is not None else None
     if r is None:
         why = result["error"].splitlines()[0] if result["error"] else ""
         if report is not None:
@@ -145,7 +160,8 @@ def write_outputs(result: dict[str, Any], out: Path) -> int:
     (out / layout.REWARD_JSON).write_text(json.dumps(r, sort_keys=True) + "\n")
     (out / layout.REWARD_TXT).write_text(repr(r["reward"]) + "\n")
     print(
-        f"tbmm: {report['task']} status {report['status']} O-Eval {report['o_eval_exact']} "
+        f"tbmm: {report['task']} status {report['status']} reward ({reward}) {r['reward']!r} "
+        f"O-Eval {report['o_eval_exact']} skill {report['skill_exact']} "
         f"gate {report['gate']} Lean {report['lean']}"
     )
     return 0
@@ -157,8 +173,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--artifact", required=True, type=Path, help="the agent's artifact")
     ap.add_argument("--out", type=Path, default=Path(str(layout.VERIFIER_DIR)))
     ap.add_argument("--tasks-root", type=Path, default=None)
+    ap.add_argument(
+        "--reward",
+        choices=REWARDS,
+        default=DEFAULT_REWARD,
+        help="what reward.json's `reward` and reward.txt hold (default: %(default)s)",
+    )
     args = ap.parse_args(argv)
-    return write_outputs(verify_for_harbor(args.task, args.artifact, args.tasks_root), args.out)
+    result = verify_for_harbor(args.task, args.artifact, args.tasks_root)
+    return write_outputs(result, args.out, args.reward)
 
 
 if __name__ == "__main__":
