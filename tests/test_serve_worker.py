@@ -37,14 +37,14 @@ def _body(*artifacts: str) -> bytes:
 
 
 def _big_tree() -> str:
-    """~3.8 MiB within every cap (20 unreferenced lists of 100,000 numbers), which the
-    pre-scan passes: its tree is ~150 MiB."""
-    return (
-        _anchor()[:-1]
-        + ","
-        + ",".join(f'"p{i}": [' + ",".join(["1"] * 100_000) + "]" for i in range(20))
-        + "}"
+    """~3.3 MiB within every cap (5 unreferenced lists of 100,000 distinct numbers: the
+    parser's literal memo cannot share them), which the pre-scan passes: its tree and memo
+    take ~80 MiB."""
+    lists = (
+        f'"p{i}": [' + ",".join(str(100_000 * (i + 1) + j) for j in range(100_000)) + "]"
+        for i in range(5)
     )
+    return _anchor()[:-1] + "," + ",".join(lists) + "}"
 
 
 async def _chunks(data: bytes, size: int = 1 << 16) -> AsyncIterator[bytes]:
@@ -98,8 +98,8 @@ def test_the_cpu_limit_is_a_503_and_the_next_request_is_judged() -> None:
     from fastapi.testclient import TestClient
 
     with TestClient(create_app(Pool(1, cpu_limit_s=1))) as client:
-        big = _big_tree()  # ~1.3 s of CPU each: the second at the latest passes 1 s
-        r = client.post("/v1/verify", content=_body(big, big, big))
+        big = _big_tree()  # ~0.5 s of CPU each: eight pass 1 s (the limit is 1-2 s on)
+        r = client.post("/v1/verify", content=_body(*[big] * 8))
         assert r.status_code == 503 and "CPU limit of 1 s" in r.json()["error"], r.text
         r = client.post("/v1/verify", content=_body(_anchor()))
         assert r.status_code == 200 and r.json()["verdicts"][0]["status"] == "scored"
