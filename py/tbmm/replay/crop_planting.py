@@ -1012,7 +1012,7 @@ set_option maxRecDepth 65536 in
 /-- The plots (附件1 with their 2023 plan from 附件2), statistics (附件2; smart-greenhouse
 first seasons as ordinary greenhouses), crops, prices (range midpoints), expected sales
 (2023 production) and the rules' parameters. -/
-def village : Crop.Data :=
+noncomputable def village : Crop.Data :=
   Crop.Data.mk
     {body}
 
