@@ -896,12 +896,16 @@ def _tenths(q: Fraction, what: str) -> int:
 
 
 def _lean_cell(cell: dict[str, Fraction], unit: Fraction) -> str:
-    items = []
+    """A season's plantings: up to three as `Crop.plantN c₁ a₁ …` (one application where the
+    list spells 2N + 1; the elaborator, not the kernel, pays per application), more as a list."""
+    pairs = []
     for crop in sorted(cell, key=int):
         n = cell[crop] / unit
         assert n.denominator == 1 and n > 0
-        items.append(f"(Crop.Planting.mk {int(crop)} {n.numerator})")
-    return _lean_list(items)
+        pairs.append((int(crop), n.numerator))
+    if 1 <= len(pairs) <= 3:
+        return f"(Crop.plant{len(pairs)} " + " ".join(f"{c} {a}" for c, a in pairs) + ")"
+    return _lean_list([f"(Crop.Planting.mk {c} {a})" for c, a in pairs])
 
 
 def _lean_year(first: dict[str, Fraction], second: dict[str, Fraction], unit: Fraction) -> str:
@@ -1012,7 +1016,7 @@ set_option maxRecDepth 65536 in
 /-- The plots (附件1 with their 2023 plan from 附件2), statistics (附件2; smart-greenhouse
 first seasons as ordinary greenhouses), crops, prices (range midpoints), expected sales
 (2023 production) and the rules' parameters. -/
-def village : Crop.Data :=
+noncomputable def village : Crop.Data :=
   Crop.Data.mk
     {body}
 
