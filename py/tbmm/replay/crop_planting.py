@@ -36,6 +36,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
+from itertools import repeat
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
@@ -314,23 +315,46 @@ class Plan:
     The replay counts areas as integers in units of 1/scale mu (`units`, scale a power of
     ten: every JSON number is a decimal), so the rules and the profit run on int arithmetic;
     `cells` (the same areas as Fractions) is built on first use (Lean terms, tests), and a
-    Plan built from `cells` gets its `units` on first use."""
+    Plan built from `cells` gets its `units` on first use. Which row holds a planting
+    (only violation messages name rows) is `row_index`: from `row_of`, or, for a plan read on
+    the plain path, from an int-keyed index (`lookup`); `row_of` is then built on first use."""
 
     def __init__(
         self,
         cells: dict[Key, Cell] | None,
-        row_of: dict[tuple[str, int, str, str], int],
+        row_of: dict[tuple[str, int, str, str], int] | None,
         rows: int,
         *,
         units: dict[Key, UnitCell] | None = None,
         scale: int = 1,
+        lookup: _Lookup | None = None,
     ) -> None:
         self._cells = cells
         self._from_cells = units is None
         self._units = units
         self._scale = scale
-        self.row_of = row_of
+        self._row_of = row_of
+        self._lookup = lookup
         self.rows = rows
+
+    @property
+    def row_of(self) -> dict[tuple[str, int, str, str], int]:
+        if self._row_of is None:
+            lk = self._lookup
+            assert lk is not None
+            self._row_of = {
+                (*lk.key_of[c], crop): i
+                for i, (c, crop) in enumerate(zip(lk.codes, lk.crops, strict=True))
+            }
+        return self._row_of
+
+    def row_index(self, plot: str, year: int, season: str, crop: str) -> int | None:
+        lk = self._lookup
+        if lk is None or self._row_of is not None:
+            return self.row_of.get((plot, year, season, crop))
+        code = lk.code_of.get((plot, year, season))
+        num = lk.number.get(crop)
+        return None if code is None or num is None else lk.index.get(code * lk.bound + num)
 
     @property
     def cells(self) -> dict[Key, Cell]:
@@ -357,7 +381,7 @@ class Plan:
         return units, scale
 
     def label(self, prefix: str, plot: str, year: int, season: str, crop: str) -> str:
-        i = self.row_of.get((plot, year, season, crop))
+        i = self.row_index(plot, year, season, crop)
         where = f"{prefix}[{i}]" if i is not None else "the 2023 plan (附件2)"
         return f"{where} ({year} {season}, {plot}, crop {crop})"
 
@@ -478,14 +502,18 @@ def parse_plan(
             " combinations the statement allows"
         )
     tb = tables(data, rules)
+    # areas in units of 1/10**K mu: K starts at 6 decimals (or the data's, if more) and
+    # grows, rescaling what is stored, when a row needs more (the result does not depend on K)
+    K = max(6, len(str(tb.scale)) - 1)
+    deadline.check()
+    plain = _parse_plain(rows, data, rules, K)
+    if plain is not None:
+        return plain
     year_of, plot_frac, plots, crops = tb.year_of_text, tb.plot_frac, data.plots, data.crops
     seasons = _SEASON_SET
     Num, get_row = exact.Num, _GET_ROW
     row_of: dict[tuple[str, int, str, str], int] = {}
     units: dict[Key, UnitCell] = {}
-    # areas in units of 1/10**K mu: K starts at 6 decimals (or the data's, if more) and
-    # grows, rescaling what is stored, when a row needs more (the result does not depend on K)
-    K = max(6, len(str(tb.scale)) - 1)
     plot_u = {pid: pn * 10**K // pd for pid, (pn, pd) in plot_frac.items()}
     seen: dict[str, int | None] = {}  # area text -> units (None: more than K decimals)
     n_rows = len(rows)
@@ -546,6 +574,110 @@ def parse_plan(
 
 _SEASON_SET = frozenset(SEASONS)
 _GET_ROW = operator.itemgetter(*ROW_KEYS)
+_GET = tuple(operator.itemgetter(k) for k in ROW_KEYS)
+_TEXT = operator.attrgetter("text")
+_INT_LITERAL = operator.attrgetter("is_int_literal")
+
+
+def _plain_tables(data: CropData, rules: Rules) -> tuple[dict[Any, int], list[Key], dict[str, int]]:
+    """Per (data, rules): an integer code per (plot, year, season) of the plan, the key of
+    each code, and each crop's number (cached on the data)."""
+    hit = data.tables.get(("plain", rules))
+    if hit is None:
+        keys: list[Key] = [(p, y, s) for p in data.plots for y in rules.years for s in SEASONS]
+        code = {k: i for i, k in enumerate(keys)}
+        hit = data.tables[("plain", rules)] = (
+            code,
+            keys,
+            {c: cr.number for c, cr in data.crops.items()},
+        )
+    return hit
+
+
+def _parse_plain(rows: list[Any], data: CropData, rules: Rules, K: int) -> Plan | None:
+    """`parse_plan` for a plan whose every row is plain (see there), column by column in
+    C-level passes (map, zip, set) instead of a Python loop per row; None as soon as any row
+    is not plain or two rows share a key, and `parse_plan`'s row loop then reads the plan
+    afresh (the reference order of checks and messages). The same Plan as that loop.
+
+    It keeps no tuple per row (a (plot, year, season) is an int code, a planting's key the
+    code times the crop numbers' bound plus the crop's number): the cyclic garbage collector
+    runs on the count of container objects allocated, and the freshly parsed artifact it
+    would walk each time is large. `row_of` is built only if a message names a row."""
+    n = len(rows)
+    if not n or set(map(type, rows)) != {dict}:
+        return None
+    try:
+        years = list(map(_GET[0], rows))
+        plots_c = list(map(_GET[1], rows))
+        seasons_c = list(map(_GET[2], rows))
+        crops_c = list(map(_GET[3], rows))
+        areas = list(map(_GET[4], rows))
+    except KeyError:
+        return None
+    if (
+        set(map(type, years)) != {exact.Num}
+        or set(map(type, areas)) != {exact.Num}
+        or set(map(type, plots_c)) != {str}
+        or set(map(type, seasons_c)) != {str}
+        or set(map(type, crops_c)) != {str}
+        or not all(map(_INT_LITERAL, years))
+        or not set(plots_c) <= data.plots.keys()
+        or not set(seasons_c) <= _SEASON_SET
+        or not set(crops_c) <= data.crops.keys()
+    ):
+        return None
+    tb = tables(data, rules)
+    ys = list(map(tb.year_of_text.get, map(_TEXT, years)))
+    if None in ys:
+        return None
+    texts = list(map(_TEXT, areas))
+    unit_of: dict[str, int | None] = {}
+    for text in set(texts):  # plans repeat their areas: each distinct text read once
+        u = None
+        if "e" not in text and "E" not in text:
+            whole, _, frac = text.partition(".")
+            k = len(frac)
+            if k <= K:
+                u = int(whole + frac) * 10 ** (K - k)
+                if u < 0:
+                    u = None
+        unit_of[text] = u
+    us = list(map(unit_of.__getitem__, texts))
+    if None in us:
+        return None
+    plot_u = {pid: pn * 10**K // pd for pid, (pn, pd) in tb.plot_frac.items()}
+    if not all(map(operator.le, us, map(plot_u.__getitem__, plots_c))):
+        return None
+    code_of, key_of, number = _plain_tables(data, rules)
+    codes = list(map(code_of.__getitem__, zip(plots_c, ys, seasons_c, strict=True)))
+    bound = 1 + max(number.values())
+    keys = map(
+        operator.add, map(operator.mul, codes, repeat(bound)), map(number.__getitem__, crops_c)
+    )
+    index = dict(zip(keys, range(n), strict=False))  # int -> int: no container the collector tracks
+    if len(index) != n:
+        return None  # a repeated key: the row loop names the first repeat
+    cells: dict[int, UnitCell] = defaultdict(dict)
+    for code, crop, u in zip(codes, crops_c, us, strict=True):
+        if u:
+            cells[code][crop] = u
+    units = {key_of[code]: cell for code, cell in cells.items()}
+    lookup = _Lookup(code_of, key_of, number, bound, index, codes, crops_c)
+    return Plan(None, None, n, units=units, scale=10**K, lookup=lookup)
+
+
+@dataclass(frozen=True)
+class _Lookup:
+    """The row of each planting of a plan read on the plain path, by int key."""
+
+    code_of: dict[Key, int]
+    key_of: list[Key]
+    number: dict[str, int]
+    bound: int
+    index: dict[int, int]  # code * bound + crop number -> row
+    codes: list[int]  # per row
+    crops: list[str]  # per row
 
 
 @dataclass
@@ -739,7 +871,7 @@ def _cell_order(data: CropData):  # noqa: ANN202
 
 
 def _rows(plan: Plan, prefix: str, plot: str, year: int, season: str, cell: dict[str, Any]) -> str:
-    idx = sorted(plan.row_of[(plot, year, season, c)] for c in cell)
+    idx = sorted(plan.row_index(plot, year, season, c) or 0 for c in cell)
     return ", ".join(f"{prefix}[{i}]" for i in idx)
 
 
@@ -803,9 +935,14 @@ def _stats_by_kind_season(
 
 
 def max_rows(data: CropData, rules: Rules) -> int:
-    """Distinct suitable (year, plot, season, crop) combinations: the statement's maximum."""
-    per_year = sum(1 for p in data.plots.values() for (kind, _, _) in data.stats if kind == p.kind)
-    return per_year * len(rules.years)
+    """Distinct suitable (year, plot, season, crop) combinations: the statement's maximum
+    (cached on the data)."""
+    hit = data.tables.get(("max_rows", rules))
+    if hit is None:
+        per_kind = Counter(kind for (kind, _, _) in data.stats)
+        per_year = sum(per_kind[p.kind] for p in data.plots.values())
+        hit = data.tables[("max_rows", rules)] = per_year * len(rules.years)
+    return hit
 
 
 def evaluate_plan(plan: Plan, data: CropData, rules: Rules, case: str, prefix: str) -> Verdict:
@@ -860,7 +997,7 @@ def replay(doc: dict[str, Any], task: Any, spec: Any, deadline: CpuBudget) -> Ou
         base = f"q1.{case}"
         out.values[f"{base}.profit_yuan"] = v.profit
         out.details[f"{base}.profit_yuan"] = (
-            f"{len(plan.row_of)} rows of {prefix}: revenue {exact.fraction_to_text(v.revenue)}"
+            f"{plan.rows} rows of {prefix}: revenue {exact.fraction_to_text(v.revenue)}"
             f" yuan, cost {exact.fraction_to_text(v.cost)} yuan"
         )
         out.values[f"{base}.rule_violations"] = v.total
