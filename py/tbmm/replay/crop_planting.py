@@ -930,17 +930,21 @@ def check_rules(plan: Plan, data: CropData, rules: Rules, prefix: str) -> dict[s
         leg[(code // (2 * P)) * P + code % P] += sum(cell[c] for c in legume.intersection(cell))
     lv = v["legume"]
     window = rules.legume_window
-    starts = range(data.history_year, rules.last_year - window + 2)
-    for i, (plot, p) in enumerate(plots.items()):
-        area_u = area_of[i] * f
-        for start in starts:
-            y0 = start - data.history_year
-            got = sum(leg[(y0 + d) * P + i] for d in range(window) if y0 + d < Y)
-            if got < area_u and lv.hit():
-                lv.shown.append(
-                    f"plot {plot}, {start}-{start + window - 1}: legumes on {mu(got)} mu "
-                    f"of {_mu(p.area)} mu"
-                )
+    first_area = area_of[:P] if f == 1 else list(map(operator.mul, area_of[:P], repeat(f)))
+    short: list[tuple[int, int, int]] = []  # (plot index, window start, legume area)
+    for start in range(data.history_year, rules.last_year - window + 2):
+        y0 = start - data.history_year
+        got = leg[y0 * P : y0 * P + P]  # every plot's legumes over the window, in C
+        for d in range(1, window):
+            got = list(map(operator.add, got, leg[(y0 + d) * P : (y0 + d) * P + P]))
+        short += [(i, start, got[i]) for i in compress(range(P), map(operator.lt, got, first_area))]
+    lv.count = len(short)
+    names = list(plots)
+    for i, start, got_i in sorted(short)[:SHOWN]:  # the reference's order: plot, then window
+        lv.shown.append(
+            f"plot {names[i]}, {start}-{start + window - 1}: legumes on {mu(got_i)} mu "
+            f"of {_mu(plots[names[i]].area)} mu"
+        )
     crop_of = {x: c for c, x in number.items()}
     over = [  # plots per crop and season slot, counted in C
         (*divmod(sc, bound), n)
