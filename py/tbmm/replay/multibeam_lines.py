@@ -354,22 +354,23 @@ def _ragged(start: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 def _chunks(cost: np.ndarray, limit: float) -> list[np.ndarray]:
-    """Consecutive index groups whose summed cost stays near `limit` (bounds memory)."""
-    out, start, acc = [], 0, 0.0
-    for i, c in enumerate(cost.tolist()):
-        if acc and acc + c > limit:
-            out.append(np.arange(start, i))
-            start, acc = i, 0.0
-        acc += c
-    if start < cost.size:
-        out.append(np.arange(start, cost.size))
-    return out
+    """Consecutive index groups of about `limit` summed cost each (bounds memory): the
+    group of an index is its preceding cost sum divided by `limit`, rounded down."""
+    if cost.size == 0:
+        return []
+    before = np.cumsum(cost) - cost
+    group = np.floor(before / limit)
+    cuts = np.flatnonzero(group[1:] != group[:-1]) + 1
+    return np.split(np.arange(cost.size), cuts)
 
 
 # -- coverage -----------------------------------------------------------------------------------
 
 PIECE = 32  # stations per piece: a piece's bounding rectangle hugs its part of the swath
 CHUNK_CELLS = 50_000  # rectangle cells per batch; cells covered by earlier batches are skipped
+CHUNK_ROWS = 100_000  # (piece, row) intervals computed at once
+FILL_EXT = 2  # evaluation cells: how far a piece's sure part reaches beyond its own stations
+EPS = 1e-9  # nmi: the sure part's margin (rounding of the exact test is ~1e-15 nmi)
 
 
 def _interval(a: np.ndarray, b: np.ndarray, lo: Any, hi: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -474,12 +475,33 @@ def coverage(g: Grid, sw: Swaths, p: Params, dl: CpuBudget) -> np.ndarray:
     cy = corners[:, :, 1]
     j0 = np.maximum(0, np.floor((cy.min(axis=1) - g.y0) / h)).astype(np.int64)
     j1 = np.minimum(nye - 1, np.floor((cy.max(axis=1) - g.y0) / h)).astype(np.int64)
-    cost = (t_hi - t_lo) * (Rp + Rm) / h**2 + np.maximum(0, j1 - j0 + 1)
+    # the piece's sure part: a rectangle its interpolated swath contains for certain (the
+    # along-track range widened by FILL_EXT on each side, so that the cells on the border of
+    # two pieces lie wholly inside one of them; the smallest reaches over every station the
+    # interpolation uses there; EPS inside on every side, far beyond rounding)
+    ext = FILL_EXT * h
+    e = int(np.ceil(2 * ext / p.station_step_nmi)) + 1  # stations within ext (dt >= step / 2)
+    m = sw.count[seg]
+    in_lo = sw.off[seg] + np.maximum(s0 - 1 - e, 0)
+    in_hi = sw.off[seg] + np.minimum(s1 + e, m - 1)
+    Ip = np.full(seg.size, np.inf)
+    Im = np.full(seg.size, np.inf)
+    for d in range(PIECE + 2 + 2 * e):
+        st = np.minimum(in_lo + d, in_hi)
+        Ip = np.minimum(Ip, sw.rp[st])
+        Im = np.minimum(Im, sw.rm[st])
+    L = sw.length[seg]
+    ti_lo = np.maximum(t_lo - ext, EPS)
+    ti_hi = np.minimum(t_hi + ext, L - EPS)
+    ci_lo, ci_hi = -(Im - EPS), Ip - EPS
+    sure = (ti_lo < ti_hi) & (ci_lo < ci_hi)
     # pieces in a scattered (golden-ratio) order: a batch rarely holds two overlapping pieces,
     # so a cell in many swaths (dense or stacked lines) is tested about once, not once per
     # swath of its batch; the union does not depend on the order
     perm = np.argsort(np.mod(np.arange(seg.size) * GOLDEN, 1.0), kind="stable")
-    for part in _chunks(cost[perm], CHUNK_CELLS):
+    batches = []
+    fill_start, fill_end = [], []
+    for part in _chunks(np.maximum(0, j1 - j0 + 1)[perm].astype(float), CHUNK_ROWS):
         qs = perm[part]
         dl.check("multibeam coverage")
         r, row = _ragged(j0[qs], j1[qs] - j0[qs] + 1)
@@ -488,15 +510,22 @@ def coverage(g: Grid, sw: Swaths, p: Params, dl: CpuBudget) -> np.ndarray:
         ux, uy, nx_, ny_ = u[q, 0], u[q, 1], n[q, 0], n[q, 1]
         xlo = np.full(q.size, np.inf)
         xhi = np.full(q.size, -np.inf)
+        klo = np.full(q.size, -np.inf)  # the sure part: x where both row bounds are inside
+        khi = np.full(q.size, np.inf)
         for edge in (0.0, 1.0):  # the row's lower and upper bound
             dy = g.y0 + (row + edge) * h - ay
             # t = (x - ax) ux + dy uy in [t_lo, t_hi];  c = (x - ax) nx + dy ny in [-Rm, Rp]
-            tlo, thi = _interval(dy * uy - ax * ux, ux, t_lo[q], t_hi[q])
-            clo, chi = _interval(dy * ny_ - ax * nx_, nx_, -Rm[q], Rp[q])
+            at, an = dy * uy - ax * ux, dy * ny_ - ax * nx_
+            tlo, thi = _interval(at, ux, t_lo[q], t_hi[q])
+            clo, chi = _interval(an, nx_, -Rm[q], Rp[q])
             lo_, hi_ = np.maximum(tlo, clo), np.minimum(thi, chi)
             ok = lo_ <= hi_
             xlo = np.where(ok, np.minimum(xlo, lo_), xlo)
             xhi = np.where(ok, np.maximum(xhi, hi_), xhi)
+            tlo, thi = _interval(at, ux, ti_lo[q], ti_hi[q])
+            clo, chi = _interval(an, nx_, ci_lo[q], ci_hi[q])
+            klo = np.maximum(klo, np.maximum(tlo, clo))
+            khi = np.minimum(khi, np.minimum(thi, chi))
         for c in range(4):
             y_c = corners[q, c, 1]
             inside = (y_c >= g.y0 + row * h) & (y_c <= g.y0 + (row + 1) * h)
@@ -506,14 +535,41 @@ def coverage(g: Grid, sw: Swaths, p: Params, dl: CpuBudget) -> np.ndarray:
         xhi = np.clip(xhi, g.x0 - h, g.x1 + h)
         i0 = np.clip(np.floor((xlo - g.x0) / h), 0, nxe).astype(np.int64)
         i1 = np.clip(np.floor((xhi - g.x0) / h), -1, nxe - 1).astype(np.int64)
-        # the cells of [i0, i1] on each row that are still uncovered
-        open_cells = np.flatnonzero(~flat)
-        lo = np.searchsorted(open_cells, row * nxe + i0, side="left")
-        hi = np.searchsorted(open_cells, row * nxe + i1, side="right")
+        batches.append((q, row, i0, i1))
+        # cells wholly inside the sure part (its every point, the sample point included)
+        k0 = np.ceil((np.clip(klo, g.x0 - h, g.x1 + h) - g.x0) / h)
+        k1 = np.floor((np.clip(khi, g.x0 - h, g.x1 + h) - g.x0) / h) - 1
+        k0 = np.clip(k0, 0, nxe).astype(np.int64)
+        k1 = np.clip(k1, -1, nxe - 1).astype(np.int64)
+        full = sure[q] & (k0 <= k1)
+        fill_start.append(row[full] * nxe + k0[full])
+        fill_end.append(row[full] * nxe + k1[full] + 1)
+    if fill_start:
+        N = flat.size + 1
+        marks = np.bincount(np.concatenate(fill_start), minlength=N)
+        marks -= np.bincount(np.concatenate(fill_end), minlength=N)
+        flat |= np.cumsum(marks[:-1]) > 0
+    if not batches:
+        return cov
+    q, row, i0, i1 = (np.concatenate(x) for x in zip(*batches, strict=True))
+    # the cells of [i0, i1] on each row that are still uncovered, tested in batches of
+    # about CHUNK_CELLS (the uncovered cells found again before each)
+    open_cells = np.flatnonzero(~flat)
+    todo = np.searchsorted(open_cells, row * nxe + i1, side="right")
+    todo -= np.searchsorted(open_cells, row * nxe + i0, side="left")
+    keep = todo > 0
+    q, row, i0, i1, todo = q[keep], row[keep], i0[keep], i1[keep], todo[keep]
+    for n_part, part in enumerate(_chunks(todo.astype(float), CHUNK_CELLS)):
+        dl.check("multibeam coverage")
+        if n_part:
+            open_cells = np.flatnonzero(~flat)
+        lo = np.searchsorted(open_cells, row[part] * nxe + i0[part], side="left")
+        hi = np.searchsorted(open_cells, row[part] * nxe + i1[part], side="right")
         r, at = _ragged(lo, hi - lo)
         if at.size == 0:
             continue
         cell = open_cells[at]
+        r = part[r]
         k = seg[q[r]]
         px = sx[cell] - sw.a[k, 0]
         py = sy[cell] - sw.a[k, 1]
