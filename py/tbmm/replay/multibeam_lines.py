@@ -36,10 +36,12 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import re
 import zipfile
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -229,6 +231,48 @@ def read_lines(doc: dict[str, Any], p: Params) -> list[Segment]:
     return out
 
 
+_GET4 = operator.itemgetter(*KEYS)
+_TEXT = operator.attrgetter("text")
+
+
+def read_columns(doc: dict[str, Any], p: Params) -> tuple[list[tuple[Any, ...]], np.ndarray]:
+    """`read_lines` as columns: per segment its four JSON numbers (exact values computed
+    only where needed) and an (n, 4) array of their floats. Plain lines (objects with the
+    four keys, finite numbers strictly within the coordinate limit) are read in C-level
+    passes; anything else goes through `read_lines`, which names the first unusable entry."""
+    q4 = doc.get("q4")
+    lines = q4.get("lines") if isinstance(q4, dict) else None
+    if isinstance(lines, list) and 0 < len(lines) <= p.max_lines:
+        try:
+            nodes = list(map(_GET4, lines))  # a non-object raises TypeError, a missing key KeyError
+        except (TypeError, KeyError):
+            nodes = []
+        flat = list(chain.from_iterable(nodes))
+        if nodes and set(map(type, flat)) == {exact.Num} and not any(map(_not_dict, lines)):
+            f = np.fromiter(map(float, map(_TEXT, flat)), dtype=float, count=len(flat))
+            flim = float(p.coord_limit_nmi)
+            if bool(np.all(np.abs(f) < flim)):  # strictly inside: the float settles it
+                return nodes, f.reshape(-1, 4)
+    segs = read_lines(doc, p)
+    return [tuple(_Exact(v) for v in s.coords) for s in segs], np.array(
+        [s.floats for s in segs], dtype=float
+    ).reshape(-1, 4)
+
+
+def _not_dict(entry: Any) -> bool:
+    """True for an entry `read_lines` refuses though itemgetter reads it (not a dict)."""
+    return type(entry) is not dict
+
+
+class _Exact:
+    """A Fraction with the `value` attribute of exact.Num (the slow reader's numbers)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Fraction) -> None:
+        self.value = value
+
+
 def _clip(x0: float, y0: float, x1: float, y1: float, box: tuple[float, float, float, float]):
     """Liang-Barsky: the part of a segment inside the box, or None."""
     bx0, by0, bx1, by1 = box
@@ -247,6 +291,29 @@ def _clip(x0: float, y0: float, x1: float, y1: float, box: tuple[float, float, f
         if lo > hi:
             return None
     return x0 + lo * dx, y0 + lo * dy, x0 + hi * dx, y0 + hi * dy
+
+
+def clip_all(
+    f: np.ndarray, box: tuple[float, float, float, float]
+) -> tuple[np.ndarray, np.ndarray]:
+    """`_clip` of every row of f (x0, y0, x1, y1), with its float operations in its order
+    (Python's max(lo, r) keeps lo unless r > lo): (clipped rows, whether any part is left)."""
+    bx0, by0, bx1, by1 = box
+    x0, y0, x1, y1 = f[:, 0], f[:, 1], f[:, 2], f[:, 3]
+    dx, dy = x1 - x0, y1 - y0
+    lo = np.zeros(len(f))
+    hi = np.ones(len(f))
+    dead = np.zeros(len(f), dtype=bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for pk, qk in ((-dx, x0 - bx0), (dx, bx1 - x0), (-dy, y0 - by0), (dy, by1 - y0)):
+            flat = pk == 0
+            dead |= flat & (qk < 0)
+            r = qk / np.where(flat, 1.0, pk)
+            lo = np.where(~flat & (pk < 0) & (r > lo), r, lo)
+            hi = np.where(~flat & (pk > 0) & (r < hi), r, hi)
+            dead |= lo > hi
+    out = np.stack([x0 + lo * dx, y0 + lo * dy, x0 + hi * dx, y0 + hi * dy], axis=1)
+    return out, ~dead
 
 
 # -- swath geometry ----------------------------------------------------------------------------
@@ -919,47 +986,50 @@ def prepare(task: Any, spec: Any) -> None:
 
 def replay(doc: dict[str, Any], task: Any, spec: Any, deadline: CpuBudget) -> Outcome:
     p = Params.from_spec(spec.params)
-    segs = read_lines(doc, p)
+    nodes, f = read_columns(doc, p)
     g = load_grid(task.data_dir)
     box = (g.x0, g.y0, g.x1, g.y1)
     bx0, by0, bx1, by1 = (Fraction(str(v)) for v in box)
-
+    # endpoints in the area: a float strictly inside settles it (correct rounding keeps the
+    # order), one on or beyond a bound is compared exactly
+    strict = (f[:, 0::2] > box[0]) & (f[:, 0::2] < box[2]) & (f[:, 1::2] > box[1])
+    strict &= f[:, 1::2] < box[3]  # (n, 2): start, end
     outside: list[str] = []
-    zero: list[str] = []
     n_out = 0
-    total = 0.0
-    geo: list[tuple[float, float, float, float]] = []
-    ids: list[int] = []
-    for s in segs:
-        x0, y0, x1, y1 = s.coords
-        fx0, fy0, fx1, fy1 = s.floats
-        for name, (x, y, fx, fy) in (("start", (x0, y0, fx0, fy0)), ("end", (x1, y1, fx1, fy1))):
-            if not (
-                _within(x, fx, bx0, bx1, box[0], box[2])
-                and _within(y, fy, by0, by1, box[1], box[3])
-            ):
-                n_out += 1
-                if len(outside) < SHOWN:
-                    outside.append(f"{LIST}[{s.index}] {name} ({_fmt(x)}, {_fmt(y)})")
-        if x0 == x1 and y0 == y1:
-            zero.append(f"{LIST}[{s.index}]")
-            continue
-        total += math.hypot(fx1 - fx0, fy1 - fy0)
-        clipped = _clip(fx0, fy0, fx1, fy1, box)
-        # a piece shorter than 1e-9 nmi (2 micrometres) inside the area has no swath to speak of
-        if (
-            clipped is not None
-            and math.hypot(clipped[2] - clipped[0], clipped[3] - clipped[1]) > 1e-9
-        ):
-            geo.append(clipped)
-            ids.append(s.index)
+    for i, e in zip(*np.nonzero(~strict), strict=True):
+        x, y = nodes[i][2 * e].value, nodes[i][2 * e + 1].value
+        if not (bx0 <= x <= bx1 and by0 <= y <= by1):
+            n_out += 1
+            if len(outside) < SHOWN:
+                name = "end" if e else "start"
+                outside.append(f"{LIST}[{i}] {name} ({_fmt(x)}, {_fmt(y)})")
+    # zero length: equal floats are necessary, the exact values decide
+    zero_ids = [
+        i
+        for i in np.flatnonzero((f[:, 0] == f[:, 2]) & (f[:, 1] == f[:, 3])).tolist()
+        if nodes[i][0].value == nodes[i][2].value and nodes[i][1].value == nodes[i][3].value
+    ]
+    zero = [f"{LIST}[{i}]" for i in zero_ids]
+    is_zero = np.zeros(len(f), dtype=bool)
+    is_zero[zero_ids] = True
+    # the total, summed in order as the reference does (a zero-length segment adds 0.0)
+    dx, dy = (f[:, 2] - f[:, 0]).tolist(), (f[:, 3] - f[:, 1]).tolist()
+    total = functools.reduce(operator.add, map(math.hypot, dx, dy), 0.0)
+    clipped, some = clip_all(f, box)
+    cdx = (clipped[:, 2] - clipped[:, 0]).tolist()
+    cdy = (clipped[:, 3] - clipped[:, 1]).tolist()
+    # a piece shorter than 1e-9 nmi (2 micrometres) inside the area has no swath to speak of
+    long_ = np.fromiter(map(math.hypot, cdx, cdy), dtype=float, count=len(cdx)) > 1e-9
+    use = np.flatnonzero(some & long_ & ~is_zero)
+    geo = clipped[use]
+    ids = use.tolist()
     if total > p.max_total_length_nmi:
         raise ReplayInputError(
             f"{LIST}: the segments are {total:.6g} nmi long in all, over the cap of "
             f"{p.max_total_length_nmi:g} nmi for a design of this area"
         )
     deadline.check("multibeam input")
-    sw = build_swaths(g, np.array(geo, dtype=float).reshape(-1, 4), ids, p)
+    sw = build_swaths(g, geo.reshape(-1, 4), ids, p)
     cov = coverage(g, sw, p, deadline)
     missed_pct = 100.0 * (1.0 - float(cov.mean()))
     eta = overlap_shares(sw, deadline, p.max_neighbours)
@@ -1004,7 +1074,7 @@ def replay(doc: dict[str, Any], task: Any, spec: Any, deadline: CpuBudget) -> Ou
             f"{LIST}[{sw.ids[k]}] ({per_seg[k]:.3f} nmi)" for k in worst if per_seg[k] > 0
         )
     notes = [
-        f"{len(segs)} segments, {len(sw.pts)} stations at <= {p.station_step_nmi:g} nmi; "
+        f"{len(nodes)} segments, {len(sw.pts)} stations at <= {p.station_step_nmi:g} nmi; "
         f"coverage on a {p.eval_step_nmi:g} nmi grid of {cov.size} points"
     ]
     finite = eta[np.isfinite(eta)]
