@@ -654,6 +654,7 @@ def coverage(g: Grid, sw: Swaths, p: Params, dl: CpuBudget) -> np.ndarray:
 
 BLOCKS = (64, 16, 4)  # stations per block, coarse to fine, in the nearest-crossing search
 TOL = 1e-12  # nmi: a line through the nadir itself counts on both sides
+DOMINATED = 1e-9  # nmi: farther than a sure crossing by this much (rounding is ~1e-15)
 CHUNK_PAIRS = 200_000  # (segment, candidate) pairs handled at once (memory bound)
 
 
@@ -666,8 +667,9 @@ def _group_first(key: np.ndarray, dist: np.ndarray, nkeys: int) -> np.ndarray:
     best = np.full(nkeys, np.inf)
     np.minimum.at(best, key, dist)
     at = np.flatnonzero(dist == best[key])
-    _, first = np.unique(key[at], return_index=True)
-    return at[first]
+    first = np.full(nkeys, at.size)  # per key, the earliest position in `at` (no sort)
+    np.minimum.at(first, key[at], np.arange(at.size))
+    return at[first[first < at.size]]
 
 
 def _prune(
@@ -689,19 +691,33 @@ def _prune(
     its whole run (`full`) within reach everywhere guarantees a crossing no farther than its
     largest distance there; the smallest such guarantee per run is that run's bound, and an
     entry whose smallest distance is not below the bound can be nobody's nearest (the
-    entry setting the bound is kept)."""
+    entry setting the bound is kept). Nor can an entry farther than that champion by more
+    than DOMINATED at both ends of its own stations: the two distances are linear in the
+    station, so it is farther at every station between (no exact tie can hand it a station)."""
     va, vb = sv0 + dsv * lo, sv0 + dsv * hi
     vlo, vhi = np.minimum(va, vb), np.maximum(va, vb)
-    sure = full & (vlo >= -TOL) & (vhi <= rk_min[key] + rq)
-    bound = np.full(nkeys, np.inf)
-    champion = np.zeros(key.size, dtype=bool)
-    idx = np.flatnonzero(sure)
-    if idx.size:
-        win = idx[_group_first(key[idx], vhi[idx], nkeys)]
-        bound[key[win]] = vhi[win]
-        champion[win] = True
     keep = (vhi >= -TOL) & (vlo <= rk_max[key] + rq)
-    return keep & ((np.maximum(vlo, 0.0) < bound[key]) | champion)
+    idx = np.flatnonzero(full & (vlo >= -TOL))
+    idx = idx[vhi[idx] <= rk_min[key[idx]] + rq[idx]]  # sure: valid at every station
+    if idx.size == 0:
+        return keep
+    win = idx[_group_first(key[idx], vhi[idx], nkeys)]
+    bound = np.full(nkeys, np.inf)
+    bound[key[win]] = vhi[win]
+    c0 = np.zeros(nkeys)
+    cd = np.zeros(nkeys)
+    c0[key[win]] = sv0[win]
+    cd[key[win]] = dsv[win]
+    bk = bound[key]
+    keep &= np.maximum(vlo, 0.0) < bk
+    at = np.flatnonzero(keep & (bk < np.inf))  # the dominance test where a champion is
+    k = key[at]
+    c0k, cdk = c0[k], cd[k]
+    above = va[at] - (c0k + cdk * lo[at]) > DOMINATED
+    above &= vb[at] - (c0k + cdk * hi[at]) > DOMINATED
+    keep[at[above]] = False
+    keep[win] = True  # the champion itself (its own smallest distance is below its bound)
+    return keep
 
 
 def _valid_run(
