@@ -353,9 +353,11 @@ def depth_and_gradient(
     i0 = np.minimum(np.floor(fx).astype(np.int64), g.nx - 2)
     j0 = np.minimum(np.floor(fy).astype(np.int64), g.ny - 2)
     tx, ty = fx - i0, fy - j0
-    d = g.depth
-    d00, d10 = d[j0, i0], d[j0, i0 + 1]
-    d01, d11 = d[j0 + 1, i0], d[j0 + 1, i0 + 1]
+    d = g.depth.ravel()  # flat gathers (the same values as d[j, i], fewer index passes)
+    at = j0 * g.nx + i0
+    d00, d10 = d.take(at), d.take(at + 1)
+    at += g.nx
+    d01, d11 = d.take(at), d.take(at + 1)
     depth = (1 - tx) * (1 - ty) * d00 + tx * (1 - ty) * d10 + (1 - tx) * ty * d01 + tx * ty * d11
     h = g.step * nmi_m
     gx = ((1 - ty) * (d10 - d00) + ty * (d11 - d01)) / h
