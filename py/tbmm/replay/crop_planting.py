@@ -902,11 +902,7 @@ def check_rules(plan: Plan, data: CropData, rules: Rules, prefix: str) -> dict[s
                     f"{lab(prefix, plot, year, 'first', RICE)}: rice and vegetables on "
                     f"irrigated plot {plot} in the same year"
                 )
-    hist = (
-        ct.hist
-        if f == 1
-        else {k: {c: u * f for c, u in cell.items()} for k, cell in ct.hist.items()}
-    )
+    hist = ct.hist if f == 1 else _scaled_hist(data, rules, ct, f)
     allc = {**hist, **cells}
     number = ct.number
     plan_keys = list(plan.planting_keys(ct, cells))
@@ -963,6 +959,17 @@ def check_rules(plan: Plan, data: CropData, rules: Rules, prefix: str) -> dict[s
                 f"{year} {season}, crop {crop}: on {n} plots > {rules.max_plots} ({', '.join(ps)})"
             )
     return v
+
+
+def _scaled_hist(data: CropData, rules: Rules, ct: Codes, f: int) -> dict[int, UnitCell]:
+    """The 2023 plan by code in units f times smaller (cached on the data for the usual f:
+    plans of up to 15 decimals; the cache stays small whatever artifacts arrive)."""
+    hit = data.tables.get(("hist", rules, f))
+    if hit is None:
+        hit = {k: {c: u * f for c, u in cell.items()} for k, cell in ct.hist.items()}
+        if f <= 10**15:
+            data.tables[("hist", rules, f)] = hit
+    return hit
 
 
 def _describe_rotation(
