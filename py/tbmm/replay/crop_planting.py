@@ -35,7 +35,7 @@ import operator
 import zipfile
 from collections import Counter, defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from fractions import Fraction
 from functools import lru_cache
 from itertools import compress, repeat
@@ -261,16 +261,20 @@ class Rules:
     max_plots: int
     legume_window: int
 
+    def __hash__(self) -> int:
+        # the per-(data, rules) tables are looked up by Rules many times per replay: the
+        # hash of its Fractions once (the fields never change)
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash(tuple(getattr(self, f.name) for f in fields(self)))
+            object.__setattr__(self, "_hash", h)
+        return h
+
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> Rules:
-        return cls(
-            int(params["first_year"]),
-            int(params["last_year"]),
-            exact.parse_decimal(str(params["min_area_open_mu"])),
-            exact.parse_decimal(str(params["min_area_greenhouse_mu"])),
-            int(params["max_plots_per_crop_season"]),
-            int(params["legume_window_years"]),
-        )
+        """The rules of `params` (one object per distinct text of the parameters, so that
+        the tables cached per rules are found by identity)."""
+        return _rules_of(tuple(sorted((str(k), str(v)) for k, v in params.items())))
 
     @property
     def years(self) -> range:
@@ -278,6 +282,19 @@ class Rules:
 
     def min_area(self, kind: str) -> Fraction:
         return self.min_area_open if kind in OPEN_AIR else self.min_area_greenhouse
+
+
+@lru_cache(maxsize=16)
+def _rules_of(items: tuple[tuple[str, str], ...]) -> Rules:
+    params = dict(items)
+    return Rules(
+        int(params["first_year"]),
+        int(params["last_year"]),
+        exact.parse_decimal(params["min_area_open_mu"]),
+        exact.parse_decimal(params["min_area_greenhouse_mu"]),
+        int(params["max_plots_per_crop_season"]),
+        int(params["legume_window_years"]),
+    )
 
 
 Cell = dict[str, Fraction]  # crop -> area (mu), one (plot, year, season)
