@@ -940,7 +940,9 @@ def check_rules(plan: Plan, data: CropData, rules: Rules, prefix: str) -> dict[s
     leg = [0] * (Y * P)  # per (year index, plot index)
     with_legumes = compress(allc.items(), map(operator.not_, map(legume.isdisjoint, allc.values())))
     for code, cell in with_legumes:
-        leg[(code // (2 * P)) * P + code % P] += sum(cell[c] for c in legume.intersection(cell))
+        leg[(code // (2 * P)) * P + code % P] += sum(
+            map(cell.__getitem__, legume.intersection(cell))
+        )
     lv = v["legume"]
     window = rules.legume_window
     first_area = area_of[:P] if f == 1 else list(map(operator.mul, area_of[:P], repeat(f)))
