@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 from typing import Any
 
 import pytest
@@ -282,7 +283,10 @@ def test_multibeam_over_caps_refused_with_the_same_reason(beam: Task) -> None:
 
 _BEAM_EDITS = st.lists(
     st.tuples(
-        st.sampled_from(["jitter", "bound", "outside", "zero", "dup", "reverse", "drop", "text"]),
+        st.sampled_from(
+            ["jitter", "bound", "outside", "zero", "dup", "reverse", "drop", "text"]
+            + ["tilt", "near", "cross", "fan"]
+        ),
         st.integers(min_value=0, max_value=10**6),
         st.integers(min_value=0, max_value=10**6),
     ),
@@ -323,11 +327,29 @@ def _mutate_beam(
             del lines[i]
         elif kind == "text":
             e[k] = f"{float(e[k]):.6e}"
+        elif kind == "tilt":  # the end moved across the neighbours: crossing lines
+            e[k] = repr(min(4.0, max(0.0, float(e[k]) + (b % 601 - 300) * 1e-3)))
+        elif kind == "near":  # a copy 1e-5 to 1e-2 nmi aside: the nearest neighbour changes
+            d = 10.0 ** -(2 + b % 4)
+            lines.append({**e, "x_start_nmi": repr(float(e["x_start_nmi"]) + d)})
+        elif kind == "cross":  # a line across the slice
+            xs = [float(x[j]) for x in lines for j in ("x_start_nmi", "x_end_nmi")]
+            ys = [float(x[j]) for x in lines for j in ("y_start_nmi", "y_end_nmi")]
+            lines.append(
+                dict(zip(M.KEYS, map(repr, (min(xs), min(ys), max(xs), max(ys))), strict=True))
+            )
+        elif kind == "fan":  # lines through one point within a few degrees
+            x0, y0 = float(e["x_start_nmi"]), float(e["y_start_nmi"])
+            for j in range(5):
+                a = 0.3 + (b % 7) * 0.1 + j * 0.02
+                x1 = min(4.0, x0 + 0.5 * math.cos(a))
+                y1 = min(5.0, y0 + 0.5 * math.sin(a))
+                lines.append(dict(zip(M.KEYS, map(repr, (x0, y0, x1, y1)), strict=True)))
     body = ",".join("{" + ",".join(f'"{k}": {v}' for k, v in e.items()) + "}" for e in lines)
     return exact.loads('{"q4": {"lines": [' + body + "]}}")
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(keep=st.integers(min_value=0, max_value=10**6), edits=_BEAM_EDITS)
 def test_multibeam_mutated_anchors_match_v1(
     beam: Task, keep: int, edits: list[tuple[str, int, int]]
