@@ -130,7 +130,7 @@ def _crop_edge_cases(task: Task) -> dict[str, dict[str, Any]]:
                 "area_mu": exact.loads("0.3"),
             }
             for p in ("D1", "D2", "D3", "D4", "D5", "D6", "D7", "D8")
-            for c in ("17", "18", "19", "20", "21", "22", "23", "24")
+            for c in map(str, range(17, 25))
         ),
     )
     return out
