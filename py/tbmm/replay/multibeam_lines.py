@@ -387,12 +387,14 @@ def build_swaths(g: Grid, geo: np.ndarray, ids: list[int], p: Params) -> Swaths:
     count = np.maximum(1, np.ceil(length / p.station_step_nmi - 1e-9)).astype(np.int64)
     dt = length / count
     off = np.concatenate([[0], np.cumsum(count)])
-    seg_of = np.repeat(np.arange(len(ids)), count)
-    local = np.arange(int(off[-1])) - off[seg_of]
-    t = (local + 0.5) * dt[seg_of]
-    pts = A[seg_of] + t[:, None] * U[seg_of]
-    depth, gx, gy = depth_and_gradient(g, pts[:, 0], pts[:, 1], p.nmi_m)
-    slope = gx * N[seg_of, 0] + gy * N[seg_of, 1]
+    # per station, column by column (the same float operations as on (S, 2) rows)
+    local = np.arange(int(off[-1])) - np.repeat(off[:-1], count)
+    t = (local + 0.5) * np.repeat(dt, count)
+    px = np.repeat(A[:, 0], count) + t * np.repeat(U[:, 0], count)
+    py = np.repeat(A[:, 1], count) + t * np.repeat(U[:, 1], count)
+    pts = np.stack([px, py], axis=1)
+    depth, gx, gy = depth_and_gradient(g, px, py, p.nmi_m)
+    slope = gx * np.repeat(N[:, 0], count) + gy * np.repeat(N[:, 1], count)
     rp, rm = reaches(depth, slope, half, p.nmi_m)
     return Swaths(ids, A, U, N, length, dt, off, pts, rp, rm)
 
