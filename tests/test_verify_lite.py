@@ -170,6 +170,34 @@ def test_what_the_printer_cannot_vouch_for_goes_to_rich(markup: str) -> None:
     assert plain.text_of(markup) is None
 
 
+def test_error_line_is_the_typer_commands(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`print_error` against `tbmm.cli.root._fail`'s rich line (no wrap, markup escaped)."""
+    from rich.console import Console
+    from rich.markup import escape
+
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    monkeypatch.delenv("TTY_COMPATIBLE", raising=False)
+    monkeypatch.setenv("COLUMNS", "30")
+    long = "/tmp/" + "x" * 90 + ".json: not valid JSON: Expecting value: line 1 column 1 (char 0)"
+    for msg in (
+        long,
+        "a [red]b[/red] c",
+        "[/red]",
+        "ends with \\",
+        "tab\there",
+        "bell\x07",
+        "wide 漢字 ⟨⟩",
+        ":smile:",
+    ):
+        buf = io.StringIO()
+        plain.print_error(msg, buf)
+        want = io.StringIO()
+        Console(file=want).print(
+            f"[red]error:[/red] {escape(msg)}", highlight=False, soft_wrap=True
+        )
+        assert buf.getvalue() == want.getvalue(), msg
+
+
 def test_every_extra_character_is_one_cell_for_rich() -> None:
     from rich.cells import cell_len
 

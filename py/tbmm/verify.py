@@ -26,7 +26,10 @@ __all__ = ["VerifyReport", "lean_scope", "schema_issues", "verify_artifact", "ve
 
 
 class VerifyReport(BaseModel):
-    """Everything known about one artifact of one task (JSON-serialisable, stored by the harness)."""
+    """Everything known about one artifact of one task (JSON-serialisable, stored by the harness).
+
+    Built from `tbmm.verify_plain`'s plain fields, whose `FIELDS` table repeats these names,
+    order and defaults (tests/test_verify_lite.py holds the two equal)."""
 
     task: str
     exit_code: int  # 0 feasible, 1 infeasible, 2 unreadable / over caps, 3 no verdict

@@ -166,7 +166,8 @@ def print_error(msg: str, stream: TextIO | None = None) -> None:
     """`tbmm.cli.root._fail`'s line ("error: MSG" on stderr, red on a terminal, never
     wrapped), printed plainly where rich would print it so."""
     stream = stream or sys.stderr
-    plain = not is_terminal(stream) and "\t" not in msg and "\n" not in msg and "\r" not in msg
+    # rich drops some control characters, expands tabs and doubles a final backslash
+    plain = not is_terminal(stream) and msg.isprintable() and "\\" not in msg
     if plain and not any(m.group(2) for m in _RE_EMOJI.finditer(msg)):
         try:
             stream.write(f"error: {msg}\n")
