@@ -151,9 +151,16 @@ def test_entry_parse() -> None:
     }
     assert p(["gate", "--task=x", "a.json", "--json"])["flags"] == {"--json"}
     assert p(["score", "a.json", "--task", "x", "--tasks-root", "/r", "--gate-failed"])
+    assert p(["verify", "a.json", "--task", "x", "--no-lean", "--json"])["flags"] == {
+        "--no-lean",
+        "--json",
+    }
     for typer_decides in (
         [],
-        ["verify", "a.json", "--task", "x"],
+        ["verify", "--batch", "d", "--task", "x"],
+        ["verify", "--manifest", "m.json"],
+        ["verify", "a.json", "--task", "x", "--gate-failed"],
+        ["replay", "a.json", "--task", "x"],
         ["score", "a.json"],
         ["score", "--task", "x"],
         ["score", "a.json", "--task"],

@@ -222,8 +222,10 @@ namespace IExpr
 /-- An integer identity from an identity of normal forms: `a = b` when
 `pos a + neg b` and `pos b + neg a` normalise alike (pass `rfl`). -/
 theorem eq (env : List Int) (a b : IExpr)
-    (h : Eq (Poly.addP (parts a).pos (parts b).neg) (Poly.addP (parts b).pos (parts a).neg)) :
+    (hb : Eq (Poly.beqP (Poly.addP (parts a).pos (parts b).neg)
+      (Poly.addP (parts b).pos (parts a).neg)) Bool.true) :
     Eq (eval env a) (eval env b) :=
+  let h := Poly.eq_of_beqP hb
   let fe := flat env
   let PA := Int.posPart (eval env a)
   let NA := Int.negPart (eval env a)
@@ -254,9 +256,12 @@ theorem eq (env : List Int) (a b : IExpr)
 `b − a` and `d − c` normalise alike, i.e. when `pos a + neg b + pos d + neg c` and
 `pos c + neg d + pos b + neg a` do (pass `rfl`). -/
 theorem ble_congr (env : List Int) (a b c d : IExpr)
-    (h : Eq (Poly.addP (Poly.addP (parts a).pos (parts b).neg) (Poly.addP (parts d).pos (parts c).neg))
-      (Poly.addP (Poly.addP (parts c).pos (parts d).neg) (Poly.addP (parts b).pos (parts a).neg))) :
+    (hb : Eq (Poly.beqP
+      (Poly.addP (Poly.addP (parts a).pos (parts b).neg) (Poly.addP (parts d).pos (parts c).neg))
+      (Poly.addP (Poly.addP (parts c).pos (parts d).neg) (Poly.addP (parts b).pos (parts a).neg)))
+      Bool.true) :
     Eq (Int.ble (eval env a) (eval env b)) (Int.ble (eval env c) (eval env d)) :=
+  let h := Poly.eq_of_beqP hb
   let fe := flat env
   let PA := Int.posPart (eval env a)
   let NA := Int.negPart (eval env a)

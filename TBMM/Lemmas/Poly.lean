@@ -7,8 +7,8 @@ Proof by reflection, so that no later proof rearranges sums and products by hand
 expression `NExpr` (variables, 0, 1, `+`, `·`) is evaluated in an environment (a list
 of naturals), and normalised to a polynomial: a list of monomials, each a list of
 variable indices, both kept sorted by insertion. `NExpr.eq` then proves
-`eval env a = eval env b` from `norm a = norm b`, which the kernel checks by computing
-both normal forms (`rfl`).
+`eval env a = eval env b` from `beqP (norm a) (norm b) = true`, which the kernel checks by
+computing and comparing both normal forms (`rfl`).
 
 Only soundness is proved — every operation on normal forms preserves the value
 (`evalP_addP`, `evalP_mulP`, …) — never that normal forms are unique: the sorting
@@ -65,6 +65,59 @@ def scaleP (m : List Nat) (q : List (List Nat)) : List (List Nat) :=
 /-- Product of polynomials. -/
 def mulP (p q : List (List Nat)) : List (List Nat) :=
   List.foldr (fun m acc => addP (scaleP m q) acc) List.nil p
+
+/-! Normal forms compared by a Boolean function: a reflection proof passes
+`rfl : beqP p q = true`, which both the elaborator and the kernel settle by plain
+evaluation. (Passing `rfl : p = q` instead let the elaborator's unifier try the two sides'
+arguments against each other before evaluating them; `Lemmas.Rat` took twice as long.) -/
+
+/-- `and a b = true` gives `a = true`. -/
+theorem and_left {a b : Bool} (h : Eq (and a b) Bool.true) : Eq a Bool.true :=
+  Bool.casesOn (motive := fun a => Eq (and a b) Bool.true → Eq a Bool.true) a
+    (fun h => absurdFT h) (fun _ => rfl) h
+
+/-- `and a b = true` gives `b = true`. -/
+theorem and_right {a b : Bool} (h : Eq (and a b) Bool.true) : Eq b Bool.true :=
+  Bool.casesOn (motive := fun a => Eq (and a b) Bool.true → Eq b Bool.true) a
+    (fun h => absurdFT h) (fun h => h) h
+
+/-- Monomials compared entry by entry. -/
+def beqM (a b : List Nat) : Bool :=
+  List.rec (motive := fun _ => List Nat → Bool)
+    (fun ys => List.casesOn (motive := fun _ => Bool) ys Bool.true (fun _ _ => Bool.false))
+    (fun x _ r ys => List.casesOn (motive := fun _ => Bool) ys Bool.false
+      (fun y ys' => and (Nat.beq x y) (r ys'))) a b
+
+/-- Polynomials compared monomial by monomial. -/
+def beqP (a b : List (List Nat)) : Bool :=
+  List.rec (motive := fun _ => List (List Nat) → Bool)
+    (fun ys => List.casesOn (motive := fun _ => Bool) ys Bool.true (fun _ _ => Bool.false))
+    (fun x _ r ys => List.casesOn (motive := fun _ => Bool) ys Bool.false
+      (fun y ys' => and (beqM x y) (r ys'))) a b
+
+/-- Monomials that test equal are equal. -/
+theorem eq_of_beqM {xs ys : List Nat} (h : Eq (beqM xs ys) Bool.true) : Eq xs ys :=
+  List.rec (motive := fun xs => (ys : List Nat) → Eq (beqM xs ys) Bool.true → Eq xs ys)
+    (fun ys => List.casesOn (motive := fun ys => Eq (beqM List.nil ys) Bool.true →
+        Eq List.nil ys) ys
+      (fun _ => rfl) (fun _ _ h => absurdFT h))
+    (fun x xt ih ys => List.casesOn (motive := fun ys =>
+        Eq (beqM (List.cons x xt) ys) Bool.true → Eq (List.cons x xt) ys) ys
+      (fun h => absurdFT h)
+      (fun _ yt h => congr2 List.cons (Nat.eq_of_beq (and_left h)) (ih yt (and_right h))))
+    xs ys h
+
+/-- Polynomials that test equal are equal. -/
+theorem eq_of_beqP {xs ys : List (List Nat)} (h : Eq (beqP xs ys) Bool.true) : Eq xs ys :=
+  List.rec (motive := fun xs => (ys : List (List Nat)) → Eq (beqP xs ys) Bool.true → Eq xs ys)
+    (fun ys => List.casesOn (motive := fun ys => Eq (beqP List.nil ys) Bool.true →
+        Eq List.nil ys) ys
+      (fun _ => rfl) (fun _ _ h => absurdFT h))
+    (fun x xt ih ys => List.casesOn (motive := fun ys =>
+        Eq (beqP (List.cons x xt) ys) Bool.true → Eq (List.cons x xt) ys) ys
+      (fun h => absurdFT h)
+      (fun _ yt h => congr2 List.cons (eq_of_beqM (and_left h)) (ih yt (and_right h))))
+    xs ys h
 
 /-! Each operation preserves the value. -/
 
@@ -168,10 +221,11 @@ theorem norm_sound (env : List Nat) (e : NExpr) :
 
 /-- The ring identity `a = b` holds when both sides have the same normal form (checked by
 the kernel: pass `rfl`). -/
-theorem eq (env : List Nat) (a b : NExpr) (h : Eq (norm a) (norm b)) :
+theorem eq (env : List Nat) (a b : NExpr) (h : Eq (Poly.beqP (norm a) (norm b)) Bool.true) :
     Eq (eval env a) (eval env b) :=
   Eq.trans (norm_sound env a)
-    (Eq.trans (congrArg (Poly.evalP (Poly.getD env)) h) (Eq.symm (norm_sound env b)))
+    (Eq.trans (congrArg (Poly.evalP (Poly.getD env)) (Poly.eq_of_beqP h))
+      (Eq.symm (norm_sound env b)))
 
 end NExpr
 

@@ -12,7 +12,8 @@ Representation (written by the certificate generator, never from artifact string
 
 * a plan is one list per plot of 附件1 (in its order), each holding one `Year` per year
   2024–2030; a `Year` holds the first- and second-season plantings, each a list of
-  `Planting`s (crop number, area) with strictly increasing crop numbers and positive areas;
+  `Planting`s (crop number, area) with strictly increasing crop numbers and positive areas
+  (a season of up to three written `plant1`–`plant3`, which only spell the list shorter);
 * areas are natural numbers in units of `1/(10·k)` mu for the plan's scale `k`; the data's
   plot areas, minimum areas and the 2023 plan are in tenths of a mu (scale 1);
 * prices are natural numbers in units of `1/priceDen` yuan per jin.
@@ -165,6 +166,17 @@ end Crop
 noncomputable section
 
 namespace Crop
+
+/-- A season of one planting (the certificates' short form of a one-element list). -/
+def plant1 (c a : Nat) : List Planting := List.cons (Planting.mk c a) List.nil
+
+/-- A season of two plantings. -/
+def plant2 (c a c' a' : Nat) : List Planting :=
+  List.cons (Planting.mk c a) (List.cons (Planting.mk c' a') List.nil)
+
+/-- A season of three plantings. -/
+def plant3 (c a c' a' c'' a'' : Nat) : List Planting :=
+  List.cons (Planting.mk c a) (List.cons (Planting.mk c' a') (List.cons (Planting.mk c'' a'') List.nil))
 
 /-- Boolean equality. -/
 def boolEq (a b : Bool) : Bool := cond a b (not b)

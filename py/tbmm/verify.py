@@ -17,16 +17,19 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from tbmm.core import bounds, exact
-from tbmm.core.paths import MISSING, expand_nodes
-from tbmm.suite.models import REPLAYED
+from tbmm import verify_plain as P
+from tbmm.core import bounds
 from tbmm.suite.tasks import Task
-from tbmm.verdict.pipeline import evaluate
-from tbmm.verdict.scoring import ArtifactError, read_artifact, score_task
+from tbmm.verify_plain import lean_scope, schema_issues
+
+__all__ = ["VerifyReport", "lean_scope", "schema_issues", "verify_artifact", "verify_batch"]
 
 
 class VerifyReport(BaseModel):
-    """Everything known about one artifact of one task (JSON-serialisable, stored by the harness)."""
+    """Everything known about one artifact of one task (JSON-serialisable, stored by the harness).
+
+    Built from `tbmm.verify_plain`'s plain fields, whose `FIELDS` table repeats these names,
+    order and defaults (tests/test_verify_lite.py holds the two equal)."""
 
     task: str
     exit_code: int  # 0 feasible, 1 infeasible, 2 unreadable / over caps, 3 no verdict
@@ -60,50 +63,16 @@ class VerifyReport(BaseModel):
     task_digest: str = ""
 
 
-def schema_issues(task: Task, doc: dict[str, Any]) -> list[str]:
-    """Fields of the schema that are missing or of the wrong type (informative, not fatal)."""
-    issues = []
-    for f in task.artifact_map.field:
-        for path, node in expand_nodes(doc, f.path):
-            if node is MISSING:
-                issues.append(f"{path}: missing")
-                continue
-            if f.type == "list[number]":
-                ok = isinstance(node, list) and all(isinstance(x, exact.Num) for x in node)
-            elif f.type == "tag":
-                ok = isinstance(node, str) and node in f.tags
-            else:
-                ok = isinstance(node, exact.Num) and (
-                    f.type != "integer" or node.value.denominator == 1
-                )
-            if not ok:
-                issues.append(f"{path}: expected {f.type}")
-    return issues
-
-
 def _unreadable(task: Task, error: str, status: str) -> VerifyReport:
     """Exit 2: nothing to check; scored as a missing artifact (O-Eval 0, Robust BO-Eval -1)."""
-    return VerifyReport(
-        task=task.slug,
-        exit_code=2,
-        readable=False,
-        error=error,
-        status=status,
-        score=score_task(task, None).to_json(),
-    )
+    return VerifyReport(**P.unreadable(task, error, status))
 
 
-def _over_budget(task: Task, error: str) -> VerifyReport:
-    """Exit 3: the verification CPU budget ran out: no verdict (the score fields are those
-    of a missing artifact only so that the report is complete; nothing may rank them)."""
-    return VerifyReport(
-        task=task.slug,
-        exit_code=3,
-        readable=True,
-        error=error,
-        status="budget_exceeded",
-        score=score_task(task, None).to_json(),
-    )
+def _python_stage(task: Task, data: bytes | None) -> tuple[VerifyReport | None, Any, Any]:
+    """Read, resolve (replay), gate and score: a final report for what needs no Lean
+    (missing, unreadable, over a cap), else the evaluation and the parsed artifact."""
+    early, ev, doc = P.python_stage(task, data)
+    return (None if early is None else VerifyReport(**early)), ev, doc
 
 
 def verify_artifact(
@@ -118,133 +87,10 @@ def verify_artifact(
     load never decides a verdict. Both sit at 10x or more of what the largest artifact
     within the caps costs; one that still runs out is status budget_exceeded (exit 3): no
     verdict, neither infeasible nor a score (the harness stores it as an error and reruns
-    it). Task data and Lean library builds are never charged to it.
+    it). Task data and Lean library builds are never charged to it. The pipeline itself is
+    `tbmm.verify_plain` (plain fields, which `tbmm verify` prints without this model).
     """
-    with bounds.cpu_budget(budget_s):
-        try:
-            rep = _verify(task, data, lean=lean)
-        except bounds.BudgetExceeded as exc:
-            rep = _over_budget(task, str(exc))
-    rep.task_digest = task.verdict_digest
-    return rep
-
-
-def _verify(task: Task, data: bytes | None, *, lean: bool) -> VerifyReport:
-    early, ev, doc = _python_stage(task, data)
-    if early is not None:
-        return early
-    assert ev is not None and ev.doc is not None
-    lr = None
-    if lean:
-        from tbmm.lean.certify import check_artifact
-
-        lr = check_artifact(task, ev.doc, gate_report=ev.gate, score=ev.score)
-        bounds.check_budget("after the Lean check")
-    return _finish(task, doc, ev, lr, lean=lean)
-
-
-def _python_stage(task: Task, data: bytes | None) -> tuple[VerifyReport | None, Any, Any]:
-    """Read, resolve (replay), gate and score: a final report for what needs no Lean
-    (missing, unreadable, over a cap), else the evaluation and the parsed artifact."""
-    if data is None:
-        return _unreadable(task, "missing artifact", "missing_artifact"), None, None
-    try:
-        doc = read_artifact(data, task.caps)
-    except ArtifactError as exc:  # over a cap of tbmm.core.bounds: its own status
-        over = isinstance(exc.__cause__, bounds.BoundsError)
-        return _unreadable(task, str(exc), "over_caps" if over else "unreadable"), None, None
-    ev = evaluate(task, doc)
-    bounds.check_budget("after the gate, the replay and scoring")
-    assert ev.doc is not None
-    return None, ev, doc
-
-
-def lean_scope(task: Task, replay: Any, lr: Any) -> dict[str, dict[str, str]]:
-    """For each replayed value: recomputed by the Lean kernel, or taken from the Python
-    replay (with the replay's precision and the tolerance its `agree` check allows)."""
-    spec = task.replay_spec
-    if replay is None or spec is None:
-        return {}
-    recomputed = set(lr.recomputed) if lr is not None and lr.outcome in ("ok", "fail") else set()
-    agree = {c.against: c for c in task.gate.check if c.form.value == "agree" and c.against}
-    out: dict[str, dict[str, str]] = {}
-    for path in replay.values:
-        full = f"{REPLAYED}.{path}"
-        if full in recomputed:
-            out[path] = {"by": "lean_kernel", "precision": "exact (recomputed from the decisions)"}
-            continue
-        precision = (
-            "exact rationals (Python only)"
-            if spec.exact
-            else f"floating, rounded to {spec.digits} significant digits (Python only)"
-        )
-        entry = {"by": "python_replay", "precision": precision}
-        c = agree.get(full)
-        if c is not None:
-            entry["agree"] = f"{c.field}: |claim - replayed| <= {c.tol or 0}" + (
-                f" + {c.rel_tol} x |replayed|" if c.rel_tol else ""
-            )
-        out[path] = entry
-    return out
-
-
-def _finish(task: Task, doc: Any, ev: Any, lr: Any, *, lean: bool) -> VerifyReport:
-    """The report of an evaluated artifact, with the Lean kernel's result `lr` (None: skipped)."""
-    g, s = ev.gate, ev.score
-    failing = [f"gate {i.name} ({i.check.form.value}): {i.message}" for i in g.failed]
-    lean_state, lean_detail = "skipped", {}
-    if lean and lr is not None:
-        lean_state = lr.outcome
-        lean_detail = lr.to_json()
-        failing += [f"lean {o}" for o in lr.failing]
-        failing += [f"lean disagreement: {d}" for d in lr.disagreements]
-        if lr.disagreements:
-            failing.append(
-                f"lean disagreement: verdict: Python {lr.python_verdict}, "
-                f"Lean kernel {lr.lean_verdict or 'differs'}"
-            )
-        if lr.error:
-            failing.append(f"lean error: {lr.error}")
-    if lean_state in ("disagreement", "error"):  # no verdict: Python's scores kept for diagnosis
-        return VerifyReport(
-            task=task.slug,
-            exit_code=3,
-            readable=True,
-            schema_issues=schema_issues(task, doc),
-            gate=g.verdict,
-            lean="disagreement",
-            lean_detail=lean_detail,
-            failing=failing,
-            status="lean_disagreement",
-            score=s.to_json(),
-            gate_report=g.to_json(),
-            replay=ev.replay.to_json() if ev.replay is not None else {},
-            lean_scope=lean_scope(task, ev.replay, None),
-        )
-    infeasible = g.verdict == "fail"  # Lean, when it ran, confirmed the same verdict
-    sj = s.to_json()
-    return VerifyReport(
-        task=task.slug,
-        exit_code=1 if infeasible else 0,
-        readable=True,
-        schema_issues=schema_issues(task, doc),
-        gate=g.verdict,
-        lean=lean_state,
-        lean_detail=lean_detail,
-        failing=failing,
-        o_eval=sj["o_eval"],
-        o_eval_exact=sj["o_eval_exact"],
-        raw_exact=sj["raw_exact"],
-        robust_bo_eval=sj["robust_bo_eval"],
-        robust_bo_eval_exact=sj["robust_bo_eval_exact"],
-        skill=sj["skill"],
-        skill_exact=sj["skill_exact"],
-        status=s.status,
-        score=sj,
-        gate_report=g.to_json(),
-        replay=ev.replay.to_json() if ev.replay is not None else {},
-        lean_scope=lean_scope(task, ev.replay, lr if lean else None),
-    )
+    return VerifyReport(**P.verify_fields(task, data, lean=lean, budget_s=budget_s))
 
 
 def verify_batch(
@@ -259,43 +105,4 @@ def verify_batch(
     run within `budget_s` of CPU, as `verify_artifact`'s do; the shared Lean run gets the
     CPU limit of all its artifacts together (when it runs out, every artifact it held ends
     budget_exceeded)."""
-    reports: list[VerifyReport | None] = []
-    staged: list[tuple[int, Any, Any]] = []
-    pooled = 0.0
-    for k, (task, data) in enumerate(items):
-        with bounds.cpu_budget(budget_s) as d:
-            try:
-                early, ev, doc = _python_stage(task, data)
-            except bounds.BudgetExceeded as exc:
-                early = _over_budget(task, str(exc))
-            left = d.remaining()
-        reports.append(early)
-        if early is None:
-            staged.append((k, ev, doc))
-            pooled += max(left, 0.0)
-    results: list[Any] = [None] * len(staged)
-    if lean and staged:
-        from tbmm.lean.certify import check_batch
-
-        try:
-            with bounds.cpu_budget(pooled):
-                results = check_batch(
-                    [(items[k][0], ev.doc, ev.gate, ev.score) for k, ev, _ in staged]
-                )
-        except bounds.BudgetExceeded as exc:
-            why = f"{exc}: the batch's one Lean run had what its {len(staged)} artifacts' budgets left"
-            for k, _, _ in staged:
-                reports[k] = _over_budget(items[k][0], why)
-            return _with_digests(items, reports)
-    for (k, ev, doc), lr in zip(staged, results, strict=True):
-        reports[k] = _finish(items[k][0], doc, ev, lr, lean=lean)
-    return _with_digests(items, reports)
-
-
-def _with_digests(
-    items: list[tuple[Task, bytes | None]], reports: list[VerifyReport | None]
-) -> list[VerifyReport]:
-    out = [r for r in reports if r is not None]
-    for (task, _), r in zip(items, out, strict=True):
-        r.task_digest = task.verdict_digest
-    return out
+    return [VerifyReport(**f) for f in P.verify_batch_fields(items, lean=lean, budget_s=budget_s)]

@@ -1,12 +1,15 @@
-"""The `tbmm` console entry: `tbmm score` and `tbmm gate` without the CLI framework.
+"""The `tbmm` console entry: `tbmm score`, `gate` and `verify` without the CLI framework.
 
 Why: importing typer, rich and pydantic costs about 0.4 s of CPU, several times the verdict
-of a small artifact. A well-formed `score` or `gate` call (an artifact, `--task`, optional
-`--tasks-root`, `--json`, `--gate-failed`) runs here in lite mode (`tbmm.suite.tasks.LITE`: task
-files as validated plain copies, `tbmm.suite.compiled`) and prints plain text. Everything else —
-other commands, `--help`, an unknown option, and every error (unknown task, unreadable
-artifact, malformed task file) — goes to the typer app (`tbmm.cli.root`), which reports it as it
-always does.
+of a small artifact. A well-formed `score`, `gate` or single-artifact `verify` call (an
+artifact, `--task`, optional `--tasks-root`, `--json`, `--gate-failed` for score,
+`--no-lean` for verify) runs here in lite mode (`tbmm.suite.tasks.LITE`: task files as
+validated plain copies, `tbmm.suite.compiled`; verify's report as plain fields,
+`tbmm.verify_plain`) and prints what the typer command prints, byte for byte (verify's
+rich output through `tbmm.cli.plain`). Everything else — other commands, `--help`, an
+unknown option, `verify --batch`/`--manifest`, and every error the typer app reports
+(unknown task, unreadable artifact file, malformed task file, no Lean toolchain) — goes
+to the typer app (`tbmm.cli.root`), which reports it as it always does.
 """
 
 from __future__ import annotations
@@ -16,12 +19,17 @@ import sys
 from pathlib import Path
 from typing import Any
 
-_FLAGS = {"score": ("--json", "--gate-failed"), "gate": ("--json",)}
+_FLAGS = {
+    "score": ("--json", "--gate-failed"),
+    "gate": ("--json",),
+    "verify": ("--json", "--no-lean"),
+}
 _VALUED = ("--task", "--tasks-root")
 
 
 def parse(args: list[str]) -> dict[str, Any] | None:
-    """The request of a well-formed `score`/`gate` call, or None (the typer app decides)."""
+    """The request of a well-formed `score`/`gate`/`verify` call, or None (the typer app
+    decides)."""
     if not args or args[0] not in _FLAGS:
         return None
     req: dict[str, Any] = {"command": args[0], "flags": set(), "artifact": None}
@@ -61,12 +69,18 @@ def score_of(task: Any, ev: Any, gate_failed: bool) -> Any:
     return result
 
 
+def _tasks_module() -> Any:
+    import tbmm.suite.tasks  # noqa: F401 - the module (the package's `tasks` is the API function)
+
+    return sys.modules["tbmm.suite.tasks"]
+
+
 def run(req: dict[str, Any]) -> int | None:
     """Run a parsed call in lite mode; its exit code, or None to let the typer app run it
     (an error it reports, with its own words and exit code)."""
-    import tbmm.suite.tasks  # noqa: F401 - the module (the package's `tasks` is the API function)
-
-    tasks = sys.modules["tbmm.suite.tasks"]
+    if req["command"] == "verify":
+        return run_verify(req)
+    tasks = _tasks_module()
     from tbmm.core.bounds import BoundsError, read_capped
     from tbmm.verdict.pipeline import evaluate
     from tbmm.verdict.scoring import ArtifactError, read_artifact
@@ -89,6 +103,102 @@ def run(req: dict[str, Any]) -> int | None:
         return 0
     print_json(ev.gate.to_json()) if as_json else print_gate(ev.gate)
     return 1 if ev.gate.verdict == "fail" else 0
+
+
+def run_verify(req: dict[str, Any]) -> int | None:
+    """`tbmm verify ARTIFACT --task T` in lite mode (`tbmm.verify_plain`): the report the
+    typer command prints, or None for what it reports as an error (an unknown task, an
+    unreadable or over-cap file, a malformed task file, no Lean toolchain, a certificate
+    out of its grammar), which it then reports in its own words."""
+    tasks = _tasks_module()
+    from tbmm.core.bounds import BoundsError, read_capped
+    from tbmm.verify_plain import report_json, verify_fields
+
+    artifact = Path(req["artifact"])
+    tasks.LITE = True
+    try:
+        try:
+            root = Path(req["--tasks-root"]) if "--tasks-root" in req else tasks.TASKS_ROOT
+            task = tasks.find_task(req["--task"], root)
+            data = read_capped(artifact, task.caps)
+        except (KeyError, OSError, BoundsError, tasks.TaskFormatError):
+            return None
+        try:
+            fields = verify_fields(task, data, lean="--no-lean" not in req["flags"])
+        except Exception as exc:
+            if _typer_reports(exc, tasks.TaskFormatError):
+                return None
+            raise
+    finally:
+        tasks.LITE = False
+    rep = report_json(fields)
+    if "--json" in req["flags"]:
+        print_json(rep)
+        return int(rep["exit_code"])
+    from tbmm.cli.plain import Printer, print_error
+
+    if not rep["readable"] or rep["status"] == "budget_exceeded":
+        print_error(f"{artifact}: {rep['error']}")
+        return int(rep["exit_code"])
+    out = Printer()
+    for line in verify_lines(rep):
+        out.print(line)
+    return int(rep["exit_code"])
+
+
+def _typer_reports(exc: Exception, task_format_error: type) -> bool:
+    """Whether `tbmm verify`'s typer command reports `exc` as an error of its own
+    (`tbmm.cli.root._verification_errors`) rather than as a verdict."""
+    kinds: list[type] = [task_format_error]
+    for module, name in (
+        ("tbmm.lean.runtime", "ToolchainError"),
+        ("tbmm.lean.certify", "CertificateError"),
+    ):
+        if module in sys.modules:
+            kinds.append(getattr(sys.modules[module], name))
+    return isinstance(exc, tuple(kinds))
+
+
+def verify_lines(rep: dict[str, Any]) -> list[str]:
+    """`tbmm verify`'s text output of a readable report (`VerifyReport` JSON): rich markup
+    lines, each printed by `console.print(line, highlight=False)` (the typer command) or
+    by `tbmm.cli.plain.Printer` (the lite path), which prints the same bytes."""
+    lines = [f"[yellow]schema:[/yellow] {issue}" for issue in rep["schema_issues"]]
+    code = rep["exit_code"]
+    style = {0: "green", 1: "red"}.get(code, "magenta")
+    verdict = {0: "FEASIBLE", 1: "INFEASIBLE"}.get(code, "NO VERDICT (Lean disagrees)")
+    lean = rep["lean_detail"]
+    lines.append(
+        f"[{style}]{verdict}[/{style}] {rep['task']}: gate {rep['gate']}, Lean {rep['lean']}"
+        + (
+            f" ({lean.get('obligations', 0)} obligations over {lean.get('instances', 0)} check"
+            f" instances, {lean.get('toolchain', '')})"
+            if lean
+            else ""
+        )
+    )
+    lines += [f"  [red]✗[/red] {f}" for f in rep["failing"]]
+    lines += [
+        f"  [yellow]gap (not claimed):[/yellow] {g}" for g in (lean.get("gaps", []) if lean else [])
+    ]
+    scope = rep["lean_scope"]
+    if scope:  # which replayed values the Lean kernel recomputed, which it took from Python
+        by_kernel = [p for p, e in scope.items() if e.get("by") == "lean_kernel"]
+        by_python = [p for p, e in scope.items() if e.get("by") != "lean_kernel"]
+        lines.append(
+            f"replayed values: {len(by_kernel)} recomputed by the Lean kernel, "
+            f"{len(by_python)} taken from the Python replay (not recomputed by the kernel):"
+        )
+        for p in by_python:
+            e = scope[p]
+            tol = f"; agree {e['agree']}" if "agree" in e else ""
+            lines.append(f"  [yellow]python[/yellow] replayed.{p}: {e['precision']}{tol}")
+    lines.append(
+        f"O-Eval {rep['o_eval']:.4f} [{rep['o_eval_exact']}] | raw {rep['raw_exact']} | "
+        f"Robust BO-Eval {rep['robust_bo_eval']:.4f} | skill {rep['skill']:.4f} | "
+        f"status {rep['status']}"
+    )
+    return lines
 
 
 def print_json(obj: Any) -> None:

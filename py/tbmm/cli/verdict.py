@@ -168,25 +168,6 @@ def replay(
     raise typer.Exit(code)
 
 
-def _print_lean_scope(scope: dict[str, dict[str, str]]) -> None:
-    """Which replayed values the Lean kernel recomputed and which it took from Python."""
-    if not scope:
-        return
-    by_kernel = [p for p, e in scope.items() if e.get("by") == "lean_kernel"]
-    by_python = [p for p, e in scope.items() if e.get("by") != "lean_kernel"]
-    console.print(
-        f"replayed values: {len(by_kernel)} recomputed by the Lean kernel, "
-        f"{len(by_python)} taken from the Python replay (not recomputed by the kernel):",
-        highlight=False,
-    )
-    for p in by_python:
-        e = scope[p]
-        tol = f"; agree {e['agree']}" if "agree" in e else ""
-        console.print(
-            f"  [yellow]python[/yellow] replayed.{p}: {e['precision']}{tol}", highlight=False
-        )
-
-
 def _verify_many(
     artifact: Path | None,
     task: str | None,
@@ -315,28 +296,8 @@ def verify(
         raise typer.Exit(rep.exit_code)
     if not rep.readable or rep.status == "budget_exceeded":
         raise _fail(f"{artifact}: {rep.error}", rep.exit_code)
-    for issue in rep.schema_issues:
-        console.print(f"[yellow]schema:[/yellow] {issue}", highlight=False)
-    style = {0: "green", 1: "red"}.get(rep.exit_code, "magenta")
-    verdict = {0: "FEASIBLE", 1: "INFEASIBLE"}.get(rep.exit_code, "NO VERDICT (Lean disagrees)")
-    lean = rep.lean_detail
-    console.print(
-        f"[{style}]{verdict}[/{style}] {rep.task}: gate {rep.gate}, Lean {rep.lean}"
-        + (
-            f" ({lean.get('obligations', 0)} obligations over {lean.get('instances', 0)} check"
-            f" instances, {lean.get('toolchain', '')})"
-            if lean
-            else ""
-        ),
-        highlight=False,
-    )
-    for f in rep.failing:
-        console.print(f"  [red]✗[/red] {f}", highlight=False)
-    for g in lean.get("gaps", []) if lean else []:
-        console.print(f"  [yellow]gap (not claimed):[/yellow] {g}", highlight=False)
-    _print_lean_scope(rep.lean_scope)
-    console.print(
-        f"O-Eval {rep.o_eval:.4f} [{rep.o_eval_exact}] | raw {rep.raw_exact} | Robust BO-Eval {rep.robust_bo_eval:.4f} | skill {rep.skill:.4f} | status {rep.status}",
-        highlight=False,
-    )
+    from tbmm.cli.entry import verify_lines
+
+    for line in verify_lines(rep.model_dump(mode="json")):
+        console.print(line, highlight=False)
     raise typer.Exit(rep.exit_code)

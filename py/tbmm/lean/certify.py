@@ -54,11 +54,11 @@ from typing import Any
 from tbmm.core import bounds
 from tbmm.core import lean_syntax as S
 from tbmm.core.exact import fraction_to_text as exact_text
+from tbmm.core.specs import REPLAYED
 from tbmm.lean import terms as T
 from tbmm.lean.allowlist import BATCH_HEADER
 from tbmm.lean.runtime import ToolchainError
 from tbmm.suite.files import write_text_if_changed
-from tbmm.suite.models import REPLAYED
 
 CERT_DIR = Path("TBMM") / "Cert"
 REGENERATE = "uv run tbmm lean certify"

@@ -153,12 +153,12 @@ def run_replay(
     copied) and the replay report (None for a task without a replay). A replay already done
     for the same task files and the same decisions comes from `tbmm.replay.cache`.
     """
-    from tbmm.replay import cache
-
     base, notes = strip_replayed(doc)
     spec: ReplaySpec | None = task.replay_spec
     if spec is None:
         return base, None
+    from tbmm.replay import cache
+
     with uncharged():  # the task's data and code, cached: not the artifact's cost
         fn = load_module(spec.module)
         prepare(task, spec)

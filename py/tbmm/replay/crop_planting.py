@@ -29,13 +29,16 @@ kernel-checked obligations (`lean_obligations`).
 from __future__ import annotations
 
 import bisect
+import functools
 import math
 import operator
 import zipfile
 from collections import Counter, defaultdict
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from dataclasses import dataclass, field, fields
 from fractions import Fraction
 from functools import lru_cache
+from itertools import compress, repeat
 from pathlib import Path
 from typing import Any
 from xml.etree import ElementTree as ET
@@ -258,16 +261,20 @@ class Rules:
     max_plots: int
     legume_window: int
 
+    def __hash__(self) -> int:
+        # the per-(data, rules) tables are looked up by Rules many times per replay: the
+        # hash of its Fractions once (the fields never change)
+        h = self.__dict__.get("_hash")
+        if h is None:
+            h = hash(tuple(getattr(self, f.name) for f in fields(self)))
+            object.__setattr__(self, "_hash", h)
+        return h
+
     @classmethod
     def from_params(cls, params: dict[str, Any]) -> Rules:
-        return cls(
-            int(params["first_year"]),
-            int(params["last_year"]),
-            exact.parse_decimal(str(params["min_area_open_mu"])),
-            exact.parse_decimal(str(params["min_area_greenhouse_mu"])),
-            int(params["max_plots_per_crop_season"]),
-            int(params["legume_window_years"]),
-        )
+        """The rules of `params` (one object per distinct text of the parameters, so that
+        the tables cached per rules are found by identity)."""
+        return _rules_of(tuple(sorted((str(k), str(v)) for k, v in params.items())))
 
     @property
     def years(self) -> range:
@@ -275,6 +282,19 @@ class Rules:
 
     def min_area(self, kind: str) -> Fraction:
         return self.min_area_open if kind in OPEN_AIR else self.min_area_greenhouse
+
+
+@lru_cache(maxsize=16)
+def _rules_of(items: tuple[tuple[str, str], ...]) -> Rules:
+    params = dict(items)
+    return Rules(
+        int(params["first_year"]),
+        int(params["last_year"]),
+        exact.parse_decimal(params["min_area_open_mu"]),
+        exact.parse_decimal(params["min_area_greenhouse_mu"]),
+        int(params["max_plots_per_crop_season"]),
+        int(params["legume_window_years"]),
+    )
 
 
 Cell = dict[str, Fraction]  # crop -> area (mu), one (plot, year, season)
@@ -314,23 +334,66 @@ class Plan:
     The replay counts areas as integers in units of 1/scale mu (`units`, scale a power of
     ten: every JSON number is a decimal), so the rules and the profit run on int arithmetic;
     `cells` (the same areas as Fractions) is built on first use (Lean terms, tests), and a
-    Plan built from `cells` gets its `units` on first use."""
+    Plan built from `cells` gets its `units` on first use. Which row holds a planting
+    (only violation messages name rows) is `row_index`: from `row_of`, or, for a plan read on
+    the plain path, from an int-keyed index (`lookup`); `row_of` is then built on first use."""
 
     def __init__(
         self,
         cells: dict[Key, Cell] | None,
-        row_of: dict[tuple[str, int, str, str], int],
+        row_of: dict[tuple[str, int, str, str], int] | None,
         rows: int,
         *,
         units: dict[Key, UnitCell] | None = None,
         scale: int = 1,
+        lookup: _Lookup | None = None,
+        coded: dict[int, UnitCell] | None = None,
     ) -> None:
         self._cells = cells
         self._from_cells = units is None
         self._units = units
         self._scale = scale
-        self.row_of = row_of
+        self._row_of = row_of
+        self._lookup = lookup
+        self._coded = coded
         self.rows = rows
+
+    def planting_keys(self, ct: Codes, cells: dict[int, UnitCell]) -> list[int] | Iterator[int]:
+        """The `Codes` key of every planting of `cells` (this plan's `coded_cells`): from
+        the plain path's columns in C-level passes, else cell by cell."""
+        lk = self._lookup
+        if lk is not None and cells is self._coded:
+            return lk.keys(positive=True)
+        number, bound = ct.number, ct.bound
+        return [code * bound + number[c] for code, cell in cells.items() for c in cell]
+
+    def coded_cells(self, ct: Codes, min_scale: int) -> tuple[dict[int, UnitCell], int]:
+        """`unit_cells` keyed by `Codes` code instead of (plot, year, season)."""
+        units, scale = self.unit_cells(min_scale)
+        if self._coded is not None and scale == self._scale and not self._from_cells:
+            return self._coded, scale
+        code_of = ct.code_of
+        return {code_of[k]: cell for k, cell in units.items()}, scale
+
+    @property
+    def row_of(self) -> dict[tuple[str, int, str, str], int]:
+        if self._row_of is None:
+            lk = self._lookup
+            assert lk is not None
+            crop_of = {x: c for c, x in lk.number.items()}
+            self._row_of = {
+                (*lk.key_of[c], crop_of[x]): i
+                for i, (c, x) in enumerate(zip(lk.codes, lk.nums, strict=True))
+            }
+        return self._row_of
+
+    def row_index(self, plot: str, year: int, season: str, crop: str) -> int | None:
+        lk = self._lookup
+        if lk is None or self._row_of is not None:
+            return self.row_of.get((plot, year, season, crop))
+        code = lk.code_of.get((plot, year, season))
+        num = lk.number.get(crop)
+        return None if code is None or num is None else lk.index.get(code * lk.bound + num)
 
     @property
     def cells(self) -> dict[Key, Cell]:
@@ -357,7 +420,7 @@ class Plan:
         return units, scale
 
     def label(self, prefix: str, plot: str, year: int, season: str, crop: str) -> str:
-        i = self.row_of.get((plot, year, season, crop))
+        i = self.row_index(plot, year, season, crop)
         where = f"{prefix}[{i}]" if i is not None else "the 2023 plan (附件2)"
         return f"{where} ({year} {season}, {plot}, crop {crop})"
 
@@ -478,14 +541,18 @@ def parse_plan(
             " combinations the statement allows"
         )
     tb = tables(data, rules)
+    # areas in units of 1/10**K mu: K starts at 6 decimals (or the data's, if more) and
+    # grows, rescaling what is stored, when a row needs more (the result does not depend on K)
+    K = max(6, len(str(tb.scale)) - 1)
+    deadline.check()
+    plain = _parse_plain(rows, data, rules, K)
+    if plain is not None:
+        return plain
     year_of, plot_frac, plots, crops = tb.year_of_text, tb.plot_frac, data.plots, data.crops
     seasons = _SEASON_SET
     Num, get_row = exact.Num, _GET_ROW
     row_of: dict[tuple[str, int, str, str], int] = {}
     units: dict[Key, UnitCell] = {}
-    # areas in units of 1/10**K mu: K starts at 6 decimals (or the data's, if more) and
-    # grows, rescaling what is stored, when a row needs more (the result does not depend on K)
-    K = max(6, len(str(tb.scale)) - 1)
     plot_u = {pid: pn * 10**K // pd for pid, (pn, pd) in plot_frac.items()}
     seen: dict[str, int | None] = {}  # area text -> units (None: more than K decimals)
     n_rows = len(rows)
@@ -546,6 +613,183 @@ def parse_plan(
 
 _SEASON_SET = frozenset(SEASONS)
 _GET_ROW = operator.itemgetter(*ROW_KEYS)
+_TEXT = operator.attrgetter("text")
+
+
+@dataclass(frozen=True)
+class Codes:
+    """Per (data, rules): each (plot, year, season) of 2023 and the plan's years as an int
+    code, in the order the rules describe cells (year, season, plot in 附件1 order), so
+    that a sort of codes is that order and the next season of a plot is code + P; a
+    planting's key is code * bound + the crop's number. What the rules look up per cell is
+    a list indexed by code."""
+
+    P: int  # plots
+    bound: int  # crop numbers are below it
+    code_of: dict[Key, int]
+    key_of: list[Key]  # code -> (plot, year, season)
+    number: dict[str, int]  # crop -> number
+    ok: list[frozenset[str]]  # code -> the crops with statistics for its kind and season
+    min_u: list[int]  # code -> minimum area (data units)
+    plot_u: list[int]  # code -> plot area (data units)
+    irrigated_second: list[bool]
+    yc: list[dict[str, tuple[int, int]]]  # code -> crop -> (yield, cost)
+    hist: dict[int, UnitCell]  # the 2023 plan by code (data units)
+    hist_keys: frozenset[int]
+    hist_second_keys: frozenset[int]  # 2023 second season: never the season after 2023's first
+    grain_first: frozenset[int]  # every first-season grain planting key
+    slot_crop: dict[int, int]  # planting key -> season slot * bound + crop number
+    code_of_text: dict[tuple[str, str, str], int]  # (plot, year as text, season) -> code
+
+
+def codes(data: CropData, rules: Rules) -> Codes:
+    hit = data.tables.get(("codes", rules))
+    if hit is not None:
+        return hit
+    years = [data.history_year, *rules.years]
+    if years != list(range(years[0], years[0] + len(years))):
+        raise ValueError("the crop replay needs the plan's years to follow 2023 without a gap")
+    tb = tables(data, rules)
+    plots = list(data.plots.values())
+    P = len(plots)
+    key_of = [(p.id, y, s) for y in years for s in SEASONS for p in plots]
+    code_of = {k: i for i, k in enumerate(key_of)}
+    number = {c: cr.number for c, cr in data.crops.items()}
+    bound = 1 + max(number.values())
+    suit = _suitable(data)
+    by_ks = _stats_by_kind_season(data, tb)
+    kinds = [data.plots[p].kind for p, _, _ in key_of]
+    hist = {code_of[k]: cell for k, cell in tb.hist_u.items()}
+    hist_keys = frozenset(c * bound + number[x] for c, cell in hist.items() for x in cell)
+    grain = [number[c] for c in tb.grain]
+    t = Codes(
+        P,
+        bound,
+        code_of,
+        key_of,
+        number,
+        [suit[(kd, s)] for kd, (_, _, s) in zip(kinds, key_of, strict=True)],
+        [tb.min_u[kd] for kd in kinds],
+        [tb.plot_u[p] for p, _, _ in key_of],
+        [kd == "irrigated" and s == "second" for kd, (_, _, s) in zip(kinds, key_of, strict=True)],
+        [by_ks[(kd, s)] for kd, (_, _, s) in zip(kinds, key_of, strict=True)],
+        hist,
+        hist_keys,
+        frozenset(k for k in hist_keys if (k // bound) // P == 1),
+        frozenset(
+            c * bound + g for c, (_, _, s) in enumerate(key_of) if s == "first" for g in grain
+        ),
+        {c * bound + x: (c // P) * bound + x for c in range(len(key_of)) for x in number.values()},
+        {(p, str(y), s): c for (p, y, s), c in code_of.items() if y in rules.years},
+    )
+    data.tables[("codes", rules)] = t
+    return t
+
+
+def _parse_plain(rows: list[Any], data: CropData, rules: Rules, K: int) -> Plan | None:
+    """`parse_plan` for a plan whose every row is plain (see there), column by column in
+    C-level passes (map, zip, set) instead of a Python loop per row; None as soon as any row
+    is not plain or two rows share a key, and `parse_plan`'s row loop then reads the plan
+    afresh (the reference order of checks and messages). The same Plan as that loop.
+
+    It keeps no tuple per row (a (plot, year, season) is an int code, a planting's key the
+    code times the crop numbers' bound plus the crop's number): the cyclic garbage collector
+    runs on the count of container objects allocated, and the freshly parsed artifact it
+    would walk each time is large. `row_of` is built only if a message names a row."""
+    n = len(rows)
+    if not n:
+        return None
+    tb = tables(data, rules)
+    ct = codes(data, rules)
+    code_of, key_of, number, bound = ct.code_of, ct.key_of, ct.number, ct.bound
+    try:
+        # one pass over the rows (each row's dict is read once: a fresh artifact is
+        # larger than the CPU's caches), its tuple freed at once (nothing for the collector);
+        # a row that is not an object raises TypeError, a missing key KeyError
+        years: list[Any] = []
+        plots_c: list[Any] = []
+        seasons_c: list[Any] = []
+        crops_c: list[Any] = []
+        areas: list[Any] = []
+        ya, pa, sa, ca, aa = (
+            years.append,
+            plots_c.append,
+            seasons_c.append,
+            crops_c.append,
+            areas.append,
+        )
+        for row in rows:
+            y, p, s, c, a = _GET_ROW(row)
+            ya(y)
+            pa(p)
+            sa(s)
+            ca(c)
+            aa(a)
+        # (plot, year text, season) -> code: None unless the plot and the season are the
+        # data's texts and the year a plain JSON integer of the plan (only a Num has a text,
+        # and only a plain integer literal's text is "2024"); an unhashable value raises
+        # TypeError. The crop: one of the data's texts.
+        key3 = zip(plots_c, map(_TEXT, years), seasons_c, strict=True)
+        cs = list(map(ct.code_of_text.get, key3))
+        nums = list(map(number.get, crops_c))
+        texts = list(map(_TEXT, areas))
+    except (KeyError, TypeError, AttributeError):
+        return None
+    if None in cs or None in nums or set(map(type, areas)) != {exact.Num}:
+        return None
+    unit_of: dict[str, int | None] = {}
+    for text in set(texts):  # plans repeat their areas: each distinct text read once
+        u = None
+        if "e" not in text and "E" not in text:
+            whole, _, frac = text.partition(".")
+            k = len(frac)
+            if k <= K:
+                u = int(whole + frac) * 10 ** (K - k)
+                if u < 0:
+                    u = None
+        unit_of[text] = u
+    us = list(map(unit_of.__getitem__, texts))
+    if None in us:
+        return None
+    plot_u = {pid: pn * 10**K // pd for pid, (pn, pd) in tb.plot_frac.items()}
+    if not all(map(operator.le, us, map(plot_u.__getitem__, plots_c))):
+        return None
+    cells: dict[int, UnitCell] = defaultdict(dict)
+    for code, crop, u in zip(cs, crops_c, us, strict=True):
+        cells[code][crop] = u
+    if sum(map(len, cells.values())) != n:
+        return None  # a repeated key: the row loop names the first repeat
+    if 0 in us:  # rows of no area plant nothing
+        for code in [c for c, cell in cells.items() if 0 in cell.values()]:
+            cell = cells[code] = {c: u for c, u in cells[code].items() if u}
+            if not cell:
+                del cells[code]
+    units = {key_of[code]: cell for code, cell in cells.items()}
+    lookup = _Lookup(code_of, key_of, number, bound, cs, nums, us)
+    return Plan(None, None, n, units=units, scale=10**K, lookup=lookup, coded=dict(cells))
+
+
+@dataclass
+class _Lookup:
+    """The row of each planting of a plan read on the plain path, by int key."""
+
+    code_of: dict[Key, int]
+    key_of: list[Key]
+    number: dict[str, int]
+    bound: int
+    codes: list[int]  # per row
+    nums: list[int]  # per row: the crop's number
+    units: list[int]  # per row: area in plan units
+
+    def keys(self, positive: bool = False) -> Iterator[int]:
+        """Per row (or per row of positive area): code * bound + crop number."""
+        keys = map(operator.add, map(operator.mul, self.codes, repeat(self.bound)), self.nums)
+        return compress(keys, self.units) if positive else keys
+
+    @functools.cached_property
+    def index(self) -> dict[int, int]:
+        """Planting key -> row (int -> int: nothing the collector tracks)."""
+        return dict(zip(self.keys(), range(len(self.codes)), strict=False))
 
 
 @dataclass
@@ -586,84 +830,187 @@ def check_rules(plan: Plan, data: CropData, rules: Rules, prefix: str) -> dict[s
     """Every rule's violations, counted per offending item, the first SHOWN described (in
     the order of the frozen reference: tests/reference_replays/crop_planting_v1.py).
 
-    Areas are integers in units of 1/scale mu; a cell whose crops are all suitable and all
-    at or above the minimum area (one C-level subset test and one min) skips the per-crop
-    loop, which only describes violations."""
+    Areas are integers in units of 1/scale mu; cells are keyed by `Codes` code (a sort is
+    the reference's cell order). A cell whose crops are all suitable and all at or above the
+    minimum area (one C-level subset test and one min) skips the per-crop loop, which only
+    describes violations; repeated cropping is counted with set operations on planting keys
+    (the next season of a key is key + P * bound) and described by the reference's loop,
+    which stops once SHOWN are described."""
     tb = tables(data, rules)
-    units, S = plan.unit_cells(tb.scale)
+    ct = codes(data, rules)
+    cells, S = plan.coded_cells(ct, tb.scale)
     f = S // tb.scale  # data units -> plan units
     v: dict[str, Found] = {r: Found() for r in RULES}
     lab = plan.label
+    key_of, P, bound = ct.key_of, ct.P, ct.bound
 
     def mu(u: int) -> str:
         return _mu(Fraction(u, S))
 
-    suit = _suitable(data)
     plots = data.plots
-    for (plot, year, season), cell in sorted(units.items(), key=_cell_order(data)):
-        p = plots[plot]
-        kind = p.kind
-        min_u = tb.min_u[kind] * f
-        ok = suit[(kind, season)]
-        if not (cell.keys() <= ok and min(cell.values(), default=min_u) >= min_u):
-            sv, mv = v["suitability"], v["min_area"]
-            bad = cell.keys() - ok
-            small = bisect.bisect_left(sorted(cell.values()), min_u)  # areas below the minimum
-            if (not bad or len(sv.shown) >= SHOWN) and (not small or len(mv.shown) >= SHOWN):
-                sv.count += len(bad)  # nothing left to describe: counted only
-                mv.count += small
-            else:
-                for crop, area in sorted(cell.items(), key=lambda kv: int(kv[0])):
-                    if crop not in ok and sv.hit():
-                        sv.shown.append(
-                            f"{lab(prefix, plot, year, season, crop)}: crop {crop} cannot grow "
-                            f"on {kind} land in the {season} season"
-                        )
-                    if area < min_u and mv.hit():
-                        mv.shown.append(
-                            f"{lab(prefix, plot, year, season, crop)}: {mu(area)} mu < "
-                            f"{_mu(rules.min_area(kind))} mu"
-                        )
-        total = sum(cell.values())
-        if total > tb.plot_u[plot] * f and v["plot_area"].hit():
-            v["plot_area"].shown.append(
-                f"{plot} {year} {season}: {mu(total)} mu planted on a {_mu(p.area)}-mu plot "
-                f"(rows {_rows(plan, prefix, plot, year, season, cell)})"
+    sv, mv = v["suitability"], v["min_area"]
+    pa, one = v["plot_area"], v["irrigated_second_one_crop"]
+    ok_of, min_of, area_of, irr2 = ct.ok, ct.min_u, ct.plot_u, ct.irrigated_second
+    order = sorted(compress(cells, cells.values()))  # an empty cell breaks no rule
+    in_order = list(map(cells.__getitem__, order))
+    mins = list(map(min_of.__getitem__, order))
+    areas = list(map(area_of.__getitem__, order))
+    if f != 1:
+        mins = list(map(operator.mul, mins, repeat(f)))
+        areas = list(map(operator.mul, areas, repeat(f)))
+    # per cell, in C: every crop suitable and every area at or above the minimum; the total
+    # within the plot; one crop in an irrigated second season
+    suitable = map(operator.le, map(dict.keys, in_order), map(ok_of.__getitem__, order))
+    big = map(operator.ge, map(min, map(dict.values, in_order)), mins)
+    fine = map(operator.and_, suitable, big)
+    for i in compress(range(len(order)), map(operator.not_, fine)):
+        code, cell, min_u = order[i], in_order[i], mins[i]
+        ok = ok_of[code]
+        bad = cell.keys() - ok
+        small = bisect.bisect_left(sorted(cell.values()), min_u)  # areas below the minimum
+        if (not bad or len(sv.shown) >= SHOWN) and (not small or len(mv.shown) >= SHOWN):
+            sv.count += len(bad)  # nothing left to describe: counted only
+            mv.count += small
+            continue
+        plot, year, season = key_of[code]
+        kind = plots[plot].kind
+        for crop, area in sorted(cell.items(), key=lambda kv: int(kv[0])):
+            if crop not in ok and sv.hit():
+                sv.shown.append(
+                    f"{lab(prefix, plot, year, season, crop)}: crop {crop} cannot grow "
+                    f"on {kind} land in the {season} season"
+                )
+            if area < min_u and mv.hit():
+                mv.shown.append(
+                    f"{lab(prefix, plot, year, season, crop)}: {mu(area)} mu < "
+                    f"{_mu(rules.min_area(kind))} mu"
+                )
+    totals = list(map(sum, map(dict.values, in_order)))
+    for i in compress(range(len(order)), map(operator.gt, totals, areas)):
+        if pa.hit():
+            plot, year, season = key_of[order[i]]
+            pa.shown.append(
+                f"{plot} {year} {season}: {mu(totals[i])} mu planted on a "
+                f"{_mu(plots[plot].area)}-mu plot "
+                f"(rows {_rows(plan, prefix, plot, year, season, in_order[i])})"
             )
-        one = v["irrigated_second_one_crop"]
-        if kind == "irrigated" and season == "second" and len(cell) > 1 and one.hit():
+    several = map(operator.lt, repeat(1), map(len, in_order))
+    for i in compress(range(len(order)), map(operator.and_, map(irr2.__getitem__, order), several)):
+        if one.hit():
+            plot, year, season = key_of[order[i]]
+            cell = in_order[i]
             one.shown.append(
                 f"{plot} {year} second: {len(cell)} crops "
                 f"(rows {_rows(plan, prefix, plot, year, season, cell)})"
             )
     empty: UnitCell = {}
+    mode = v["irrigated_mode"]
+    code_of = ct.code_of
     for plot, p in plots.items():
         if p.kind != "irrigated":
             continue
         for year in rules.years:
-            first = units.get((plot, year, "first"), empty)
-            second = units.get((plot, year, "second"), empty)
-            mode = v["irrigated_mode"]
-            if RICE in first and (len(first) > 1 or second) and mode.hit():
+            first = cells.get(code_of[(plot, year, "first")], empty)
+            if RICE not in first:
+                continue
+            second = cells.get(code_of[(plot, year, "second")], empty)
+            if (len(first) > 1 or second) and mode.hit():
                 mode.shown.append(
                     f"{lab(prefix, plot, year, 'first', RICE)}: rice and vegetables on "
                     f"irrigated plot {plot} in the same year"
                 )
-    hist = (
-        tb.hist_u
-        if f == 1
-        else {k: {c: u * f for c, u in cell.items()} for k, cell in tb.hist_u.items()}
-    )
-    allc = {**hist, **units}
-    years = [data.history_year, *rules.years]
-    plan_years = set(rules.years)
-    grain, legume = tb.grain, tb.legume
+    hist = ct.hist if f == 1 else _scaled_hist(data, rules, ct, f)
+    allc = {**hist, **cells}
+    number = ct.number
+    plan_keys = list(plan.planting_keys(ct, cells))
+    keys = set(plan_keys)
+    keys |= ct.hist_keys
+    D = P * bound
+    after = set(map(D.__add__, keys))  # each planting moved to the plot's next season
+    after &= keys
+    after -= ct.hist_second_keys  # the 2023 plan is data, not checked against itself
+    after_grain = set(map((2 * D).__add__, keys & ct.grain_first))  # a grain's next year
+    after_grain &= keys
     rot = v["rotation"]
-    for plot in plots:
-        for y in years:
-            f_ = allc.get((plot, y, "first"), empty)
-            s_ = allc.get((plot, y, "second"), empty)
-            nf = allc.get((plot, y + 1, "first"), empty) if y + 1 in plan_years else empty
+    if after or after_grain:
+        _describe_rotation(rot, allc, plan, data, rules, ct, prefix)
+        rot.count = len(after) + len(after_grain)
+    legume = tb.legume
+    Y = 1 + len(rules.years)
+    leg = [0] * (Y * P)  # per (year index, plot index)
+    with_legumes = compress(allc.items(), map(operator.not_, map(legume.isdisjoint, allc.values())))
+    for code, cell in with_legumes:
+        leg[(code // (2 * P)) * P + code % P] += sum(
+            map(cell.__getitem__, legume.intersection(cell))
+        )
+    lv = v["legume"]
+    window = rules.legume_window
+    first_area = area_of[:P] if f == 1 else list(map(operator.mul, area_of[:P], repeat(f)))
+    short: list[tuple[int, int, int]] = []  # (plot index, window start, legume area)
+    for start in range(data.history_year, rules.last_year - window + 2):
+        y0 = start - data.history_year
+        got = leg[y0 * P : y0 * P + P]  # every plot's legumes over the window, in C
+        for d in range(1, window):
+            got = list(map(operator.add, got, leg[(y0 + d) * P : (y0 + d) * P + P]))
+        short += [(i, start, got[i]) for i in compress(range(P), map(operator.lt, got, first_area))]
+    lv.count = len(short)
+    names = list(plots)
+    for i, start, got_i in sorted(short)[:SHOWN]:  # the reference's order: plot, then window
+        lv.shown.append(
+            f"plot {names[i]}, {start}-{start + window - 1}: legumes on {mu(got_i)} mu "
+            f"of {_mu(plots[names[i]].area)} mu"
+        )
+    crop_of = {x: c for c, x in number.items()}
+    over = [  # plots per crop and season slot, counted in C
+        (*divmod(sc, bound), n)
+        for sc, n in Counter(map(ct.slot_crop.__getitem__, plan_keys)).items()
+        if n > rules.max_plots
+    ]
+    sc = v["scatter"]
+    for slot, x, n in sorted(over):
+        crop = crop_of[x]
+        if sc.hit():
+            _, year, season = key_of[slot * P]
+            ps = [
+                key_of[c][0] for c in range(slot * P, slot * P + P) if crop in cells.get(c, empty)
+            ]
+            sc.shown.append(
+                f"{year} {season}, crop {crop}: on {n} plots > {rules.max_plots} ({', '.join(ps)})"
+            )
+    return v
+
+
+def _scaled_hist(data: CropData, rules: Rules, ct: Codes, f: int) -> dict[int, UnitCell]:
+    """The 2023 plan by code in units f times smaller (cached on the data for the usual f:
+    plans of up to 15 decimals; the cache stays small whatever artifacts arrive)."""
+    hit = data.tables.get(("hist", rules, f))
+    if hit is None:
+        hit = {k: {c: u * f for c, u in cell.items()} for k, cell in ct.hist.items()}
+        if f <= 10**15:
+            data.tables[("hist", rules, f)] = hit
+    return hit
+
+
+def _describe_rotation(
+    rot: Found,
+    allc: dict[int, UnitCell],
+    plan: Plan,
+    data: CropData,
+    rules: Rules,
+    ct: Codes,
+    prefix: str,
+) -> None:
+    """The first SHOWN repeated croppings in the reference's order (plot, year, then the
+    season after the second, the second after the first, the next year's first after a
+    grain); the count is set by the caller."""
+    empty: UnitCell = {}
+    code_of, grain = ct.code_of, tables(data, rules).grain
+    last = rules.last_year
+    for plot in data.plots:
+        for y in [data.history_year, *rules.years]:
+            f_ = allc.get(code_of[(plot, y, "first")], empty)
+            s_ = allc.get(code_of[(plot, y, "second")], empty)
+            nf = allc.get(code_of[(plot, y + 1, "first")], empty) if y < last else empty
             pairs: list[tuple[tuple[int, str], Any, tuple[int, str], Any]] = [
                 ((y, "second"), s_.keys(), (y + 1, "first"), nf.keys())
             ]
@@ -673,54 +1020,13 @@ def check_rules(plan: Plan, data: CropData, rules: Rules, prefix: str) -> dict[s
             for (y1, s1), c1, (y2, s2), c2 in pairs:
                 if not c1 or not c2:
                     continue
-                common = c1 & c2
-                if len(rot.shown) >= SHOWN:
-                    rot.count += len(common)
-                    continue
-                for crop in sorted(common, key=int):
-                    if rot.hit():
-                        rot.shown.append(
-                            f"{lab(prefix, plot, y2, s2, crop)}: crop {crop} also on {plot} in the "
-                            f"preceding season ({y1} {s1})"
-                        )
-    leg: dict[tuple[str, int], int] = defaultdict(int)
-    for (plot, y, _), cell in allc.items():
-        if not legume.isdisjoint(cell):
-            leg[(plot, y)] += sum(cell[c] for c in legume.intersection(cell))
-    lv = v["legume"]
-    for plot, p in plots.items():
-        area_u = tb.plot_u[plot] * f
-        for start in range(data.history_year, rules.last_year - rules.legume_window + 2):
-            window = range(start, start + rules.legume_window)
-            got = sum(leg.get((plot, y), 0) for y in window)
-            if got < area_u and lv.hit():
-                lv.shown.append(
-                    f"plot {plot}, {window.start}-{window.stop - 1}: legumes on {mu(got)} mu "
-                    f"of {_mu(p.area)} mu"
-                )
-    count: dict[tuple[int, str], Counter[str]] = defaultdict(Counter)
-    for (_, year, season), cell in units.items():
-        count[(year, season)].update(cell.keys())  # plots per crop, counted in C
-    over = [
-        (year, season, crop, n)
-        for (year, season), cnt in count.items()
-        for crop, n in cnt.items()
-        if n > rules.max_plots
-    ]
-    sv = v["scatter"]
-    for year, season, crop, n in sorted(over, key=lambda o: (o[0], o[1], int(o[2]))):
-        if sv.hit():
-            ps = [
-                q
-                for (q, y_, s_), cell in units.items()
-                if y_ == year and s_ == season and crop in cell
-            ]
-            names = sorted(ps, key=lambda q: plots[q].index)
-            sv.shown.append(
-                f"{year} {season}, crop {crop}: on {n} plots > {rules.max_plots} "
-                f"({', '.join(names)})"
-            )
-    return v
+                for crop in sorted(c1 & c2, key=int):
+                    rot.shown.append(
+                        f"{plan.label(prefix, plot, y2, s2, crop)}: crop {crop} also on {plot} "
+                        f"in the preceding season ({y1} {s1})"
+                    )
+                    if len(rot.shown) >= SHOWN:
+                        return
 
 
 def _suitable(data: CropData) -> dict[tuple[str, str], frozenset[str]]:
@@ -739,7 +1045,7 @@ def _cell_order(data: CropData):  # noqa: ANN202
 
 
 def _rows(plan: Plan, prefix: str, plot: str, year: int, season: str, cell: dict[str, Any]) -> str:
-    idx = sorted(plan.row_of[(plot, year, season, c)] for c in cell)
+    idx = sorted(plan.row_index(plot, year, season, c) or 0 for c in cell)
     return ", ".join(f"{prefix}[{i}]" for i in idx)
 
 
@@ -758,26 +1064,28 @@ def profit(
     # then one division at the end: the same numbers as Fraction arithmetic, without its gcd
     # per step (the result does not depend on den).
     tb = tables(data, rules)
-    units, den = plan.unit_cells(tb.scale)
+    ct = codes(data, rules)
+    cells, den = plan.coded_cells(ct, tb.scale)
     f = den // tb.scale
-    by_ks = _stats_by_kind_season(data, tb)
-    plots = data.plots
+    yc_of, P = ct.yc, ct.P
     cost_u = 0
-    prod: dict[tuple[int, str], dict[str, int]] = defaultdict(dict)  # (year, season) -> crop -> jin
-    for (plot, year, season), cell in units.items():
-        yc = by_ks[(plots[plot].kind, season)]
-        q = prod[(year, season)]
+    prod: dict[int, dict[str, int]] = defaultdict(dict)  # season slot -> crop -> jin
+    for code, cell in cells.items():
+        yc = yc_of[code]
+        q = prod[code // P]
+        get = q.get
         for crop, u in cell.items():
             st = yc.get(crop)
             if st is None:
                 continue
-            q[crop] = q.get(crop, 0) + u * st[0]
+            q[crop] = get(crop, 0) + u * st[0]
             cost_u += u * st[1]
     # revenue * 2 * price_den * den as an integer: prices are p / price_den, the expected
     # sales whole units (the 2023 areas are whole data units, the yields whole jin)
     rev = 0
     half = case == "case2"
-    for (_, season), per_crop in prod.items():
+    for slot, per_crop in prod.items():
+        season = SEASONS[slot % 2]
         for crop, q_u in per_crop.items():
             price = tb.price_int[(season, crop)]
             sold = min(q_u, tb.demand_u.get((season, crop), 0) * f)
@@ -803,9 +1111,14 @@ def _stats_by_kind_season(
 
 
 def max_rows(data: CropData, rules: Rules) -> int:
-    """Distinct suitable (year, plot, season, crop) combinations: the statement's maximum."""
-    per_year = sum(1 for p in data.plots.values() for (kind, _, _) in data.stats if kind == p.kind)
-    return per_year * len(rules.years)
+    """Distinct suitable (year, plot, season, crop) combinations: the statement's maximum
+    (cached on the data)."""
+    hit = data.tables.get(("max_rows", rules))
+    if hit is None:
+        per_kind = Counter(kind for (kind, _, _) in data.stats)
+        per_year = sum(per_kind[p.kind] for p in data.plots.values())
+        hit = data.tables[("max_rows", rules)] = per_year * len(rules.years)
+    return hit
 
 
 def evaluate_plan(plan: Plan, data: CropData, rules: Rules, case: str, prefix: str) -> Verdict:
@@ -860,7 +1173,7 @@ def replay(doc: dict[str, Any], task: Any, spec: Any, deadline: CpuBudget) -> Ou
         base = f"q1.{case}"
         out.values[f"{base}.profit_yuan"] = v.profit
         out.details[f"{base}.profit_yuan"] = (
-            f"{len(plan.row_of)} rows of {prefix}: revenue {exact.fraction_to_text(v.revenue)}"
+            f"{plan.rows} rows of {prefix}: revenue {exact.fraction_to_text(v.revenue)}"
             f" yuan, cost {exact.fraction_to_text(v.cost)} yuan"
         )
         out.values[f"{base}.rule_violations"] = v.total
@@ -896,12 +1209,16 @@ def _tenths(q: Fraction, what: str) -> int:
 
 
 def _lean_cell(cell: dict[str, Fraction], unit: Fraction) -> str:
-    items = []
+    """A season's plantings: up to three as `Crop.plantN c₁ a₁ …` (one application where the
+    list spells 2N + 1; the elaborator, not the kernel, pays per application), more as a list."""
+    pairs = []
     for crop in sorted(cell, key=int):
         n = cell[crop] / unit
         assert n.denominator == 1 and n > 0
-        items.append(f"(Crop.Planting.mk {int(crop)} {n.numerator})")
-    return _lean_list(items)
+        pairs.append((int(crop), n.numerator))
+    if 1 <= len(pairs) <= 3:
+        return f"(Crop.plant{len(pairs)} " + " ".join(f"{c} {a}" for c, a in pairs) + ")"
+    return _lean_list([f"(Crop.Planting.mk {c} {a})" for c, a in pairs])
 
 
 def _lean_year(first: dict[str, Fraction], second: dict[str, Fraction], unit: Fraction) -> str:
@@ -1012,7 +1329,7 @@ set_option maxRecDepth 65536 in
 /-- The plots (附件1 with their 2023 plan from 附件2), statistics (附件2; smart-greenhouse
 first seasons as ordinary greenhouses), crops, prices (range midpoints), expected sales
 (2023 production) and the rules' parameters. -/
-def village : Crop.Data :=
+noncomputable def village : Crop.Data :=
   Crop.Data.mk
     {body}
 

@@ -36,10 +36,12 @@ from __future__ import annotations
 
 import functools
 import math
+import operator
 import re
 import zipfile
 from dataclasses import dataclass
 from fractions import Fraction
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -229,6 +231,48 @@ def read_lines(doc: dict[str, Any], p: Params) -> list[Segment]:
     return out
 
 
+_GET4 = operator.itemgetter(*KEYS)
+_TEXT = operator.attrgetter("text")
+
+
+def read_columns(doc: dict[str, Any], p: Params) -> tuple[list[tuple[Any, ...]], np.ndarray]:
+    """`read_lines` as columns: per segment its four JSON numbers (exact values computed
+    only where needed) and an (n, 4) array of their floats. Plain lines (objects with the
+    four keys, finite numbers strictly within the coordinate limit) are read in C-level
+    passes; anything else goes through `read_lines`, which names the first unusable entry."""
+    q4 = doc.get("q4")
+    lines = q4.get("lines") if isinstance(q4, dict) else None
+    if isinstance(lines, list) and 0 < len(lines) <= p.max_lines:
+        try:
+            nodes = list(map(_GET4, lines))  # a non-object raises TypeError, a missing key KeyError
+        except (TypeError, KeyError):
+            nodes = []
+        flat = list(chain.from_iterable(nodes))
+        if nodes and set(map(type, flat)) == {exact.Num} and not any(map(_not_dict, lines)):
+            f = np.fromiter(map(float, map(_TEXT, flat)), dtype=float, count=len(flat))
+            flim = float(p.coord_limit_nmi)
+            if bool(np.all(np.abs(f) < flim)):  # strictly inside: the float settles it
+                return nodes, f.reshape(-1, 4)
+    segs = read_lines(doc, p)
+    return [tuple(_Exact(v) for v in s.coords) for s in segs], np.array(
+        [s.floats for s in segs], dtype=float
+    ).reshape(-1, 4)
+
+
+def _not_dict(entry: Any) -> bool:
+    """True for an entry `read_lines` refuses though itemgetter reads it (not a dict)."""
+    return type(entry) is not dict
+
+
+class _Exact:
+    """A Fraction with the `value` attribute of exact.Num (the slow reader's numbers)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: Fraction) -> None:
+        self.value = value
+
+
 def _clip(x0: float, y0: float, x1: float, y1: float, box: tuple[float, float, float, float]):
     """Liang-Barsky: the part of a segment inside the box, or None."""
     bx0, by0, bx1, by1 = box
@@ -247,6 +291,29 @@ def _clip(x0: float, y0: float, x1: float, y1: float, box: tuple[float, float, f
         if lo > hi:
             return None
     return x0 + lo * dx, y0 + lo * dy, x0 + hi * dx, y0 + hi * dy
+
+
+def clip_all(
+    f: np.ndarray, box: tuple[float, float, float, float]
+) -> tuple[np.ndarray, np.ndarray]:
+    """`_clip` of every row of f (x0, y0, x1, y1), with its float operations in its order
+    (Python's max(lo, r) keeps lo unless r > lo): (clipped rows, whether any part is left)."""
+    bx0, by0, bx1, by1 = box
+    x0, y0, x1, y1 = f[:, 0], f[:, 1], f[:, 2], f[:, 3]
+    dx, dy = x1 - x0, y1 - y0
+    lo = np.zeros(len(f))
+    hi = np.ones(len(f))
+    dead = np.zeros(len(f), dtype=bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        for pk, qk in ((-dx, x0 - bx0), (dx, bx1 - x0), (-dy, y0 - by0), (dy, by1 - y0)):
+            flat = pk == 0
+            dead |= flat & (qk < 0)
+            r = qk / np.where(flat, 1.0, pk)
+            lo = np.where(~flat & (pk < 0) & (r > lo), r, lo)
+            hi = np.where(~flat & (pk > 0) & (r < hi), r, hi)
+            dead |= lo > hi
+    out = np.stack([x0 + lo * dx, y0 + lo * dy, x0 + hi * dx, y0 + hi * dy], axis=1)
+    return out, ~dead
 
 
 # -- swath geometry ----------------------------------------------------------------------------
@@ -286,9 +353,11 @@ def depth_and_gradient(
     i0 = np.minimum(np.floor(fx).astype(np.int64), g.nx - 2)
     j0 = np.minimum(np.floor(fy).astype(np.int64), g.ny - 2)
     tx, ty = fx - i0, fy - j0
-    d = g.depth
-    d00, d10 = d[j0, i0], d[j0, i0 + 1]
-    d01, d11 = d[j0 + 1, i0], d[j0 + 1, i0 + 1]
+    d = g.depth.ravel()  # flat gathers (the same values as d[j, i], fewer index passes)
+    at = j0 * g.nx + i0
+    d00, d10 = d.take(at), d.take(at + 1)
+    at += g.nx
+    d01, d11 = d.take(at), d.take(at + 1)
     depth = (1 - tx) * (1 - ty) * d00 + tx * (1 - ty) * d10 + (1 - tx) * ty * d01 + tx * ty * d11
     h = g.step * nmi_m
     gx = ((1 - ty) * (d10 - d00) + ty * (d11 - d01)) / h
@@ -318,12 +387,14 @@ def build_swaths(g: Grid, geo: np.ndarray, ids: list[int], p: Params) -> Swaths:
     count = np.maximum(1, np.ceil(length / p.station_step_nmi - 1e-9)).astype(np.int64)
     dt = length / count
     off = np.concatenate([[0], np.cumsum(count)])
-    seg_of = np.repeat(np.arange(len(ids)), count)
-    local = np.arange(int(off[-1])) - off[seg_of]
-    t = (local + 0.5) * dt[seg_of]
-    pts = A[seg_of] + t[:, None] * U[seg_of]
-    depth, gx, gy = depth_and_gradient(g, pts[:, 0], pts[:, 1], p.nmi_m)
-    slope = gx * N[seg_of, 0] + gy * N[seg_of, 1]
+    # per station, column by column (the same float operations as on (S, 2) rows)
+    local = np.arange(int(off[-1])) - np.repeat(off[:-1], count)
+    t = (local + 0.5) * np.repeat(dt, count)
+    px = np.repeat(A[:, 0], count) + t * np.repeat(U[:, 0], count)
+    py = np.repeat(A[:, 1], count) + t * np.repeat(U[:, 1], count)
+    pts = np.stack([px, py], axis=1)
+    depth, gx, gy = depth_and_gradient(g, px, py, p.nmi_m)
+    slope = gx * np.repeat(N[:, 0], count) + gy * np.repeat(N[:, 1], count)
     rp, rm = reaches(depth, slope, half, p.nmi_m)
     return Swaths(ids, A, U, N, length, dt, off, pts, rp, rm)
 
@@ -354,22 +425,23 @@ def _ragged(start: np.ndarray, count: np.ndarray) -> tuple[np.ndarray, np.ndarra
 
 
 def _chunks(cost: np.ndarray, limit: float) -> list[np.ndarray]:
-    """Consecutive index groups whose summed cost stays near `limit` (bounds memory)."""
-    out, start, acc = [], 0, 0.0
-    for i, c in enumerate(cost.tolist()):
-        if acc and acc + c > limit:
-            out.append(np.arange(start, i))
-            start, acc = i, 0.0
-        acc += c
-    if start < cost.size:
-        out.append(np.arange(start, cost.size))
-    return out
+    """Consecutive index groups of about `limit` summed cost each (bounds memory): the
+    group of an index is its preceding cost sum divided by `limit`, rounded down."""
+    if cost.size == 0:
+        return []
+    before = np.cumsum(cost) - cost
+    group = np.floor(before / limit)
+    cuts = np.flatnonzero(group[1:] != group[:-1]) + 1
+    return np.split(np.arange(cost.size), cuts)
 
 
 # -- coverage -----------------------------------------------------------------------------------
 
 PIECE = 32  # stations per piece: a piece's bounding rectangle hugs its part of the swath
 CHUNK_CELLS = 50_000  # rectangle cells per batch; cells covered by earlier batches are skipped
+CHUNK_ROWS = 100_000  # (piece, row) intervals computed at once
+FILL_EXT = 2  # evaluation cells: how far a piece's sure part reaches beyond its own stations
+EPS = 1e-9  # nmi: the sure part's margin (rounding of the exact test is ~1e-15 nmi)
 
 
 def _interval(a: np.ndarray, b: np.ndarray, lo: Any, hi: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -474,12 +546,33 @@ def coverage(g: Grid, sw: Swaths, p: Params, dl: CpuBudget) -> np.ndarray:
     cy = corners[:, :, 1]
     j0 = np.maximum(0, np.floor((cy.min(axis=1) - g.y0) / h)).astype(np.int64)
     j1 = np.minimum(nye - 1, np.floor((cy.max(axis=1) - g.y0) / h)).astype(np.int64)
-    cost = (t_hi - t_lo) * (Rp + Rm) / h**2 + np.maximum(0, j1 - j0 + 1)
+    # the piece's sure part: a rectangle its interpolated swath contains for certain (the
+    # along-track range widened by FILL_EXT on each side, so that the cells on the border of
+    # two pieces lie wholly inside one of them; the smallest reaches over every station the
+    # interpolation uses there; EPS inside on every side, far beyond rounding)
+    ext = FILL_EXT * h
+    e = int(np.ceil(2 * ext / p.station_step_nmi)) + 1  # stations within ext (dt >= step / 2)
+    m = sw.count[seg]
+    in_lo = sw.off[seg] + np.maximum(s0 - 1 - e, 0)
+    in_hi = sw.off[seg] + np.minimum(s1 + e, m - 1)
+    Ip = np.full(seg.size, np.inf)
+    Im = np.full(seg.size, np.inf)
+    for d in range(PIECE + 2 + 2 * e):
+        st = np.minimum(in_lo + d, in_hi)
+        Ip = np.minimum(Ip, sw.rp[st])
+        Im = np.minimum(Im, sw.rm[st])
+    L = sw.length[seg]
+    ti_lo = np.maximum(t_lo - ext, EPS)
+    ti_hi = np.minimum(t_hi + ext, L - EPS)
+    ci_lo, ci_hi = -(Im - EPS), Ip - EPS
+    sure = (ti_lo < ti_hi) & (ci_lo < ci_hi)
     # pieces in a scattered (golden-ratio) order: a batch rarely holds two overlapping pieces,
     # so a cell in many swaths (dense or stacked lines) is tested about once, not once per
     # swath of its batch; the union does not depend on the order
     perm = np.argsort(np.mod(np.arange(seg.size) * GOLDEN, 1.0), kind="stable")
-    for part in _chunks(cost[perm], CHUNK_CELLS):
+    batches = []
+    fill_start, fill_end = [], []
+    for part in _chunks(np.maximum(0, j1 - j0 + 1)[perm].astype(float), CHUNK_ROWS):
         qs = perm[part]
         dl.check("multibeam coverage")
         r, row = _ragged(j0[qs], j1[qs] - j0[qs] + 1)
@@ -488,15 +581,22 @@ def coverage(g: Grid, sw: Swaths, p: Params, dl: CpuBudget) -> np.ndarray:
         ux, uy, nx_, ny_ = u[q, 0], u[q, 1], n[q, 0], n[q, 1]
         xlo = np.full(q.size, np.inf)
         xhi = np.full(q.size, -np.inf)
+        klo = np.full(q.size, -np.inf)  # the sure part: x where both row bounds are inside
+        khi = np.full(q.size, np.inf)
         for edge in (0.0, 1.0):  # the row's lower and upper bound
             dy = g.y0 + (row + edge) * h - ay
             # t = (x - ax) ux + dy uy in [t_lo, t_hi];  c = (x - ax) nx + dy ny in [-Rm, Rp]
-            tlo, thi = _interval(dy * uy - ax * ux, ux, t_lo[q], t_hi[q])
-            clo, chi = _interval(dy * ny_ - ax * nx_, nx_, -Rm[q], Rp[q])
+            at, an = dy * uy - ax * ux, dy * ny_ - ax * nx_
+            tlo, thi = _interval(at, ux, t_lo[q], t_hi[q])
+            clo, chi = _interval(an, nx_, -Rm[q], Rp[q])
             lo_, hi_ = np.maximum(tlo, clo), np.minimum(thi, chi)
             ok = lo_ <= hi_
             xlo = np.where(ok, np.minimum(xlo, lo_), xlo)
             xhi = np.where(ok, np.maximum(xhi, hi_), xhi)
+            tlo, thi = _interval(at, ux, ti_lo[q], ti_hi[q])
+            clo, chi = _interval(an, nx_, ci_lo[q], ci_hi[q])
+            klo = np.maximum(klo, np.maximum(tlo, clo))
+            khi = np.minimum(khi, np.minimum(thi, chi))
         for c in range(4):
             y_c = corners[q, c, 1]
             inside = (y_c >= g.y0 + row * h) & (y_c <= g.y0 + (row + 1) * h)
@@ -506,14 +606,41 @@ def coverage(g: Grid, sw: Swaths, p: Params, dl: CpuBudget) -> np.ndarray:
         xhi = np.clip(xhi, g.x0 - h, g.x1 + h)
         i0 = np.clip(np.floor((xlo - g.x0) / h), 0, nxe).astype(np.int64)
         i1 = np.clip(np.floor((xhi - g.x0) / h), -1, nxe - 1).astype(np.int64)
-        # the cells of [i0, i1] on each row that are still uncovered
-        open_cells = np.flatnonzero(~flat)
-        lo = np.searchsorted(open_cells, row * nxe + i0, side="left")
-        hi = np.searchsorted(open_cells, row * nxe + i1, side="right")
+        batches.append((q, row, i0, i1))
+        # cells wholly inside the sure part (its every point, the sample point included)
+        k0 = np.ceil((np.clip(klo, g.x0 - h, g.x1 + h) - g.x0) / h)
+        k1 = np.floor((np.clip(khi, g.x0 - h, g.x1 + h) - g.x0) / h) - 1
+        k0 = np.clip(k0, 0, nxe).astype(np.int64)
+        k1 = np.clip(k1, -1, nxe - 1).astype(np.int64)
+        full = sure[q] & (k0 <= k1)
+        fill_start.append(row[full] * nxe + k0[full])
+        fill_end.append(row[full] * nxe + k1[full] + 1)
+    if fill_start:
+        N = flat.size + 1
+        marks = np.bincount(np.concatenate(fill_start), minlength=N)
+        marks -= np.bincount(np.concatenate(fill_end), minlength=N)
+        flat |= np.cumsum(marks[:-1]) > 0
+    if not batches:
+        return cov
+    q, row, i0, i1 = (np.concatenate(x) for x in zip(*batches, strict=True))
+    # the cells of [i0, i1] on each row that are still uncovered, tested in batches of
+    # about CHUNK_CELLS (the uncovered cells found again before each)
+    open_cells = np.flatnonzero(~flat)
+    todo = np.searchsorted(open_cells, row * nxe + i1, side="right")
+    todo -= np.searchsorted(open_cells, row * nxe + i0, side="left")
+    keep = todo > 0
+    q, row, i0, i1, todo = q[keep], row[keep], i0[keep], i1[keep], todo[keep]
+    for n_part, part in enumerate(_chunks(todo.astype(float), CHUNK_CELLS)):
+        dl.check("multibeam coverage")
+        if n_part:
+            open_cells = np.flatnonzero(~flat)
+        lo = np.searchsorted(open_cells, row[part] * nxe + i0[part], side="left")
+        hi = np.searchsorted(open_cells, row[part] * nxe + i1[part], side="right")
         r, at = _ragged(lo, hi - lo)
         if at.size == 0:
             continue
         cell = open_cells[at]
+        r = part[r]
         k = seg[q[r]]
         px = sx[cell] - sw.a[k, 0]
         py = sy[cell] - sw.a[k, 1]
@@ -531,6 +658,7 @@ def coverage(g: Grid, sw: Swaths, p: Params, dl: CpuBudget) -> np.ndarray:
 
 BLOCKS = (64, 16, 4)  # stations per block, coarse to fine, in the nearest-crossing search
 TOL = 1e-12  # nmi: a line through the nadir itself counts on both sides
+DOMINATED = 1e-9  # nmi: farther than a sure crossing by this much (rounding is ~1e-15)
 CHUNK_PAIRS = 200_000  # (segment, candidate) pairs handled at once (memory bound)
 
 
@@ -543,8 +671,9 @@ def _group_first(key: np.ndarray, dist: np.ndarray, nkeys: int) -> np.ndarray:
     best = np.full(nkeys, np.inf)
     np.minimum.at(best, key, dist)
     at = np.flatnonzero(dist == best[key])
-    _, first = np.unique(key[at], return_index=True)
-    return at[first]
+    first = np.full(nkeys, at.size)  # per key, the earliest position in `at` (no sort)
+    np.minimum.at(first, key[at], np.arange(at.size))
+    return at[first[first < at.size]]
 
 
 def _prune(
@@ -566,19 +695,33 @@ def _prune(
     its whole run (`full`) within reach everywhere guarantees a crossing no farther than its
     largest distance there; the smallest such guarantee per run is that run's bound, and an
     entry whose smallest distance is not below the bound can be nobody's nearest (the
-    entry setting the bound is kept)."""
+    entry setting the bound is kept). Nor can an entry farther than that champion by more
+    than DOMINATED at both ends of its own stations: the two distances are linear in the
+    station, so it is farther at every station between (no exact tie can hand it a station)."""
     va, vb = sv0 + dsv * lo, sv0 + dsv * hi
     vlo, vhi = np.minimum(va, vb), np.maximum(va, vb)
-    sure = full & (vlo >= -TOL) & (vhi <= rk_min[key] + rq)
-    bound = np.full(nkeys, np.inf)
-    champion = np.zeros(key.size, dtype=bool)
-    idx = np.flatnonzero(sure)
-    if idx.size:
-        win = idx[_group_first(key[idx], vhi[idx], nkeys)]
-        bound[key[win]] = vhi[win]
-        champion[win] = True
     keep = (vhi >= -TOL) & (vlo <= rk_max[key] + rq)
-    return keep & ((np.maximum(vlo, 0.0) < bound[key]) | champion)
+    idx = np.flatnonzero(full & (vlo >= -TOL))
+    idx = idx[vhi[idx] <= rk_min[key[idx]] + rq[idx]]  # sure: valid at every station
+    if idx.size == 0:
+        return keep
+    win = idx[_group_first(key[idx], vhi[idx], nkeys)]
+    bound = np.full(nkeys, np.inf)
+    bound[key[win]] = vhi[win]
+    c0 = np.zeros(nkeys)
+    cd = np.zeros(nkeys)
+    c0[key[win]] = sv0[win]
+    cd[key[win]] = dsv[win]
+    bk = bound[key]
+    keep &= np.maximum(vlo, 0.0) < bk
+    at = np.flatnonzero(keep & (bk < np.inf))  # the dominance test where a champion is
+    k = key[at]
+    c0k, cdk = c0[k], cd[k]
+    above = va[at] - (c0k + cdk * lo[at]) > DOMINATED
+    above &= vb[at] - (c0k + cdk * hi[at]) > DOMINATED
+    keep[at[above]] = False
+    keep[win] = True  # the champion itself (its own smallest distance is below its bound)
+    return keep
 
 
 def _valid_run(
@@ -863,47 +1006,50 @@ def prepare(task: Any, spec: Any) -> None:
 
 def replay(doc: dict[str, Any], task: Any, spec: Any, deadline: CpuBudget) -> Outcome:
     p = Params.from_spec(spec.params)
-    segs = read_lines(doc, p)
+    nodes, f = read_columns(doc, p)
     g = load_grid(task.data_dir)
     box = (g.x0, g.y0, g.x1, g.y1)
     bx0, by0, bx1, by1 = (Fraction(str(v)) for v in box)
-
+    # endpoints in the area: a float strictly inside settles it (correct rounding keeps the
+    # order), one on or beyond a bound is compared exactly
+    strict = (f[:, 0::2] > box[0]) & (f[:, 0::2] < box[2]) & (f[:, 1::2] > box[1])
+    strict &= f[:, 1::2] < box[3]  # (n, 2): start, end
     outside: list[str] = []
-    zero: list[str] = []
     n_out = 0
-    total = 0.0
-    geo: list[tuple[float, float, float, float]] = []
-    ids: list[int] = []
-    for s in segs:
-        x0, y0, x1, y1 = s.coords
-        fx0, fy0, fx1, fy1 = s.floats
-        for name, (x, y, fx, fy) in (("start", (x0, y0, fx0, fy0)), ("end", (x1, y1, fx1, fy1))):
-            if not (
-                _within(x, fx, bx0, bx1, box[0], box[2])
-                and _within(y, fy, by0, by1, box[1], box[3])
-            ):
-                n_out += 1
-                if len(outside) < SHOWN:
-                    outside.append(f"{LIST}[{s.index}] {name} ({_fmt(x)}, {_fmt(y)})")
-        if x0 == x1 and y0 == y1:
-            zero.append(f"{LIST}[{s.index}]")
-            continue
-        total += math.hypot(fx1 - fx0, fy1 - fy0)
-        clipped = _clip(fx0, fy0, fx1, fy1, box)
-        # a piece shorter than 1e-9 nmi (2 micrometres) inside the area has no swath to speak of
-        if (
-            clipped is not None
-            and math.hypot(clipped[2] - clipped[0], clipped[3] - clipped[1]) > 1e-9
-        ):
-            geo.append(clipped)
-            ids.append(s.index)
+    for i, e in zip(*np.nonzero(~strict), strict=True):
+        x, y = nodes[i][2 * e].value, nodes[i][2 * e + 1].value
+        if not (bx0 <= x <= bx1 and by0 <= y <= by1):
+            n_out += 1
+            if len(outside) < SHOWN:
+                name = "end" if e else "start"
+                outside.append(f"{LIST}[{i}] {name} ({_fmt(x)}, {_fmt(y)})")
+    # zero length: equal floats are necessary, the exact values decide
+    zero_ids = [
+        i
+        for i in np.flatnonzero((f[:, 0] == f[:, 2]) & (f[:, 1] == f[:, 3])).tolist()
+        if nodes[i][0].value == nodes[i][2].value and nodes[i][1].value == nodes[i][3].value
+    ]
+    zero = [f"{LIST}[{i}]" for i in zero_ids]
+    is_zero = np.zeros(len(f), dtype=bool)
+    is_zero[zero_ids] = True
+    # the total, summed in order as the reference does (a zero-length segment adds 0.0)
+    dx, dy = (f[:, 2] - f[:, 0]).tolist(), (f[:, 3] - f[:, 1]).tolist()
+    total = functools.reduce(operator.add, map(math.hypot, dx, dy), 0.0)
+    clipped, some = clip_all(f, box)
+    cdx = (clipped[:, 2] - clipped[:, 0]).tolist()
+    cdy = (clipped[:, 3] - clipped[:, 1]).tolist()
+    # a piece shorter than 1e-9 nmi (2 micrometres) inside the area has no swath to speak of
+    long_ = np.fromiter(map(math.hypot, cdx, cdy), dtype=float, count=len(cdx)) > 1e-9
+    use = np.flatnonzero(some & long_ & ~is_zero)
+    geo = clipped[use]
+    ids = use.tolist()
     if total > p.max_total_length_nmi:
         raise ReplayInputError(
             f"{LIST}: the segments are {total:.6g} nmi long in all, over the cap of "
             f"{p.max_total_length_nmi:g} nmi for a design of this area"
         )
     deadline.check("multibeam input")
-    sw = build_swaths(g, np.array(geo, dtype=float).reshape(-1, 4), ids, p)
+    sw = build_swaths(g, geo.reshape(-1, 4), ids, p)
     cov = coverage(g, sw, p, deadline)
     missed_pct = 100.0 * (1.0 - float(cov.mean()))
     eta = overlap_shares(sw, deadline, p.max_neighbours)
@@ -948,7 +1094,7 @@ def replay(doc: dict[str, Any], task: Any, spec: Any, deadline: CpuBudget) -> Ou
             f"{LIST}[{sw.ids[k]}] ({per_seg[k]:.3f} nmi)" for k in worst if per_seg[k] > 0
         )
     notes = [
-        f"{len(segs)} segments, {len(sw.pts)} stations at <= {p.station_step_nmi:g} nmi; "
+        f"{len(nodes)} segments, {len(sw.pts)} stations at <= {p.station_step_nmi:g} nmi; "
         f"coverage on a {p.eval_step_nmi:g} nmi grid of {cov.size} points"
     ]
     finite = eta[np.isfinite(eta)]
