@@ -29,7 +29,7 @@ from tbmm.verdict import scoring
 from tbmm.verdict.gate import run_gate
 from tbmm.verdict.scoring import ArtifactError, read_artifact, score_task
 
-from .conftest import GATE, make_task
+from .conftest import GATE, SYN_ANCHOR, make_task
 
 # the synthetic task's gate with every compiled kind of check: agree (with a relative
 # tolerance), one-sided intervals, each threshold operator, a bounded count, a product of
@@ -144,19 +144,7 @@ PANEL = {
     ]
 }
 
-BASE = {
-    "q": {
-        "speed": "2.0",
-        "ratio": "1.25",
-        "cost": "100",
-        "corr": "0.5",
-        "count": "7",
-        "share": "0.3",
-        "big": "1000",
-        "raw_index": "1080",
-    },
-    "rows": [{"p": "0.2", "d": "10"}, {"p": "0.5", "d": "4"}],
-}
+BASE = SYN_ANCHOR  # the synthetic task's anchor: every field a check or a metric reads
 
 FIELDS = [("q", k) for k in BASE["q"]] + [("rows", 0, "p"), ("rows", 1, "d")]
 
