@@ -35,6 +35,10 @@ BUILD_DIR = Path("build") / "lean"  # relative to the project root; git-ignored 
 LAKE_BUILD_DIR = Path(".lake") / "build" / "lib" / "lean"
 CERT_DIR = Path(LIBRARY) / "Cert"
 STAMP = ".toolchain"
+# What the last complete build saw (library sources and their .olean files): lets a verify
+# call the library fresh after an incremental build, whose untouched .oleans predate
+# another module's newer source (the all-newer-than-all test alone then fails forever).
+FRESH = ".library-fresh.json"
 
 Progress = Callable[[str, str], None]  # (event, module): "build" | "skip" | "fail" | "lake"
 
@@ -464,6 +468,7 @@ def _build_modules(
         result.built.append(mod)
     if result.failure is None:
         stamp.write_text(_stamp(tc))
+        _record_fresh(root, build_dir, tc, order)
 
 
 def _compile(
@@ -584,23 +589,60 @@ def check_module(
     return CheckResult(path, proc.returncode, time.monotonic() - t0, msgs, failure)
 
 
+def _library_sources(root: Path) -> list[Path]:
+    cert_dir = (root / CERT_DIR).resolve()
+    sources = [root / f"{LIBRARY}.lean"]
+    sources += [
+        f for f in (root / LIBRARY).rglob("*.lean") if not f.resolve().is_relative_to(cert_dir)
+    ]
+    return sources
+
+
+def _fresh_view(root: Path, out: Path, sources: Sequence[Path]) -> dict[str, list[int]]:
+    """Per library source: its mtime and size and its .olean's mtime (stats only)."""
+    view: dict[str, list[int]] = {}
+    for f in sources:
+        st = f.stat()
+        view[f.relative_to(root).as_posix()] = [
+            st.st_mtime_ns,
+            st.st_size,
+            olean_file(out, module_name(root, f)).stat().st_mtime_ns,
+        ]
+    return view
+
+
+def _record_fresh(root: Path, out: Path, tc: Toolchain, order: Sequence[str]) -> None:
+    """After a build that brought every library module up to date (they were all in its
+    `order`), record what it saw; best effort (a read-only cache only loses the shortcut)."""
+    try:
+        sources = _library_sources(root)
+        if not {module_name(root, f) for f in sources} <= set(order):
+            return
+        doc = {"stamp": _stamp(tc), "files": _fresh_view(root, out, sources)}
+        tmp = out / (FRESH + ".tmp")
+        tmp.write_text(json.dumps(doc, sort_keys=True))
+        tmp.replace(out / FRESH)
+    except (OSError, ValueError):
+        return
+
+
 def _library_fresh(root: Path, tc: Toolchain) -> bool:
-    """Whether every library module's .olean (certificates aside) is newer than every
-    library source, for this toolchain: a stat of each file, where the build's own check
-    reads every module's imports. False means "ask the build", never "stale"."""
+    """Whether the library's .olean files (certificates aside) are current for this
+    toolchain, from stats alone, where the build's own check reads every module's imports:
+    every .olean newer than every source, or every source and .olean exactly as the last
+    complete build left them. False means "ask the build", never "stale"."""
     out = build_dir(root)
     stamp = out / STAMP
     try:
         if stamp.read_text() != _stamp(tc):
             return False
-        cert_dir = (root / CERT_DIR).resolve()
-        sources = [root / f"{LIBRARY}.lean"]
-        sources += [
-            f for f in (root / LIBRARY).rglob("*.lean") if not f.resolve().is_relative_to(cert_dir)
-        ]
+        sources = _library_sources(root)
         newest = max(f.stat().st_mtime_ns for f in sources)
         oleans = [olean_file(out, module_name(root, f)) for f in sources]
-        return min(o.stat().st_mtime_ns for o in oleans) >= newest
+        if min(o.stat().st_mtime_ns for o in oleans) >= newest:
+            return True
+        seen = json.loads((out / FRESH).read_text())
+        return seen == {"stamp": _stamp(tc), "files": _fresh_view(root, out, sources)}
     except (OSError, ValueError):
         return False
 
