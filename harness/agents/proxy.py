@@ -792,15 +792,7 @@ class ModelProxy:
     ) -> None:
         """Answer an error without contacting the provider, and record it (`kind`: what
         refused it: request, model_pin, budget)."""
-        msg = json.dumps({"error": {"message": why, "type": "tbmm_proxy"}}).encode()
-        try:
-            handler.send_response(status)
-            handler.send_header("Content-Type", "application/json")
-            handler.send_header("Content-Length", str(len(msg)))
-            handler.end_headers()
-            handler.wfile.write(msg)
-        except OSError:
-            pass
+        _answer_error(handler, status, why)
         if self.trajectory is not None:
             self.trajectory.add(
                 "http_refused",
@@ -823,14 +815,7 @@ class ModelProxy:
         self, handler: BaseHTTPRequestHandler, body: bytes, target: str, why: str, start: float
     ) -> None:
         self.failures.append(InfraError("endpoint_unreachable", why))
-        msg = json.dumps({"error": {"message": why, "type": "tbmm_proxy"}}).encode()
-        try:
-            handler.send_response(502)
-            handler.send_header("Content-Type", "application/json")
-            handler.end_headers()
-            handler.wfile.write(msg)
-        except OSError:
-            pass
+        _answer_error(handler, 502, why)
         if self.trajectory is not None:
             self.trajectory.add(
                 "http",
@@ -840,6 +825,20 @@ class ModelProxy:
                 duration_s=round(time.monotonic() - start, 3),
                 request=_clip(body),
             )
+
+
+def _answer_error(handler: BaseHTTPRequestHandler, status: int, why: str) -> None:
+    """The proxy's own error answer (an OpenAI-style error object); a client already gone
+    is not an error of ours."""
+    msg = json.dumps({"error": {"message": why, "type": "tbmm_proxy"}}).encode()
+    try:
+        handler.send_response(status)
+        handler.send_header("Content-Type", "application/json")
+        handler.send_header("Content-Length", str(len(msg)))
+        handler.end_headers()
+        handler.wfile.write(msg)
+    except OSError:
+        pass
 
 
 def _clip(data: bytes, cap: int = LOG_CAP) -> str:
