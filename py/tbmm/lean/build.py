@@ -636,13 +636,10 @@ def _library_fresh(root: Path, tc: Toolchain) -> bool:
     try:
         if stamp.read_text() != _stamp(tc):
             return False
-        sources = _library_sources(root)
-        newest = max(f.stat().st_mtime_ns for f in sources)
-        oleans = [olean_file(out, module_name(root, f)) for f in sources]
-        if min(o.stat().st_mtime_ns for o in oleans) >= newest:
+        view = _fresh_view(root, out, _library_sources(root))
+        if min(o for _m, _s, o in view.values()) >= max(m for m, _s, _o in view.values()):
             return True
-        seen = json.loads((out / FRESH).read_text())
-        return seen == {"stamp": _stamp(tc), "files": _fresh_view(root, out, sources)}
+        return json.loads((out / FRESH).read_text()) == {"stamp": _stamp(tc), "files": view}
     except (OSError, ValueError):
         return False
 
