@@ -392,6 +392,11 @@ def tasks_validate(tasks_root: TasksRoot = TASKS_ROOT, as_json: JsonFlag = False
     raise typer.Exit(1 if problems else 0)
 
 
+def _worst(found: list[Any], kind: str) -> Fraction | None:
+    """The largest O-Eval an exploit of `kind` earned (None: the kind does not apply)."""
+    return max((a.o_eval for a in found if a.kind == kind), default=None)
+
+
 def _naive_cell(t: Task) -> str:
     """The best naive answer of a task (floor.json): name, the paper's O-Eval (the largest
     over the naive set) and the largest default reward (skill over F_t) any of them earns."""
@@ -453,7 +458,7 @@ def tasks_exploits(
             row = summary(t, found)
             cells = []
             for k in KINDS:
-                worst = max((a.o_eval for a in found if a.kind == k), default=None)
+                worst = _worst(found, k)
                 cells.append("n/a" if worst is None else f"{float(worst):.2f} {row[k]}")
             print(f"| {t.slug} | " + " | ".join(cells) + f" | {_naive_cell(t)} |")
         raise typer.Exit(1 if open_ else 0)
@@ -468,7 +473,7 @@ def tasks_exploits(
         row = summary(t, found)
         cells = []
         for k in KINDS:
-            worst = max((a.o_eval for a in found if a.kind == k), default=None)
+            worst = _worst(found, k)
             shown = "—" if worst is None else f"{float(worst):.2f}"
             cells.append(f"[{style[row[k]]}]{shown} {row[k]}[/{style[row[k]]}]")
         table.add_row(t.slug, *cells, _naive_cell(t))
